@@ -1,0 +1,31 @@
+# coordbench: the two quick-start commands are `make run` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+RUN_DIR ?= runs/default
+
+.PHONY: install install-dev run test lint bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+install: $(BIN)/python
+	$(BIN)/pip install -q -e .
+
+install-dev: $(BIN)/python
+	$(BIN)/pip install -q -e '.[dev]'
+
+run: install
+	$(BIN)/coordbench run --out $(RUN_DIR)
+
+test: install-dev
+	$(BIN)/ruff check src tests benchmarks
+	@# pytest exits 5 when it collects no tests; report that instead of failing.
+	$(BIN)/python -m pytest; rc=$$?; if [ $$rc -eq 5 ]; then echo 'no tests collected'; exit 0; fi; exit $$rc
+
+bench: install
+	$(BIN)/python benchmarks/stat_speed.py
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache

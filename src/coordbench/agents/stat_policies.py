@@ -1,0 +1,180 @@
+"""Scripted STAT allocators: the reference points learned methods are judged against.
+
+Every policy maps the state of a `StatVecEnv` to (B, n) joint actions. Agents with a committed
+task follow their mask (MOVE, then EXECUTE); agents with nothing left to pick IDLE. Only the
+*decision agents* (no task, at least one selectable task) choose, and the policies differ in how:
+
+- `random`: each decision agent picks uniformly among selectable tasks (conflicts happen).
+- `greedy`: decision agents in index order each take the nearest selectable task not already
+  claimed this step by a lower-index agent.
+- `matching`: global greedy matching: repeatedly commit the closest (agent, task) pair.
+- `hungarian`: per-step minimum-total-distance assignment (scipy `linear_sum_assignment`).
+
+When decision agents outnumber selectable tasks, the mask still forces the unmatched ones to
+pick; they take their nearest selectable task, and the environment's conflict rule (closest
+wins) settles it. Distances are Euclidean from the agent's current position.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+from numba import njit
+from scipy.optimize import linear_sum_assignment
+
+from coordbench.envs.stat import kernels
+from coordbench.envs.stat.config import EXECUTE, IDLE, MOVE, SELECT0
+from coordbench.envs.stat.vec import StatVecEnv
+from coordbench.errors import ConfigError
+
+
+@njit(cache=True)
+def _forced_actions(pos, target, task_pos, completed, selected, out, free_mask):
+    """Fill out[B, n] with forced actions, -1 for decision agents; free_mask[B, m] = selectable."""
+    B, n = target.shape
+    m = task_pos.shape[1]
+    for b in range(B):
+        free = 0
+        for j in range(m):
+            f = not (completed[b, j] or selected[b, j])
+            free_mask[b, j] = f
+            if f:
+                free += 1
+        for i in range(n):
+            j = target[b, i]
+            if j >= 0:
+                d = math.sqrt((task_pos[b, j, 0] - pos[b, i, 0]) ** 2
+                              + (task_pos[b, j, 1] - pos[b, i, 1]) ** 2)
+                out[b, i] = EXECUTE if d < 0.5 else MOVE
+            elif free == 0:
+                out[b, i] = IDLE
+            else:
+                out[b, i] = -1
+
+
+@njit(cache=True)
+def _nearest(pos, task_pos, free_mask, claimed, b, i):
+    """Return the nearest selectable task of agent i not in `claimed` (-1 if none)."""
+    best = -1
+    best_d = np.inf
+    for j in range(task_pos.shape[1]):
+        if not free_mask[b, j] or claimed[j]:
+            continue
+        d = math.sqrt((task_pos[b, j, 0] - pos[b, i, 0]) ** 2
+                      + (task_pos[b, j, 1] - pos[b, i, 1]) ** 2)
+        if d < best_d:
+            best_d = d
+            best = j
+    return best
+
+
+@njit(cache=True)
+def _greedy_kernel(pos, task_pos, free_mask, out):
+    B, n = out.shape
+    m = task_pos.shape[1]
+    none = np.zeros(m, dtype=np.bool_)
+    for b in range(B):
+        claimed = np.zeros(m, dtype=np.bool_)
+        for i in range(n):
+            if out[b, i] != -1:
+                continue
+            j = _nearest(pos, task_pos, free_mask, claimed, b, i)
+            if j < 0:
+                j = _nearest(pos, task_pos, free_mask, none, b, i)
+            claimed[j] = True
+            out[b, i] = SELECT0 + j
+
+
+@njit(cache=True)
+def _matching_kernel(pos, task_pos, free_mask, out):
+    B, n = out.shape
+    m = task_pos.shape[1]
+    none = np.zeros(m, dtype=np.bool_)
+    for b in range(B):
+        claimed = np.zeros(m, dtype=np.bool_)
+        while True:
+            best_i, best_j, best_d = -1, -1, np.inf
+            for i in range(n):
+                if out[b, i] != -1:
+                    continue
+                for j in range(m):
+                    if not free_mask[b, j] or claimed[j]:
+                        continue
+                    d = math.sqrt((task_pos[b, j, 0] - pos[b, i, 0]) ** 2
+                                  + (task_pos[b, j, 1] - pos[b, i, 1]) ** 2)
+                    if d < best_d:
+                        best_i, best_j, best_d = i, j, d
+            if best_i < 0:
+                break
+            claimed[best_j] = True
+            out[b, best_i] = SELECT0 + best_j
+        for i in range(n):  # more deciders than tasks: the rest take their nearest
+            if out[b, i] == -1:
+                out[b, i] = SELECT0 + _nearest(pos, task_pos, free_mask, none, b, i)
+
+
+def _forced(env: StatVecEnv) -> tuple[np.ndarray, np.ndarray]:
+    s = env.state
+    out = np.empty((env.batch, env.cfg.agents), dtype=np.int64)
+    free = np.empty((env.batch, env.cfg.tasks), dtype=np.bool_)
+    _forced_actions(s.pos, s.target, s.task_pos, s.completed, s.selected, out, free)
+    return out, free
+
+
+def random_policy(env: StatVecEnv, rng: np.random.Generator) -> np.ndarray:
+    """Return uniformly random valid actions for every agent."""
+    return env.random_valid_actions(rng)
+
+
+def greedy_policy(env: StatVecEnv, rng: np.random.Generator) -> np.ndarray:
+    """Return sequential nearest-unclaimed-task actions (agents in index order)."""
+    out, free = _forced(env)
+    _greedy_kernel(env.state.pos, env.state.task_pos, free, out)
+    return out
+
+
+def matching_policy(env: StatVecEnv, rng: np.random.Generator) -> np.ndarray:
+    """Return global greedy matching actions (closest agent-task pair first)."""
+    out, free = _forced(env)
+    _matching_kernel(env.state.pos, env.state.task_pos, free, out)
+    return out
+
+
+def hungarian_policy(env: StatVecEnv, rng: np.random.Generator) -> np.ndarray:
+    """Return per-step min-total-distance assignment of decision agents to selectable tasks."""
+    out, free = _forced(env)
+    s = env.state
+    for b in np.flatnonzero((out == -1).any(axis=1)):
+        agents = np.flatnonzero(out[b] == -1)
+        tasks = np.flatnonzero(free[b])
+        diff = s.pos[b][agents][:, None, :] - s.task_pos[b][tasks][None, :, :]
+        dist = np.sqrt((diff**2).sum(axis=-1))
+        rows, cols = linear_sum_assignment(dist)
+        out[b, agents[rows]] = SELECT0 + tasks[cols]
+        for r in np.setdiff1d(np.arange(len(agents)), rows):  # unmatched: nearest task
+            out[b, agents[r]] = SELECT0 + tasks[int(np.argmin(dist[r]))]
+    return out
+
+
+StatPolicy = Callable[[StatVecEnv, np.random.Generator], np.ndarray]
+
+POLICIES: dict[str, StatPolicy] = {
+    "random": random_policy,
+    "greedy": greedy_policy,
+    "matching": matching_policy,
+    "hungarian": hungarian_policy,
+}
+
+
+def get_policy(name: str) -> StatPolicy:
+    """Return the scripted policy called `name`, or raise ConfigError naming the choices."""
+    try:
+        return POLICIES[name]
+    except KeyError:
+        raise ConfigError(
+            f"unknown STAT policy {name!r}; choose from {', '.join(POLICIES)}") from None
+
+
+__all__ = ["POLICIES", "get_policy", "kernels"]
