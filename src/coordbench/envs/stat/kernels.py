@@ -40,7 +40,7 @@ def _dist(ax: float, ay: float, bx: float, by: float) -> float:
 
 @njit(cache=True)
 def _move_toward(pos, b, i, tx, ty, speed):
-    """Move agent i one step toward (tx, ty) with the released code's formula (snaps on overshoot)."""
+    """Move agent i one step toward (tx, ty) by the released code's formula; snap on overshoot."""
     x1 = pos[b, i, 0]
     y1 = pos[b, i, 1]
     dy = ty - y1
@@ -117,7 +117,7 @@ def step_kernel(pos, target, mode, counter, task_pos, completed, selected, assig
             continue
         # --- diagnostics before the step
         da_pre[b] = _decision_active(target, completed, selected, b)
-        # --- conflict resolution before anything moves: closest picker keeps it, ties to lowest index
+        # --- conflict resolution before anything moves: closest picker keeps it, ties to low index
         n_conf = 0
         n_forced = 0
         for i in range(n):
@@ -237,11 +237,11 @@ def step_kernel(pos, target, mode, counter, task_pos, completed, selected, assig
 
 
 @njit(cache=True)
-def masks_kernel(pos, target, task_pos, completed, selected, out):
-    """Write each agent's valid-action mask into out[B, n, 3 + m] (research/stat.md 1.4)."""
-    B, n = target.shape
+def masks_kernel(idx, pos, target, task_pos, completed, selected, out):
+    """Write the valid-action masks of envs idx[k] into out[b, n, 3 + m] (docs/stat.md, Masks)."""
+    n = target.shape[1]
     m = task_pos.shape[1]
-    for b in range(B):
+    for b in idx:
         free = 0
         for j in range(m):
             if not (completed[b, j] or selected[b, j]):
@@ -262,26 +262,39 @@ def masks_kernel(pos, target, task_pos, completed, selected, out):
                         out[b, i, SELECT0 + j] = True
 
 
+@njit(cache=True, inline="always")
+def _py_floordiv(x: float, w: float) -> int:
+    """Return Python's `x // w` for x, w > 0, fast away from bin boundaries and exact near them."""
+    q = x / w
+    f = math.floor(q)
+    if q - f > 1e-9 and f + 1.0 - q > 1e-9:
+        return int(f)
+    return int(x // w)  # Python semantics (exact remainder first); slow, so only near edges
+
+
 @njit(cache=True)
-def obs_kernel(pos, mode, task_pos, completed, selected, width, num_bins, out):
-    """Write the global state [bins(n*m), modes(n), completed(m), selected(m)] into out[B, D].
+def obs_kernel(idx, pos, mode, task_pos, completed, selected, width, num_bins, out):
+    """Write the global state [bins(n*m), modes(n), completed(m), selected(m)] of envs idx[k].
 
     Distance bins: d < 0.5 -> 0; d < 1 -> 1; else min(floor(d / (W / num_bins)), num_bins - 1).
     """
-    B, n = mode.shape
+    n = mode.shape[1]
     m = task_pos.shape[1]
     bin_w = width / num_bins
-    for b in range(B):
+    top = num_bins - 1
+    for b in idx:
         k = 0
         for i in range(n):
+            px = pos[b, i, 0]
+            py = pos[b, i, 1]
             for j in range(m):
-                d = _dist(pos[b, i, 0], pos[b, i, 1], task_pos[b, j, 0], task_pos[b, j, 1])
+                d = _dist(px, py, task_pos[b, j, 0], task_pos[b, j, 1])
                 if d < 0.5:
                     v = 0
                 elif d < 1.0:
                     v = 1
                 else:
-                    v = min(int(d // bin_w), num_bins - 1)
+                    v = min(_py_floordiv(d, bin_w), top)
                 out[b, k] = v
                 k += 1
         for i in range(n):

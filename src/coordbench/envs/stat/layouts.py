@@ -18,7 +18,7 @@ def paper_layout(cfg: StatConfig, seed: int) -> np.ndarray:
     """Return the (m, 2) task positions the released environment draws for `seed`.
 
     Reproduces `random.seed(seed)` followed, per task in index order, by
-    `random.uniform(0, 1)` (an unused value), `x = random.uniform(0, W)`, `y = random.uniform(0, H)`.
+    `random.uniform(0, 1)` (unused), `x = random.uniform(0, W)`, `y = random.uniform(0, H)`.
     """
     rng = random.Random(seed)
     out = np.empty((cfg.tasks, 2), dtype=np.float64)

@@ -111,6 +111,7 @@ class StatVecEnv:
         self.info = StepInfo.empty(self.batch, cfg.agents)
         self.masks = np.zeros((self.batch, cfg.agents, cfg.num_actions), dtype=np.bool_)
         self.obs = np.zeros((self.batch, cfg.obs_dim), dtype=np.float32)
+        self._all = np.arange(self.batch, dtype=np.int64)
 
     # -- state access -------------------------------------------------------------------------
     def reset(self, task_pos: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -121,20 +122,22 @@ class StatVecEnv:
         expect = (self.batch, self.cfg.tasks, 2)
         if task_pos.shape != expect:
             raise ConfigError(f"task positions must have shape {expect}, got {task_pos.shape}")
-        self._reset_envs(np.arange(self.batch), task_pos)
+        self._reset_envs(self._all, task_pos)
         self.active[:] = True
-        return self._observe()
+        return self._observe(self._all)
 
     def _reset_envs(self, idx: np.ndarray, task_pos: np.ndarray) -> None:
         s = self.state
         kernels.reset_kernel(idx.astype(np.int64), task_pos, s.pos, s.target, s.mode, s.counter,
                              s.task_pos, s.completed, s.selected, s.assignee, s.t, s.n_done)
 
-    def _observe(self) -> tuple[np.ndarray, np.ndarray]:
+    def _observe(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Refresh masks (and observations) of envs `idx`; return the full arrays."""
         s = self.state
-        kernels.masks_kernel(s.pos, s.target, s.task_pos, s.completed, s.selected, self.masks)
+        kernels.masks_kernel(idx, s.pos, s.target, s.task_pos, s.completed, s.selected,
+                             self.masks)
         if self.compute_obs:
-            kernels.obs_kernel(s.pos, s.mode, s.task_pos, s.completed, s.selected,
+            kernels.obs_kernel(idx, s.pos, s.mode, s.task_pos, s.completed, s.selected,
                                float(self.cfg.width), self.cfg.num_bins, self.obs)
         return self.obs, self.masks
 
@@ -173,16 +176,16 @@ class StatVecEnv:
         reward = info.agent_rewards.sum(axis=1)
         done = (info.terminated | info.truncated) & self.active
         info.final_obs = {}
+        obs, masks = self._observe(self._all)
         if done.any():
             idx = np.flatnonzero(done)
             if self.auto_reset:
                 if self.compute_obs:
-                    self._observe()
-                    info.final_obs = {int(b): self.obs[b].copy() for b in idx}
+                    info.final_obs = {int(b): obs[b].copy() for b in idx}
                 self._reset_envs(idx, self.stream.draw(len(idx)))
+                obs, masks = self._observe(idx)
             else:
                 self.active[idx] = False
-        obs, masks = self._observe()
         return obs, masks, reward, info
 
     def random_valid_actions(self, rng: np.random.Generator) -> np.ndarray:

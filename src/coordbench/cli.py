@@ -1,0 +1,197 @@
+"""The `coordbench` command line."""
+
+from __future__ import annotations
+
+import json
+import math
+import shlex
+import sys
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from coordbench import __version__
+from coordbench.errors import CoordbenchError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="coordbench: measure how teams of agents coordinate.")
+stat_app = typer.Typer(no_args_is_help=True, help="STAT: spatial task allocation at scale.")
+app.add_typer(stat_app, name="stat")
+
+err = Console(stderr=True)
+out = Console()
+
+DEFAULT_CONFIGS = "3A-6T-5x3,5A-25T-50x30,9A-25T-50x30"
+DEFAULT_POLICIES = "random,greedy,matching,hungarian"
+
+
+def _command_line() -> str:
+    return "coordbench " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+
+
+def _progress(quiet: bool) -> Progress:
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TimeElapsedColumn(), console=err, disable=quiet, transient=False)
+
+
+def _run_stat_conditions(out_dir: Path, specs: list, episodes: int, quiet: bool):
+    from coordbench.core.rundir import RunDir
+    from coordbench.suites.stat_eval import run_condition
+
+    run = RunDir.create_or_open(out_dir, command=_command_line())
+    with _progress(quiet) as prog:
+        for spec in specs:
+            task = prog.add_task(f"{spec.config} {spec.policy}", total=episodes)
+            run_condition(run, spec, episodes, progress=lambda k, t=task: prog.advance(t, k))
+    return run
+
+
+@app.command()
+def run(
+    out_dir: Path = typer.Option(Path("runs/default"), "--out", help="Run directory."),
+    configs: str = typer.Option(DEFAULT_CONFIGS, help="Comma-separated STAT configs."),
+    policies: str = typer.Option(DEFAULT_POLICIES, help="Comma-separated scripted policies."),
+    episodes: int = typer.Option(100, help="Episodes per condition (100 = the paper layouts)."),
+    layouts: str = typer.Option("paper", help="paper | uniform"),
+    seed: int = typer.Option(0, help="Policy seed (and layout seed for uniform layouts)."),
+) -> None:
+    """Run the default benchmark: scripted allocators on STAT configs; print and save a report."""
+    from coordbench.report.stat_report import collect, console_table, write_report
+    from coordbench.suites.stat_eval import StatEvalSpec
+
+    specs = [StatEvalSpec(c.strip(), p.strip(), layouts, seed)
+             for c in configs.split(",") for p in policies.split(",")]
+    run_dir = _run_stat_conditions(out_dir, specs, episodes, quiet=False)
+    wanted = {s.condition for s in specs}
+    results = [r for r in collect(run_dir, episodes) if r.condition in wanted]
+    write_report(run_dir, results)
+    out.print(console_table(results))
+    out.print(f"run directory: {run_dir.path}  (report: {run_dir.path / 'report.md'})")
+
+
+@app.command()
+def report(run_dir: Path = typer.Argument(..., help="A run directory.")) -> None:
+    """Recompute every table of a run from its saved trajectories; rewrite its report."""
+    from coordbench.core.rundir import RunDir
+    from coordbench.report.stat_report import collect, console_table, write_report
+
+    run_obj = RunDir.open(run_dir)
+    results = collect(run_obj)
+    write_report(run_obj, results)
+    out.print(console_table(results))
+    out.print(f"report: {run_obj.path / 'report.md'}")
+
+
+@app.command()
+def schema(out_file: Path | None = typer.Option(None, "--out", help="Write to this file.")
+           ) -> None:
+    """Print (or write) the JSON Schema of trajectory files."""
+    from coordbench.core.atomic import write_atomic
+    from coordbench.core.trajectory import json_schema_text
+
+    text = json_schema_text()
+    if out_file is None:
+        sys.stdout.write(text + "\n")
+    else:
+        write_atomic(out_file, text + "\n")
+
+
+@app.command()
+def version() -> None:
+    """Print the coordbench version."""
+    out.print(__version__)
+
+
+@stat_app.command("configs")
+def stat_configs() -> None:
+    """List the nine named STAT configurations."""
+    from rich.table import Table
+
+    from coordbench.envs.stat.config import CONFIGS
+
+    table = Table(title="STAT configurations")
+    for col in ("name", "agents", "tasks", "plane", "regime", "train steps", "obs dim"):
+        table.add_column(col)
+    for c in CONFIGS.values():
+        table.add_row(c.name, str(c.agents), str(c.tasks), f"{c.width:g}x{c.height:g}", c.regime,
+                      f"{c.train_steps:,}", str(c.obs_dim))
+    out.print(table)
+
+
+def _json_number(x: float | None) -> float | None:
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
+
+
+@stat_app.command("eval")
+def stat_eval(
+    config: str = typer.Option(..., help="STAT config name, e.g. 5A-25T-50x30."),
+    policy: str = typer.Option(..., help="random | greedy | matching | hungarian"),
+    episodes: int = typer.Option(100, help="Number of episodes (layouts 0..N-1)."),
+    layouts: str = typer.Option("paper", help="paper (seeds s*1000+i) | uniform"),
+    seed: int = typer.Option(0, help="Policy seed (and layout seed for uniform layouts)."),
+    episode_limit: int = typer.Option(700, help="Truncate episodes at this many steps."),
+    out_dir: Path | None = typer.Option(None, "--out", help="Run directory (resumable)."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object of metrics."),
+) -> None:
+    """Evaluate a scripted allocator; mean and 95% CI of every diagnostic over episodes."""
+    from coordbench.report.stat_report import collect, console_table
+    from coordbench.suites.stat_eval import StatEvalSpec, condition_metrics, summarize
+
+    spec = StatEvalSpec(config, policy, layouts, seed, episode_limit)
+    out_dir = out_dir or Path("runs") / "stat-eval" / spec.condition
+    run_obj = _run_stat_conditions(out_dir, [spec], episodes, quiet=as_json)
+    summary = summarize(condition_metrics(run_obj, spec.condition, episodes))
+    if as_json:
+        payload = {k: {"mean": _json_number(e.mean), "ci95": _json_number(e.ci95), "n": e.n}
+                   for k, e in summary.items()}
+        sys.stdout.write(json.dumps(payload) + "\n")
+        return
+    results = [r for r in collect(run_obj, episodes) if r.condition == spec.condition]
+    out.print(console_table(results, title=f"STAT {config} {policy}"))
+    out.print(f"run directory: {run_obj.path}")
+
+
+@stat_app.command("speed")
+def stat_speed(
+    config: str = typer.Option("5A-25T-50x30", help="STAT config name."),
+    batch: int = typer.Option(4096, help="Number of environments stepped together."),
+    seconds: float = typer.Option(5.0, help="Measurement time."),
+    no_obs: bool = typer.Option(False, "--no-obs", help="Skip building observation vectors."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Measure joint environment steps per second under random valid actions."""
+    from dataclasses import asdict
+
+    from coordbench.envs.stat.config import get_config
+    from coordbench.errors import ConfigError
+    from coordbench.suites.stat_speed import measure_speed
+
+    if batch < 1:
+        raise ConfigError(f"--batch must be >= 1, got {batch}")
+    if not seconds > 0:
+        raise ConfigError(f"--seconds must be > 0, got {seconds}")
+    res = measure_speed(get_config(config), batch, seconds, with_obs=not no_obs)
+    if as_json:
+        sys.stdout.write(json.dumps(asdict(res)) + "\n")
+    else:
+        out.print(f"{res.config} batch {res.batch}: {res.steps_per_s:,.0f} joint steps/s "
+                  f"({res.steps:,} steps, {res.episodes:,} episodes in {res.seconds:.1f} s"
+                  f"{'' if res.with_obs else ', no observations'})")
+
+
+def main() -> None:
+    """Entry point of the `coordbench` script: user errors become one line and exit code 2."""
+    try:
+        app()
+    except CoordbenchError as e:
+        err.print(f"[bold red]error:[/] {e}", highlight=False, soft_wrap=True)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        err.print("interrupted; finished episodes are saved, rerun the command to resume")
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,28 @@
+"""Provenance of a run: coordbench version and the git commit of the source tree, if any."""
+
+from __future__ import annotations
+
+import subprocess
+from functools import lru_cache
+from pathlib import Path
+
+from coordbench import __version__
+
+
+@lru_cache(maxsize=1)
+def git_sha() -> str | None:
+    """Return the commit of the checkout coordbench runs from (with '-dirty'), or None."""
+    here = Path(__file__).resolve().parent
+    try:
+        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True,
+                             text=True, timeout=5, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
+                               capture_output=True, text=True, timeout=5).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return f"{sha}-dirty" if dirty else sha or None
+
+
+def version() -> str:
+    """Return the installed coordbench version."""
+    return __version__

@@ -1,0 +1,161 @@
+"""Run directories: a manifest, atomically written episode files, and a reader.
+
+Layout::
+
+    RUN/manifest.json                      what was run (one spec per condition), provenance
+    RUN/episodes/<condition>/<key>.jsonl   one complete trajectory per file
+    RUN/results.json, RUN/report.md        derived; recomputable from the episodes
+
+An episode file exists only once the episode is complete (write, fsync, rename), so a rerun of
+the same command skips exactly the finished episodes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from coordbench.errors import RunDirError
+
+from .atomic import write_atomic
+from .provenance import git_sha, version
+from .trajectory import SCHEMA_VERSION, Trajectory
+
+FORMAT = "coordbench-run"
+FORMAT_VERSION = 1
+_SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.=+-]*$")
+
+
+def _check_name(kind: str, name: str) -> str:
+    if not _SAFE.match(name):
+        raise RunDirError(f"{kind} name {name!r} has characters a run directory cannot store")
+    return name
+
+
+class RunDir:
+    """A run directory on disk (see the module docstring for the layout)."""
+
+    def __init__(self, path: Path, manifest: dict[str, Any]) -> None:
+        self.path = Path(path)
+        self.manifest = manifest
+
+    # -- opening ------------------------------------------------------------------------------
+    @classmethod
+    def open(cls, path: str | Path) -> RunDir:
+        """Return the existing run directory at `path`; raise RunDirError if missing or corrupt."""
+        path = Path(path)
+        mpath = path / "manifest.json"
+        if not path.is_dir():
+            raise RunDirError(f"run directory {path} does not exist")
+        if not mpath.is_file():
+            raise RunDirError(f"{path} is not a coordbench run directory (no manifest.json)")
+        try:
+            manifest = json.loads(mpath.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as e:
+            raise RunDirError(f"{mpath} is corrupt: {e}") from None
+        if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+            raise RunDirError(f"{mpath} is not a coordbench run manifest")
+        if manifest.get("format_version") != FORMAT_VERSION:
+            raise RunDirError(f"{mpath} has format version {manifest.get('format_version')}; "
+                              f"this coordbench reads version {FORMAT_VERSION}")
+        if not isinstance(manifest.get("conditions"), dict):
+            raise RunDirError(f"{mpath} is corrupt: 'conditions' is missing")
+        return cls(path, manifest)
+
+    @classmethod
+    def create_or_open(cls, path: str | Path, command: str = "") -> RunDir:
+        """Return the run directory at `path`, creating it (and its manifest) if needed."""
+        path = Path(path)
+        if (path / "manifest.json").exists():
+            return cls.open(path)
+        if path.exists() and not path.is_dir():
+            raise RunDirError(f"{path} exists and is not a directory")
+        if path.is_dir() and any(path.iterdir()):
+            raise RunDirError(f"{path} is not empty and has no manifest.json; "
+                              "choose a new --out directory")
+        manifest = {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "schema_version": SCHEMA_VERSION,
+            "coordbench_version": version(),
+            "git_sha": git_sha(),
+            "created": datetime.now(UTC).isoformat(),
+            "command": command,
+            "conditions": {},
+        }
+        run = cls(path, manifest)
+        run._save_manifest()
+        return run
+
+    def _save_manifest(self) -> None:
+        write_atomic(self.path / "manifest.json", json.dumps(self.manifest, indent=2) + "\n")
+
+    # -- conditions ---------------------------------------------------------------------------
+    @property
+    def conditions(self) -> dict[str, dict[str, Any]]:
+        """Return {condition id: spec} for every condition registered in this run."""
+        return self.manifest["conditions"]
+
+    def register(self, condition: str, spec: dict[str, Any]) -> None:
+        """Record `spec` under `condition`; raise RunDirError if it was run with another spec."""
+        _check_name("condition", condition)
+        old = self.conditions.get(condition)
+        if old is not None:
+            if old != spec:
+                raise RunDirError(f"condition {condition} in {self.path} was run with a different "
+                                  f"spec ({old} != {spec}); use a new --out directory")
+            return
+        self.conditions[condition] = spec
+        self._save_manifest()
+
+    # -- episodes -----------------------------------------------------------------------------
+    def episode_path(self, condition: str, key: str) -> Path:
+        """Return the file path of episode `key` of `condition`."""
+        return self.path / "episodes" / condition / f"{_check_name('episode', key)}.jsonl"
+
+    def has_episode(self, condition: str, key: str) -> bool:
+        """Return whether episode `key` of `condition` is complete on disk."""
+        return self.episode_path(condition, key).is_file()
+
+    def write_episode(self, condition: str, key: str, trajectory: Trajectory) -> Path:
+        """Atomically write a complete trajectory; return its path."""
+        if trajectory.end is None:
+            raise RunDirError(f"episode {key} of {condition} is incomplete (no episode_end)")
+        path = self.episode_path(condition, key)
+        write_atomic(path, trajectory.to_jsonl())
+        return path
+
+    def episode_keys(self, condition: str) -> list[str]:
+        """Return the keys of the complete episodes of `condition`, sorted."""
+        folder = self.path / "episodes" / condition
+        if not folder.is_dir():
+            return []
+        return sorted(p.stem for p in folder.glob("*.jsonl") if not p.name.startswith("."))
+
+    def load_episode(self, condition: str, key: str) -> Trajectory:
+        """Return one trajectory; raise RunDirError naming the file if it is corrupt."""
+        path = self.episode_path(condition, key)
+        try:
+            traj = Trajectory.from_jsonl(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError, ValidationError) as e:
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise RunDirError(f"corrupt episode file {path}: {first}") from None
+        if traj.end is None:
+            raise RunDirError(f"corrupt episode file {path}: it has no episode_end event")
+        return traj
+
+    def load_episodes(self, condition: str) -> list[Trajectory]:
+        """Return every complete trajectory of `condition`, in key order."""
+        return [self.load_episode(condition, k) for k in self.episode_keys(condition)]
+
+    # -- derived outputs ----------------------------------------------------------------------
+    def write_text(self, name: str, text: str) -> Path:
+        """Atomically write a derived file (report, results) at the run's top level."""
+        path = self.path / name
+        write_atomic(path, text)
+        return path

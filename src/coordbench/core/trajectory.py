@@ -1,0 +1,149 @@
+"""The trajectory schema: one typed, versioned record per episode, for every suite.
+
+A trajectory file is JSONL: the first line is the `TrajectoryHeader`, every further line is one
+event, discriminated by its `type` field. Files are plain JSON, readable without coordbench;
+`coordbench schema` prints the JSON Schema. Minor schema versions add event types or optional
+fields; a major version change means old readers must not guess.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+SCHEMA_VERSION = "1.0"
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class AgentSpec(_Record):
+    """One team member: its id, its role, and what drives it (policy name or model alias)."""
+
+    id: str
+    role: str = "agent"
+    driver: str
+
+
+class TrajectoryHeader(_Record):
+    """What an episode was: suite, task, seed, team, protocol/policy and provenance."""
+
+    kind: Literal["header"] = "header"
+    schema_version: str = SCHEMA_VERSION
+    episode_id: str
+    suite: str
+    task_id: str
+    seed: int
+    team: list[AgentSpec]
+    protocol: str | None = None
+    policy: str | None = None
+    models: dict[str, str] = Field(default_factory=dict)
+    params: dict[str, Any] = Field(default_factory=dict)
+    coordbench_version: str
+    git_sha: str | None = None
+    created: datetime = Field(default_factory=lambda: datetime.now(UTC))
+
+
+class Conflict(_Record):
+    """Several agents picked one target in the same step; `winner` kept it (None: nobody)."""
+
+    target: int
+    agents: list[int]
+    winner: int | None
+
+
+class StatStepEvent(_Record):
+    """One joint step of a STAT episode.
+
+    `actions` are the submitted per-agent actions, `executed` the actions after conflict
+    resolution (losers become IDLE = 0); `rewards` are per agent (the team reward is their sum);
+    `decision_pre`/`decision_post` count agents with more than one valid action before/after
+    the step; `completed` lists (agent, task) pairs completed this step.
+    """
+
+    type: Literal["stat_step"] = "stat_step"
+    t: int
+    actions: list[int]
+    executed: list[int]
+    rewards: list[float]
+    conflicts: list[Conflict] = Field(default_factory=list)
+    decision_pre: int
+    decision_post: int
+    completed: list[tuple[int, int]] = Field(default_factory=list)
+
+
+Termination = Literal["success", "truncated", "normal_stop", "protocol_failure", "error"]
+
+
+class EpisodeEndEvent(_Record):
+    """The last event of every complete episode: how it ended and after how many steps."""
+
+    type: Literal["episode_end"] = "episode_end"
+    t: int
+    termination: Termination
+    success: bool
+    detail: str | None = None
+
+
+Event = Annotated[StatStepEvent | EpisodeEndEvent, Field(discriminator="type")]
+_EVENT = TypeAdapter(Event)
+
+
+class Trajectory(BaseModel):
+    """A header plus its events; complete trajectories end with an EpisodeEndEvent."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    header: TrajectoryHeader
+    events: list[Event]
+
+    @property
+    def end(self) -> EpisodeEndEvent | None:
+        """Return the closing event, or None if the episode is incomplete."""
+        last = self.events[-1] if self.events else None
+        return last if isinstance(last, EpisodeEndEvent) else None
+
+    def steps(self, kind: type[_Record]) -> list[Any]:
+        """Return the events of class `kind`, in order."""
+        return [e for e in self.events if isinstance(e, kind)]
+
+    def to_jsonl(self) -> str:
+        """Return the trajectory as JSONL text (header line, then one line per event)."""
+        lines = [self.header.model_dump_json()]
+        lines.extend(e.model_dump_json() for e in self.events)
+        return "\n".join(lines) + "\n"
+
+    @classmethod
+    def from_jsonl(cls, text: str) -> Trajectory:
+        """Return the trajectory parsed from JSONL text; raises ValueError on a malformed line."""
+        lines = [ln for ln in text.splitlines() if ln.strip()]
+        if not lines:
+            raise ValueError("empty trajectory")
+        header = TrajectoryHeader.model_validate_json(lines[0])
+        major = header.schema_version.split(".")[0]
+        if major != SCHEMA_VERSION.split(".")[0]:
+            raise ValueError(f"schema version {header.schema_version} is not readable by "
+                             f"this coordbench (schema {SCHEMA_VERSION})")
+        events = [_EVENT.validate_json(ln) for ln in lines[1:]]
+        return cls(header=header, events=events)
+
+
+def json_schema() -> dict[str, Any]:
+    """Return the JSON Schema of a trajectory file: the header line and the event lines."""
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": f"coordbench trajectory (JSONL), schema {SCHEMA_VERSION}",
+        "description": "Line 1 matches `header`; every further line matches `event`.",
+        "schema_version": SCHEMA_VERSION,
+        "header": TrajectoryHeader.model_json_schema(),
+        "event": _EVENT.json_schema(),
+    }
+
+
+def json_schema_text() -> str:
+    """Return `json_schema()` as indented JSON text."""
+    return json.dumps(json_schema(), indent=2)

@@ -1,0 +1,131 @@
+"""STAT tables: a rich console table and a markdown report, both from saved trajectories."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from rich.table import Table
+
+from coordbench.core.rundir import RunDir
+from coordbench.core.stats import Estimate, bootstrap_diff_ci, welch_test
+from coordbench.suites.stat_eval import condition_metrics, summarize
+from coordbench.suites.stat_reference import BEST_LEARNED_FINAL, RELEASED_ENV_RETURNS
+
+TABLE_METRICS = ("return", "length", "conflict_rate", "conflicts_per_task", "throughput",
+                 "forced_idle_rate", "decision_active_frac", "diversity_per_decision_agent")
+
+
+@dataclass
+class ConditionResult:
+    """One condition's per-episode values and their summaries."""
+
+    condition: str
+    spec: dict
+    values: dict[str, list[float]]
+    summary: dict[str, Estimate]
+
+
+def collect(run: RunDir, episodes: int | None = None) -> list[ConditionResult]:
+    """Return the results of every STAT condition in `run`, recomputed from its trajectories."""
+    out = []
+    for cond, spec in run.conditions.items():
+        if not cond.startswith("stat_"):
+            continue
+        values = condition_metrics(run, cond, episodes)
+        if values:
+            out.append(ConditionResult(cond, spec, values, summarize(values)))
+    return out
+
+
+def results_json(results: list[ConditionResult]) -> str:
+    """Return results as JSON: per condition its spec and {metric: {mean, ci95, n}}."""
+    def clean(d):
+        return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in d.items()}
+    payload = {
+        "generated": datetime.now(UTC).isoformat(),
+        "conditions": {r.condition: {"spec": r.spec,
+                                     "metrics": {k: clean(e.as_dict())
+                                                 for k, e in r.summary.items()}}
+                       for r in results},
+    }
+    return json.dumps(payload, indent=2) + "\n"
+
+
+def _ref(cfg: str, policy: str) -> str:
+    ref = RELEASED_ENV_RETURNS.get(cfg, {}).get(policy)
+    return f"{ref[0]:.1f} ± {ref[1]:.1f}" if ref else "-"
+
+
+def console_table(results: list[ConditionResult], title: str = "STAT scripted allocators") -> Table:
+    """Return a rich table: one row per condition, mean ± 95% CI per metric."""
+    table = Table(title=title, title_justify="left")
+    for col in ("config", "policy", "n", "return", "released env", "H", "conflict rate",
+                "throughput", "DA frac", "D/DA"):
+        table.add_column(col, justify="left" if col in ("config", "policy") else "right")
+    for r in results:
+        s = r.summary
+        table.add_row(r.spec["config"], r.spec["policy"], str(s["return"].n),
+                      s["return"].fmt(1), _ref(r.spec["config"], r.spec["policy"]),
+                      s["length"].fmt(1), s["conflict_rate"].fmt(4), s["throughput"].fmt(4),
+                      s["decision_active_frac"].fmt(3),
+                      s["diversity_per_decision_agent"].fmt(3))
+    return table
+
+
+def markdown_report(run: RunDir, results: list[ConditionResult]) -> str:
+    """Return the markdown report: tables with 95% CIs and Welch tests against random play."""
+    m = run.manifest
+    lines = [
+        "# coordbench report: STAT",
+        "",
+        f"- run: `{run.path.name}`; coordbench {m.get('coordbench_version')}, "
+        f"git {m.get('git_sha') or 'unknown'}; trajectory schema {m.get('schema_version')}",
+        "- every number is recomputed from the saved trajectories (`coordbench report DIR`)",
+        "- ± is the half-width of a 95% t-interval over episodes; n = episodes",
+        "",
+        "## Returns",
+        "",
+        "| config | policy | n | return | released env | best learned (paper) | H | success |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        cfg, pol, s = r.spec["config"], r.spec["policy"], r.summary
+        best = BEST_LEARNED_FINAL.get(cfg)
+        lines.append(f"| {cfg} | {pol} | {s['return'].n} | {s['return'].fmt(1)} | "
+                     f"{_ref(cfg, pol)} | {f'{best[0]:.1f} ({best[1]})' if best else '-'} | "
+                     f"{s['length'].fmt(1)} | {s['success'].fmt(2)} |")
+    lines += ["", "## Coordination diagnostics", "",
+              "| config | policy | " + " | ".join(TABLE_METRICS[2:]) + " | D/DA (post) |",
+              "|---|---|" + "---|" * (len(TABLE_METRICS) - 1)]
+    for r in results:
+        s = r.summary
+        cells = [s[k].fmt(4) for k in TABLE_METRICS[2:]]
+        cells.append(s["diversity_per_decision_agent_post"].fmt(4))
+        lines.append(f"| {r.spec['config']} | {r.spec['policy']} | " + " | ".join(cells) + " |")
+    lines += ["", "## Each policy against random valid play (return)", "",
+              "| config | policy | difference | bootstrap 95% CI | Welch t | df | p |",
+              "|---|---|---|---|---|---|---|"]
+    for r in results:
+        base = next((b for b in results if b.spec["policy"] == "random"
+                     and b.spec["config"] == r.spec["config"]
+                     and b.spec["layouts"] == r.spec["layouts"]), None)
+        if base is None or base is r:
+            continue
+        a, b = r.values["return"], base.values["return"]
+        if len(a) < 2 or len(b) < 2:
+            continue
+        w = welch_test(a, b)
+        d, lo, hi = bootstrap_diff_ci(a, b)
+        lines.append(f"| {r.spec['config']} | {r.spec['policy']} | {d:+.2f} | "
+                     f"[{lo:+.2f}, {hi:+.2f}] | {w.t:.2f} | {w.df:.1f} | {w.p:.2g} |")
+    lines += ["", "Definitions of every diagnostic: docs/stat.md (section Diagnostics).", ""]
+    return "\n".join(lines)
+
+
+def write_report(run: RunDir, results: list[ConditionResult]) -> None:
+    """Write results.json and report.md into the run directory (atomically)."""
+    run.write_text("results.json", results_json(results))
+    run.write_text("report.md", markdown_report(run, results))
