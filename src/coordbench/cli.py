@@ -21,7 +21,8 @@ stat_app = typer.Typer(no_args_is_help=True, help="STAT: spatial task allocation
 app.add_typer(stat_app, name="stat")
 
 err = Console(stderr=True)
-out = Console()
+# Tables are wide; when stdout is a file or a pipe, do not squeeze them into 80 columns.
+out = Console() if sys.stdout.isatty() else Console(width=200)
 
 DEFAULT_CONFIGS = "3A-6T-5x3,5A-25T-50x30,9A-25T-50x30"
 DEFAULT_POLICIES = "random,greedy,matching,hungarian"

@@ -64,7 +64,8 @@ def console_table(results: list[ConditionResult], title: str = "STAT scripted al
     table = Table(title=title, title_justify="left")
     for col in ("config", "policy", "n", "return", "released env", "H", "conflict rate",
                 "throughput", "DA frac", "D/DA"):
-        table.add_column(col, justify="left" if col in ("config", "policy") else "right")
+        name_col = col in ("config", "policy")
+        table.add_column(col, justify="left" if name_col else "right", no_wrap=name_col)
     for r in results:
         s = r.summary
         table.add_row(r.spec["config"], r.spec["policy"], str(s["return"].n),

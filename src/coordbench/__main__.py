@@ -1,0 +1,5 @@
+"""`python -m coordbench` runs the command line."""
+
+from coordbench.cli import main
+
+main()

@@ -1,0 +1,77 @@
+"""The CLI contract: command names, flags, JSON keys, one-line errors."""
+
+import json
+import subprocess
+import sys
+
+from typer.testing import CliRunner
+
+from coordbench.cli import app
+from coordbench.metrics.stat import METRIC_NAMES
+
+runner = CliRunner()
+
+
+def cli(*args):
+    return subprocess.run([sys.executable, "-m", "coordbench", *args], capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_stat_eval_json_contract(tmp_path):
+    res = runner.invoke(app, ["stat", "eval", "--config", "3A-6T-5x3", "--policy", "hungarian",
+                              "--episodes", "100", "--layouts", "paper", "--seed", "0",
+                              "--out", str(tmp_path / "r"), "--json"])
+    assert res.exit_code == 0, res.output
+    payload = json.loads(res.stdout.strip().splitlines()[-1])
+    assert set(payload) == set(METRIC_NAMES)
+    assert set(payload["return"]) == {"mean", "ci95", "n"}
+    assert payload["return"]["n"] == 100
+    assert abs(payload["return"]["mean"] - 215.8) < 0.06
+    # a second run resumes: nothing new is played, the numbers are recomputed from disk
+    again = runner.invoke(app, ["stat", "eval", "--config", "3A-6T-5x3", "--policy",
+                                "hungarian", "--out", str(tmp_path / "r"), "--json"])
+    assert json.loads(again.stdout.strip().splitlines()[-1]) == payload
+
+
+def test_stat_speed_json():
+    res = runner.invoke(app, ["stat", "speed", "--config", "3A-6T-10x6", "--batch", "64",
+                              "--seconds", "0.2", "--json"])
+    assert res.exit_code == 0, res.output
+    payload = json.loads(res.stdout)
+    assert payload["steps_per_s"] > 0 and payload["batch"] == 64
+
+
+def test_run_and_report_write_a_run_directory(tmp_path):
+    out = tmp_path / "run"
+    res = runner.invoke(app, ["run", "--out", str(out), "--configs", "3A-6T-5x3",
+                              "--episodes", "10"])
+    assert res.exit_code == 0, res.output
+    assert "hungarian" in res.stdout
+    report = (out / "report.md").read_text()
+    assert "| 3A-6T-5x3 | hungarian | 10 |" in report and "Welch" in report
+    results = json.loads((out / "results.json").read_text())
+    assert len(results["conditions"]) == 4
+    (out / "report.md").unlink()
+    res = runner.invoke(app, ["report", str(out)])
+    assert res.exit_code == 0 and (out / "report.md").read_text().count("hungarian") >= 2
+
+
+def test_schema_command(tmp_path):
+    res = runner.invoke(app, ["schema"])
+    assert res.exit_code == 0 and json.loads(res.stdout)["schema_version"]
+
+
+def test_user_errors_are_one_line_without_traceback(tmp_path):
+    cases = [
+        (["stat", "eval", "--config", "7A-XX", "--policy", "random"], "unknown STAT config"),
+        (["stat", "eval", "--config", "3A-6T-5x3", "--policy", "best"], "unknown STAT policy"),
+        (["stat", "speed", "--batch", "0"], "--batch must be >= 1"),
+        (["report", str(tmp_path)], "no manifest.json"),
+        (["stat", "eval", "--config", "3A-6T-5x3", "--policy", "random", "--layouts", "grid",
+          "--out", str(tmp_path / "x")], "unknown layout kind"),
+    ]
+    for args, needle in cases:
+        res = cli(*args)
+        assert res.returncode == 2, (args, res.stderr)
+        assert needle in res.stderr and "Traceback" not in res.stderr
+        assert len(res.stderr.strip().splitlines()) == 1, res.stderr
