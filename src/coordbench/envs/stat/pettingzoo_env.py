@@ -8,8 +8,6 @@ cooperative: every agent receives the team reward (the sum of per-agent rewards,
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
@@ -32,20 +30,20 @@ class StatParallelEnv(ParallelEnv):
         self.possible_agents = [f"agent_{i}" for i in range(self.cfg.agents)]
         self.agents: list[str] = []
         self.render_mode = None
-
-    @functools.lru_cache(maxsize=None)  # noqa: B019 - spaces must be the same object per agent
-    def observation_space(self, agent: str) -> spaces.Dict:
-        """Return the Dict space of one agent's observation and action mask."""
         high = float(max(self.cfg.num_bins - 1, 2))
-        return spaces.Dict({
+        self._obs_space = spaces.Dict({
             "observation": spaces.Box(0.0, high, (self.cfg.obs_dim,), np.float32),
             "action_mask": spaces.Box(0, 1, (self.cfg.num_actions,), np.int8),
         })
+        self._act_space = spaces.Discrete(self.cfg.num_actions)
 
-    @functools.lru_cache(maxsize=None)  # noqa: B019
+    def observation_space(self, agent: str) -> spaces.Dict:
+        """Return the Dict space of one agent's observation and action mask."""
+        return self._obs_space
+
     def action_space(self, agent: str) -> spaces.Discrete:
         """Return Discrete(3 + m): 0 idle, 1 move, 2 execute, 3+j select task j."""
-        return spaces.Discrete(self.cfg.num_actions)
+        return self._act_space
 
     def _obs(self, obs: np.ndarray, masks: np.ndarray) -> dict[str, dict[str, np.ndarray]]:
         return {a: {"observation": obs, "action_mask": masks[i].astype(np.int8)}
