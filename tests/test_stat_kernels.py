@@ -3,19 +3,23 @@
 import numpy as np
 import pytest
 
+from coordbench.envs.stat import vec as vec_module
 from coordbench.envs.stat.config import SELECT0, get_config
 from coordbench.envs.stat.layouts import make_layouts
 from coordbench.envs.stat.reference import ReferenceStatEnv
 from coordbench.envs.stat.vec import StatVecEnv
 
 
+@pytest.mark.parametrize("threaded", [False, True])
 @pytest.mark.parametrize("name,p_off,limit", [
     ("3A-6T-5x3", 0.0, 700),
     ("3A-6T-5x3", 0.3, 60),
     ("5A-12T-10x6", 0.15, 120),
     ("9A-25T-50x30", 0.05, 700),
 ])
-def test_kernels_match_reference(name, p_off, limit):
+def test_kernels_match_reference(name, p_off, limit, threaded, monkeypatch):
+    # the threaded kernels run from PARALLEL_ROWS rows on; force them for a small batch
+    monkeypatch.setattr(vec_module, "PARALLEL_ROWS", 1 if threaded else 10**9)
     cfg = get_config(name, episode_limit=limit)
     batch = 6
     rng = np.random.default_rng(7)

@@ -172,3 +172,23 @@ def test_config_names_and_errors():
     with pytest.raises(ConfigError, match="batch"):
         StatVecEnv(cfg, 0)
     assert math.isclose(get_config("5A-25T-50x30", episode_limit=50).episode_limit, 50)
+
+
+@pytest.mark.parametrize("name", ["3A-6T-5x3", "5A-25T-50x30", "3A-12T-10x6"])
+def test_binning_at_exact_bin_edges_matches_python(name):
+    from coordbench.envs.stat.reference import ReferenceStatEnv
+
+    cfg = get_config(name)
+    w = cfg.width / cfg.num_bins
+    radii = [0.5, 1.0, w, 2 * w, 3 * w, 4 * w, 0.5 * (1 - 1e-15), w * (1 + 1e-15), 0.3, 9.99]
+    rng = np.random.default_rng(0)
+    tasks = []
+    for j in range(cfg.tasks):
+        r = radii[j % len(radii)]
+        a = rng.uniform(0, np.pi / 2) if j % 3 else 0.0
+        tasks.append((r * np.cos(a), r * np.sin(a)))
+    env = StatVecEnv(cfg, 1, auto_reset=False)
+    obs, _ = env.reset(np.array([tasks]))
+    ref = ReferenceStatEnv(cfg)
+    ref.reset(tasks)
+    assert obs[0].tolist() == ref.observation()

@@ -160,6 +160,7 @@ def stat_speed(
     batch: int = typer.Option(4096, help="Number of environments stepped together."),
     seconds: float = typer.Option(5.0, help="Measurement time."),
     no_obs: bool = typer.Option(False, "--no-obs", help="Skip building observation vectors."),
+    threads: int | None = typer.Option(None, help="Threads for observations (default: all)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Measure joint environment steps per second under random valid actions."""
@@ -173,13 +174,13 @@ def stat_speed(
         raise ConfigError(f"--batch must be >= 1, got {batch}")
     if not seconds > 0:
         raise ConfigError(f"--seconds must be > 0, got {seconds}")
-    res = measure_speed(get_config(config), batch, seconds, with_obs=not no_obs)
+    res = measure_speed(get_config(config), batch, seconds, with_obs=not no_obs, threads=threads)
     if as_json:
         sys.stdout.write(json.dumps(asdict(res)) + "\n")
     else:
         out.print(f"{res.config} batch {res.batch}: {res.steps_per_s:,.0f} joint steps/s "
                   f"({res.steps:,} steps, {res.episodes:,} episodes in {res.seconds:.1f} s"
-                  f"{'' if res.with_obs else ', no observations'})")
+                  f"{'' if res.with_obs else ', no observations'}, {res.threads} thread(s))")
 
 
 def main() -> None:

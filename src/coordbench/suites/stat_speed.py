@@ -5,10 +5,12 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 from coordbench.envs.stat.config import StatConfig
 from coordbench.envs.stat.vec import StatVecEnv
+from coordbench.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -22,16 +24,31 @@ class SpeedResult:
     episodes: int
     steps_per_s: float
     with_obs: bool
+    threads: int
 
 
 def measure_speed(cfg: StatConfig, batch: int, seconds: float, *, with_obs: bool = True,
-                  seed: int = 0) -> SpeedResult:
+                  seed: int = 0, threads: int | None = None) -> SpeedResult:
     """Return the steps/s of sampling random valid actions and stepping `batch` envs.
 
     Each timed iteration draws actions from the masks' valid sets, steps every env (auto-reset
-    on episode end), and rebuilds masks and, if `with_obs`, the observation vectors. Compilation
-    and a short warm-up happen before the clock starts.
+    on episode end), and rebuilds masks and, if `with_obs`, the observation vectors (built on
+    `threads` threads, default all of numba's). Compilation and a short warm-up happen before
+    the clock starts.
     """
+    threads = numba.config.NUMBA_NUM_THREADS if threads is None else threads
+    if not 1 <= threads <= numba.config.NUMBA_NUM_THREADS:
+        raise ConfigError(f"threads must be in 1..{numba.config.NUMBA_NUM_THREADS}, got {threads}")
+    previous = numba.get_num_threads()
+    numba.set_num_threads(threads)
+    try:
+        return _measure(cfg, batch, seconds, with_obs, seed, threads)
+    finally:
+        numba.set_num_threads(previous)
+
+
+def _measure(cfg: StatConfig, batch: int, seconds: float, with_obs: bool, seed: int,
+             threads: int) -> SpeedResult:
     env = StatVecEnv(cfg, batch, seed=seed, compute_obs=with_obs)
     rng = np.random.default_rng(seed)
     env.reset()
@@ -48,4 +65,5 @@ def measure_speed(cfg: StatConfig, batch: int, seconds: float, *, with_obs: bool
         if now >= deadline:
             break
     elapsed = now - start
-    return SpeedResult(cfg.name, batch, elapsed, steps, episodes, steps / elapsed, with_obs)
+    return SpeedResult(cfg.name, batch, elapsed, steps, episodes, steps / elapsed, with_obs,
+                       threads)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from numba import njit
+from numba import njit, prange
 
 from .config import (
     ARRIVAL_RADIUS,
@@ -97,8 +97,7 @@ def _decision_active(target, completed, selected, b):
     return count
 
 
-@njit(cache=True)
-def step_kernel(pos, target, mode, counter, task_pos, completed, selected, assignee, t, n_done,
+def _step_rows(pos, target, mode, counter, task_pos, completed, selected, assignee, t, n_done,
                 active, actions, episode_limit,
                 final_actions, rewards, conflicts, forced_idle, unique_assigned, da_pre, da_post,
                 completed_task, terminated, truncated):
@@ -112,7 +111,7 @@ def step_kernel(pos, target, mode, counter, task_pos, completed, selected, assig
     """
     B, n = actions.shape
     m = task_pos.shape[1]
-    for b in range(B):
+    for b in prange(B):  # environments are independent: safe to split across threads
         if not active[b]:
             continue
         # --- diagnostics before the step
@@ -236,12 +235,12 @@ def step_kernel(pos, target, mode, counter, task_pos, completed, selected, assig
         da_post[b] = _decision_active(target, completed, selected, b)
 
 
-@njit(cache=True)
-def masks_kernel(idx, pos, target, task_pos, completed, selected, out):
+def _mask_rows(idx, pos, target, task_pos, completed, selected, out):
     """Write the valid-action masks of envs idx[k] into out[b, n, 3 + m] (docs/stat.md, Masks)."""
     n = target.shape[1]
     m = task_pos.shape[1]
-    for b in idx:
+    for kk in prange(idx.shape[0]):
+        b = idx[kk]
         free = 0
         for j in range(m):
             if not (completed[b, j] or selected[b, j]):
@@ -272,8 +271,7 @@ def _py_floordiv(x: float, w: float) -> int:
     return int(x // w)  # Python semantics (exact remainder first); slow, so only near edges
 
 
-@njit(cache=True)
-def obs_kernel(idx, pos, mode, task_pos, completed, selected, width, num_bins, out):
+def _obs_rows(idx, pos, mode, task_pos, completed, selected, width, num_bins, out):
     """Write the global state [bins(n*m), modes(n), completed(m), selected(m)] of envs idx[k].
 
     Distance bins: d < 0.5 -> 0; d < 1 -> 1; else min(floor(d / (W / num_bins)), num_bins - 1).
@@ -282,7 +280,8 @@ def obs_kernel(idx, pos, mode, task_pos, completed, selected, width, num_bins, o
     m = task_pos.shape[1]
     bin_w = width / num_bins
     top = num_bins - 1
-    for b in idx:
+    for kk in prange(idx.shape[0]):  # rows are independent: safe to split across threads
+        b = idx[kk]
         k = 0
         for i in range(n):
             px = pos[b, i, 0]
@@ -306,6 +305,16 @@ def obs_kernel(idx, pos, mode, task_pos, completed, selected, width, num_bins, o
         for j in range(m):
             out[b, k] = 1.0 if selected[b, j] else 0.0
             k += 1
+
+
+# Each kernel is compiled twice: serially (small batches, where thread dispatch costs more than
+# it saves) and split over numba's threads (large batches). Rows never share state.
+step_kernel = njit(cache=True)(_step_rows)
+step_kernel_parallel = njit(cache=True, parallel=True)(_step_rows)
+masks_kernel = njit(cache=True)(_mask_rows)
+masks_kernel_parallel = njit(cache=True, parallel=True)(_mask_rows)
+obs_kernel = njit(cache=True)(_obs_rows)
+obs_kernel_parallel = njit(cache=True, parallel=True)(_obs_rows)
 
 
 @njit(cache=True)

@@ -16,6 +16,10 @@ from . import kernels
 from .config import EXECUTE_STEPS, StatConfig
 from .layouts import LayoutStream
 
+# At or above this many rows the kernels split work over numba's threads (numba.set_num_threads
+# sets how many); below it, thread dispatch costs more than it saves.
+PARALLEL_ROWS = 512
+
 
 @dataclass
 class StatState:
@@ -134,11 +138,13 @@ class StatVecEnv:
     def _observe(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Refresh masks (and observations) of envs `idx`; return the full arrays."""
         s = self.state
-        kernels.masks_kernel(idx, s.pos, s.target, s.task_pos, s.completed, s.selected,
-                             self.masks)
+        many = len(idx) >= PARALLEL_ROWS
+        masks = kernels.masks_kernel_parallel if many else kernels.masks_kernel
+        masks(idx, s.pos, s.target, s.task_pos, s.completed, s.selected, self.masks)
         if self.compute_obs:
-            kernels.obs_kernel(idx, s.pos, s.mode, s.task_pos, s.completed, s.selected,
-                               float(self.cfg.width), self.cfg.num_bins, self.obs)
+            obs = kernels.obs_kernel_parallel if many else kernels.obs_kernel
+            obs(idx, s.pos, s.mode, s.task_pos, s.completed, s.selected, float(self.cfg.width),
+                self.cfg.num_bins, self.obs)
         return self.obs, self.masks
 
     # -- stepping -----------------------------------------------------------------------------
@@ -167,7 +173,9 @@ class StatVecEnv:
         a = self.check_actions(actions)
         s, info = self.state, self.info
         info.agent_rewards[:] = 0.0
-        kernels.step_kernel(
+        step = (kernels.step_kernel_parallel if self.batch >= PARALLEL_ROWS
+                else kernels.step_kernel)
+        step(
             s.pos, s.target, s.mode, s.counter, s.task_pos, s.completed, s.selected, s.assignee,
             s.t, s.n_done, self.active, a, self.cfg.episode_limit,
             info.final_actions, info.agent_rewards, info.conflicts, info.forced_idle,
