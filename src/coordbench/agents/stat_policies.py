@@ -25,33 +25,9 @@ from numba import njit
 from scipy.optimize import linear_sum_assignment
 
 from coordbench.envs.stat import kernels
-from coordbench.envs.stat.config import EXECUTE, IDLE, MOVE, SELECT0
+from coordbench.envs.stat.config import SELECT0
 from coordbench.envs.stat.vec import StatVecEnv
 from coordbench.errors import ConfigError
-
-
-@njit(cache=True)
-def _forced_actions(pos, target, task_pos, completed, selected, out, free_mask):
-    """Fill out[B, n] with forced actions, -1 for decision agents; free_mask[B, m] = selectable."""
-    B, n = target.shape
-    m = task_pos.shape[1]
-    for b in range(B):
-        free = 0
-        for j in range(m):
-            f = not (completed[b, j] or selected[b, j])
-            free_mask[b, j] = f
-            if f:
-                free += 1
-        for i in range(n):
-            j = target[b, i]
-            if j >= 0:
-                d = math.sqrt((task_pos[b, j, 0] - pos[b, i, 0]) ** 2
-                              + (task_pos[b, j, 1] - pos[b, i, 1]) ** 2)
-                out[b, i] = EXECUTE if d < 0.5 else MOVE
-            elif free == 0:
-                out[b, i] = IDLE
-            else:
-                out[b, i] = -1
 
 
 @njit(cache=True)
@@ -119,7 +95,7 @@ def _forced(env: StatVecEnv) -> tuple[np.ndarray, np.ndarray]:
     s = env.state
     out = np.empty((env.batch, env.cfg.agents), dtype=np.int64)
     free = np.empty((env.batch, env.cfg.tasks), dtype=np.bool_)
-    _forced_actions(s.pos, s.target, s.task_pos, s.completed, s.selected, out, free)
+    kernels.forced_actions_kernel(s.pos, s.target, s.task_pos, s.completed, s.selected, out, free)
     return out, free
 
 
@@ -176,5 +152,3 @@ def get_policy(name: str) -> StatPolicy:
         raise ConfigError(
             f"unknown STAT policy {name!r}; choose from {', '.join(POLICIES)}") from None
 
-
-__all__ = ["POLICIES", "get_policy", "kernels"]

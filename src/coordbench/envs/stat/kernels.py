@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from numba import njit, prange
 
 from .config import (
@@ -342,14 +343,17 @@ def reset_kernel(idx, new_task_pos, pos, target, mode, counter, task_pos, comple
 
 
 @njit(cache=True)
-def random_valid_kernel(pos, target, task_pos, completed, selected, u, out):
-    """Write a uniformly random valid action per agent into out[B, n], using uniforms u[B, n]."""
+def forced_actions_kernel(pos, target, task_pos, completed, selected, out, free_mask):
+    """Fill out[B, n] with each agent's only valid action, or -1 for decision agents (no target,
+    a task to pick); set free_mask[B, m] to the selectable tasks. Returns nothing."""
     B, n = target.shape
     m = task_pos.shape[1]
     for b in range(B):
         free = 0
         for j in range(m):
-            if not (completed[b, j] or selected[b, j]):
+            f = not (completed[b, j] or selected[b, j])
+            free_mask[b, j] = f
+            if f:
                 free += 1
         for i in range(n):
             if target[b, i] >= 0:
@@ -357,11 +361,27 @@ def random_valid_kernel(pos, target, task_pos, completed, selected, u, out):
             elif free == 0:
                 out[b, i] = IDLE
             else:
-                pick = min(int(u[b, i] * free), free - 1)
-                for j in range(m):
-                    if not (completed[b, j] or selected[b, j]):
-                        if pick == 0:
-                            out[b, i] = SELECT0 + j
-                            break
-                        pick -= 1
+                out[b, i] = -1
 
+
+@njit(cache=True)
+def random_valid_kernel(pos, target, task_pos, completed, selected, u, out):
+    """Write a uniformly random valid action per agent into out[B, n], using uniforms u[B, n]."""
+    B, n = target.shape
+    m = task_pos.shape[1]
+    free_mask = np.empty((B, m), dtype=np.bool_)
+    forced_actions_kernel(pos, target, task_pos, completed, selected, out, free_mask)
+    for b in range(B):
+        free = 0
+        for j in range(m):
+            free += free_mask[b, j]
+        for i in range(n):
+            if out[b, i] != -1:
+                continue
+            pick = min(int(u[b, i] * free), free - 1)
+            for j in range(m):
+                if free_mask[b, j]:
+                    if pick == 0:
+                        out[b, i] = SELECT0 + j
+                        break
+                    pick -= 1
