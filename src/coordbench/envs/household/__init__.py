@@ -1,0 +1,1 @@
+"""A symbolic multi-room household simulator for teams (VirtualHome-format scene graphs)."""

@@ -1,0 +1,180 @@
+"""MECoBench-format household tasks: loading, goals, prior texts, zones and budgets."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from coordbench.errors import ConfigError
+
+from .scene import Scene, load_scene
+
+# Prior-information variants -> the task field holding that goal text.
+PRIOR_FIELDS = {
+    "full": "goal_with_location_and_desc",
+    "no_appearance": "goal_with_location",
+    "no_location": "goal_with_desc",
+    "none": "raw_goal",
+    "noisy": "goal_with_location_and_desc_noise",
+}
+PRIORS = tuple(PRIOR_FIELDS)
+Structure = Literal["parallel", "sequential"]
+_KEY = re.compile(r"^(on|inside)_(.+)_(\d+)$")
+
+
+@dataclass(frozen=True)
+class Subgoal:
+    """`count` objects of class `obj_class` must be ON/INSIDE one of `targets`."""
+
+    key: str
+    relation: Literal["on", "inside"]
+    obj_class: str
+    targets: tuple[int, ...]
+    count: int
+
+
+@dataclass
+class HouseholdTask:
+    """One case: a scene, its subgoals, the agents' start rooms, zones and goal texts."""
+
+    task_id: str
+    name: str
+    structure: Structure
+    scene: Scene
+    subgoals: list[Subgoal]
+    goal_texts: dict[str, str]
+    start_rooms: list[int]
+    zones: list[list[int]] | None = None
+    handover_doors: list[int] = field(default_factory=list)
+    required_handovers: int = 0
+    topology_text: str = ""
+    source: str = ""
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def max_agents(self) -> int:
+        """Return the largest team the task supports (sequential tasks: the number of zones)."""
+        return len(self.zones) if self.zones else max(len(self.start_rooms), 5)
+
+    def budget(self, prior: str = "full") -> int:
+        """Return the effective-step budget (actions summed over agents).
+
+        Parallel: 60, or 80 with no-location or noisy priors; sequential: 80.
+        """
+        if self.structure == "sequential" or prior in ("no_location", "noisy"):
+            return 80
+        return 60
+
+    def team_steps(self, n_agents: int, prior: str = "full") -> int:
+        """Return the number of team steps: floor(budget / n), so n * steps <= budget."""
+        return self.budget(prior) // n_agents
+
+    def goal_text(self, prior: str = "full") -> str:
+        """Return the goal text of a prior variant (noisy falls back to full when absent)."""
+        if prior not in PRIOR_FIELDS:
+            raise ConfigError(f"unknown prior {prior!r}; choose from {', '.join(PRIORS)}")
+        text = self.goal_texts.get(prior)
+        if text is None and prior == "noisy":
+            text = self.goal_texts.get("full")
+        if text is None:
+            raise ConfigError(f"task {self.task_id} has no goal text for prior {prior!r}")
+        return text
+
+    def allowed_rooms(self, agent: int) -> list[int]:
+        """Return the rooms agent `agent` may enter (every room in parallel tasks)."""
+        if self.zones:
+            return list(self.zones[agent])
+        return list(self.scene.rooms)
+
+
+def _field(task: dict, name: str, where: str, kind: type | tuple[type, ...]) -> Any:
+    if name not in task:
+        raise ConfigError(f"{where}: missing field '{name}'")
+    value = task[name]
+    if not isinstance(value, kind):
+        raise ConfigError(f"{where}: field '{name}' has the wrong type ({type(value).__name__})")
+    return value
+
+
+def task_from_dict(task: dict, where: str) -> HouseholdTask:
+    """Return a HouseholdTask from one MECoBench task object; ConfigError names the field."""
+    if not isinstance(task, dict):
+        raise ConfigError(f"{where}: a task must be a JSON object")
+    tid = str(task.get("task_id", "?"))
+    where = f"{where} (task_id {tid})"
+    scene = load_scene(_field(task, "init_graph", where, dict), f"{where}: init_graph")
+    goal = _field(task, "task_goal", where, dict)
+    if "0" not in goal or not isinstance(goal["0"], dict) or not goal["0"]:
+        raise ConfigError(f"{where}: field 'task_goal' needs a non-empty entry \"0\"")
+    options = task.get("goal_target_options") or {}
+    subgoals = []
+    for key, count in goal["0"].items():
+        m = _KEY.match(str(key))
+        if not m or not isinstance(count, int) or count < 1:
+            raise ConfigError(
+                f"{where}: field 'task_goal' has a malformed subgoal {key!r}: {count!r}")
+        rel, cls, target = m.group(1), m.group(2), int(m.group(3))
+        targets = tuple(int(t) for t in options.get(key, [])) or (target,)
+        for t in targets:
+            if t not in scene.nodes:
+                raise ConfigError(f"{where}: subgoal {key!r} names node {t}, not in init_graph")
+        subgoals.append(Subgoal(str(key), rel, cls, targets, count))  # type: ignore[arg-type]
+    texts = {p: task[f] for p, f in PRIOR_FIELDS.items() if isinstance(task.get(f), str)}
+    constraints = task.get("room_constraints") or {}
+    structure: Structure = "sequential" if constraints.get("enabled") else "parallel"
+    zones = None
+    doors: list[int] = []
+    required = 0
+    if structure == "sequential":
+        agents = constraints.get("agents")
+        if not isinstance(agents, dict) or not agents:
+            raise ConfigError(f"{where}: field 'room_constraints.agents' is missing")
+        zones = []
+        for k in sorted(agents, key=int):
+            ids = agents[k].get("allowed_room_ids")
+            if not ids or any(int(r) not in scene.rooms for r in ids):
+                raise ConfigError(f"{where}: field 'room_constraints.agents.{k}.allowed_room_ids'"
+                                  " names no room of the graph")
+            zones.append([int(r) for r in ids])
+        for link in constraints.get("handover_chain") or []:
+            pair = [int(r) for r in link.get("room_pair_ids", [])]
+            # the chain's door id can be a doorjamb of the same passage: accept every door of it
+            found = scene.door_between(*pair) if len(pair) == 2 else []
+            doors.extend(d for d in [int(link.get("door_id", -1)), *found]
+                         if d in scene.nodes and d not in doors)
+        required = int(constraints.get("required_handover_count", len(doors) and 1))
+        starts = [int(r) for r in _field(task, "init_room_ids", where, list)]
+    else:
+        names = _field(task, "init_rooms", where, list)
+        starts = []
+        for name in names:
+            rid = scene.room_id(name)
+            if rid is None:
+                raise ConfigError(f"{where}: field 'init_rooms' names unknown room {name!r}")
+            starts.append(rid)
+    if not starts:
+        raise ConfigError(f"{where}: no start rooms")
+    return HouseholdTask(
+        task_id=tid, name=str(task.get("task_name", "")), structure=structure, scene=scene,
+        subgoals=subgoals, goal_texts=texts, start_rooms=starts, zones=zones,
+        handover_doors=doors, required_handovers=required,
+        topology_text=str(task.get("department_topology", "")), source=where,
+        meta={"env_id": task.get("env_id"), "level": task.get("level")})
+
+
+def load_tasks(path: str | Path) -> list[HouseholdTask]:
+    """Return every task of a MECoBench JSON file (a list of task objects, or one object)."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such task file") from None
+    except (OSError, json.JSONDecodeError) as e:
+        raise ConfigError(f"{path}: not valid JSON ({e})") from None
+    items = data if isinstance(data, list) else [data]
+    if not items:
+        raise ConfigError(f"{path}: the file holds no task")
+    return [task_from_dict(t, f"{path.name}[{i}]") for i, t in enumerate(items)]
