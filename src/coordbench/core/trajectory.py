@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
 
 
 class _Record(BaseModel):
@@ -76,6 +76,48 @@ class StatStepEvent(_Record):
     completed: list[tuple[int, int]] = Field(default_factory=list)
 
 
+class ActionRecord(_Record):
+    """One agent's action in a household step: what it tried and what happened.
+
+    `outcome` is an outcome code (docs/household.md); `completed` lists the subgoal keys whose
+    count this action raised; `raw` keeps a model's reply when the action came from one.
+    """
+
+    agent: int
+    action: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    obj_class: str | None = None  # class of the object the action names, if any
+    outcome: str
+    detail: str = ""
+    completed: list[str] = Field(default_factory=list)
+    raw: str | None = None
+    tokens: int = 0
+
+
+class HouseholdStepEvent(_Record):
+    """One team step of a household episode, after execution."""
+
+    type: Literal["household_step"] = "household_step"
+    t: int
+    actions: list[ActionRecord]
+    conflicts: list[Conflict] = Field(default_factory=list)
+    satisfied: dict[str, int]
+    completion: float
+
+
+class MessageEvent(_Record):
+    """A message of the communicate phase (broadcast, discuss, report, assignment, memory)."""
+
+    type: Literal["message"] = "message"
+    t: int
+    phase: str
+    round: int = 0
+    sender: int
+    recipients: list[int] | None = None  # None: every agent
+    content: str
+    tokens: int = 0
+
+
 Termination = Literal["success", "truncated", "normal_stop", "protocol_failure", "error"]
 
 
@@ -89,7 +131,8 @@ class EpisodeEndEvent(_Record):
     detail: str | None = None
 
 
-Event = Annotated[StatStepEvent | EpisodeEndEvent, Field(discriminator="type")]
+Event = Annotated[StatStepEvent | HouseholdStepEvent | MessageEvent | EpisodeEndEvent,
+                  Field(discriminator="type")]
 _EVENT = TypeAdapter(Event)
 
 

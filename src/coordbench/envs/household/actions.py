@@ -28,6 +28,7 @@ OUTCOMES = {
     "conflict_lost": "another agent attempted the same grab/open/close this step and won",
     "receiver_not_ready": "the receiving agent did not receive (or wait) this step",
     "receiver_hands_full": "the receiving agent has no free hand",
+    "protocol_failure": "the agent's reply could not be turned into an action; it idled",
 }
 
 

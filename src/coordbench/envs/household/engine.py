@@ -51,6 +51,7 @@ class HouseholdEnv:
         self.allowed = [set(task.allowed_rooms(i)) for i in range(n_agents)]
         self.room = [task.start_rooms[i] for i in range(n_agents)]
         self.pos = [sc.room_center(r) for r in self.room]
+        self.at_door: list[int | None] = [None] * n_agents  # the door an agent walked to
         self.held: list[list[int]] = [[] for _ in range(n_agents)]
         self.holder: dict[int, int] = {}
         self.node_room = dict(sc.room_of)
@@ -65,6 +66,7 @@ class HouseholdEnv:
         self.goal_classes = {s.obj_class for s in task.subgoals}
         self.t = 0
         self._hidden_cache: dict[int, bool] = {}
+        self.last_conflicts: list[tuple[int, list[int], int]] = []  # (object, agents, winner)
 
     # -- geometry and visibility --------------------------------------------------------------
     def distance(self, p: tuple[float, float], q: tuple[float, float]) -> float:
@@ -140,6 +142,7 @@ class HouseholdEnv:
         if len(actions) != self.n:
             raise ValueError(f"expected {self.n} actions, got {len(actions)}")
         outcomes: list[Outcome | None] = [None] * self.n
+        self.last_conflicts: list[tuple[int, list[int], int]] = []
         groups: dict[int, list[int]] = {}
         for i, a in enumerate(actions):
             if a.name in CONFLICTING and isinstance(a.obj, int):
@@ -147,6 +150,7 @@ class HouseholdEnv:
         for obj, members in groups.items():
             if len(members) > 1:
                 winner = self.rng.choice(members)
+                self.last_conflicts.append((obj, members, winner))
                 for i in members:
                     if i != winner:
                         outcomes[i] = Outcome("conflict_lost",
@@ -172,6 +176,7 @@ class HouseholdEnv:
                 return Outcome("out_of_zone", f"room {self.scene.rooms[rid]} is not allowed")
             self.room[i] = rid
             self.pos[i] = self.scene.room_center(rid)
+            self.at_door[i] = None
             return Outcome("ok")
         if name == "walk_to_door":
             door = a.target if a.target is not None else a.obj
@@ -183,6 +188,7 @@ class HouseholdEnv:
             if self.room[i] not in pair:
                 self.room[i] = pair[0] if pair[0] in self.allowed[i] else pair[1]
             self.pos[i] = self.node_pos[door]
+            self.at_door[i] = door
             return Outcome("ok")
         obj = a.obj
         node = self.scene.nodes.get(obj) if isinstance(obj, int) else None
@@ -205,6 +211,7 @@ class HouseholdEnv:
             return Outcome("not_visible", f"{node.class_name} {obj} is not visible")
         if name == "walk":
             self.pos[i] = self.node_pos[obj]
+            self.at_door[i] = None
             return Outcome("ok")
         if self.distance(self.pos[i], self.node_pos[obj]) > REACH:
             return Outcome("too_far", f"{node.class_name} {obj} is out of reach; walk to it")

@@ -51,6 +51,8 @@ class HouseholdTask:
     handover_doors: list[int] = field(default_factory=list)
     required_handovers: int = 0
     topology_text: str = ""
+    location_hints: dict[str, list[int]] = field(default_factory=dict)  # class -> rooms
+    descriptions: dict[str, str] = field(default_factory=dict)  # class -> appearance text
     source: str = ""
     meta: dict[str, Any] = field(default_factory=dict)
 
@@ -82,6 +84,25 @@ class HouseholdTask:
         if text is None:
             raise ConfigError(f"task {self.task_id} has no goal text for prior {prior!r}")
         return text
+
+    def hints(self, prior: str = "full", seed: int = 0) -> dict[str, list[int]]:
+        """Return the rooms the goal text names per object class under a prior variant.
+
+        full / no_appearance: the true rooms; no_location / none: nothing; noisy: the true
+        rooms plus, for about 30% of classes, one false room (drawn from `seed`).
+        """
+        if prior in ("no_location", "none"):
+            return {}
+        hints = {c: list(r) for c, r in self.location_hints.items()}
+        if prior == "noisy":
+            import random
+
+            rng = random.Random(f"{self.task_id}-{seed}")
+            for cls in sorted(hints):
+                others = [r for r in self.scene.rooms if r not in hints[cls]]
+                if others and rng.random() < 0.3:
+                    hints[cls].append(rng.choice(others))
+        return hints
 
     def allowed_rooms(self, agent: int) -> list[int]:
         """Return the rooms agent `agent` may enter (every room in parallel tasks)."""
@@ -157,11 +178,18 @@ def task_from_dict(task: dict, where: str) -> HouseholdTask:
             starts.append(rid)
     if not starts:
         raise ConfigError(f"{where}: no start rooms")
+    hints: dict[str, list[int]] = {}
+    for obj in (task.get("task_locations") or {}).get("goal_objects") or []:
+        if isinstance(obj, dict) and obj.get("room_id") in scene.rooms:
+            rooms = hints.setdefault(str(obj.get("class_name")), [])
+            if obj["room_id"] not in rooms:
+                rooms.append(int(obj["room_id"]))
     return HouseholdTask(
         task_id=tid, name=str(task.get("task_name", "")), structure=structure, scene=scene,
         subgoals=subgoals, goal_texts=texts, start_rooms=starts, zones=zones,
         handover_doors=doors, required_handovers=required,
-        topology_text=str(task.get("department_topology", "")), source=where,
+        topology_text=str(task.get("department_topology", "")), location_hints=hints,
+        source=where,
         meta={"env_id": task.get("env_id"), "level": task.get("level")})
 
 

@@ -1,0 +1,139 @@
+"""MECoBench metrics: pure functions of one household trajectory.
+
+Source: "MECoBench" (2026), Sections 3.2 and 6; where the paper gives no exact rule, the
+definition below is coordbench's, documented in docs/household.md. A metric that does not apply
+to an episode returns None (reported as n/a), never 0.
+"""
+
+from __future__ import annotations
+
+from coordbench.core.trajectory import HouseholdStepEvent, Trajectory
+
+
+def _steps(traj: Trajectory) -> list[HouseholdStepEvent]:
+    return traj.steps(HouseholdStepEvent)
+
+
+def _actions(traj: Trajectory):
+    return [a for e in _steps(traj) for a in e.actions]
+
+
+def success(traj: Trajectory) -> float:
+    """Return SR for one episode: 1.0 if every subgoal was met, else 0.0."""
+    end = traj.end
+    return 1.0 if end is not None and end.success else 0.0
+
+
+def completion_rate(traj: Trajectory) -> float:
+    """Return CR: satisfied object instances / required instances at the end (0 if no step)."""
+    steps = _steps(traj)
+    return steps[-1].completion if steps else 0.0
+
+
+def step_auc(traj: Trajectory) -> float:
+    """Return the Step-CR AUC: (1/B) sum_{e=1..B} CR(e), B the effective-step budget.
+
+    After team step t the team has used e = t*n effective steps; CR(e) for e in
+    ((t-1)n, tn] is the completion after step t (credit at the step that achieved it), and
+    CR stays at its final value after the episode ends. So AUC is in [0, 1] and rewards early
+    completion.
+    """
+    n = int(traj.header.params["agents"])
+    budget = int(traj.header.params["budget"])
+    curve = [e.completion for e in _steps(traj)]
+    total = 0.0
+    for e in range(1, budget + 1):
+        t = (e + n - 1) // n  # team step that contains effective step e
+        total += curve[min(t, len(curve)) - 1] if curve else 0.0
+    return total / budget
+
+
+def tokens_per_step(traj: Trajectory) -> float:
+    """Return model tokens (messages + actions) / effective steps used; 0 without a model."""
+    used = len(_actions(traj))
+    tokens = sum(a.tokens for a in _actions(traj)) + sum(
+        m.tokens for m in traj.events if getattr(m, "type", "") == "message")
+    return tokens / used if used else 0.0
+
+
+def division_of_labor(traj: Trajectory) -> float | None:
+    """Return DOL = (1 - sum_i s_i^2) / (1 - 1/n), s_i = agent i's share of completions.
+
+    A completion is credited to the agent whose put_on/put_in raised a subgoal's count.
+    None for single agents and for episodes with no completion.
+    """
+    n = int(traj.header.params["agents"])
+    if n < 2:
+        return None
+    counts = [0] * n
+    for a in _actions(traj):
+        counts[a.agent] += len(a.completed)
+    total = sum(counts)
+    if total == 0:
+        return None
+    return (1 - sum((c / total) ** 2 for c in counts)) / (1 - 1 / n)
+
+
+def conflict_action_rate(traj: Trajectory) -> float:
+    """Return CAR = agent-actions in a same-step grab/open/close group of >= 2 / all actions."""
+    actions = _actions(traj)
+    involved = sum(len(c.agents) for e in _steps(traj) for c in e.conflicts)
+    return involved / len(actions) if actions else 0.0
+
+
+def handover_failure_rate(traj: Trajectory) -> float | None:
+    """Return HFR = failed handover attempts / handover attempts; None if none was attempted."""
+    tries = [a for a in _actions(traj) if a.action == "handover"]
+    if not tries:
+        return None
+    return sum(a.outcome != "ok" for a in tries) / len(tries)
+
+
+def spatial_error_rate(traj: Trajectory) -> float | None:
+    """Return actions refused as out_of_zone / all actions; None for parallel tasks (no zones)."""
+    if traj.header.params.get("structure") != "sequential":
+        return None
+    actions = _actions(traj)
+    return sum(a.outcome == "out_of_zone" for a in actions) / len(actions) if actions else 0.0
+
+
+def duplicate_grabs(traj: Trajectory) -> int:
+    """Return grab attempts on an object a teammate holds or grabbed in the same step."""
+    out = 0
+    for e in _steps(traj):
+        out += sum(1 for a in e.actions if a.action == "grab" and a.outcome == "held_by_other")
+        out += sum(len(c.agents) - 1 for c in e.conflicts
+                   if any(a.action == "grab" and a.args.get("obj") == c.target
+                          for a in e.actions))
+    return out
+
+
+def wrong_class_grabs(traj: Trajectory) -> int:
+    """Return successful grabs of objects whose class no subgoal asks for (misidentification)."""
+    goal = set(traj.header.params.get("goal_classes", []))
+    return sum(1 for a in _actions(traj) if a.action == "grab" and a.outcome == "ok"
+               and a.obj_class is not None and a.obj_class not in goal)
+
+
+def hallucinated_completion(traj: Trajectory) -> bool:
+    """Return whether an agent declared the task done (`done`) while subgoals remained."""
+    return any(e.completion < 1.0 and any(a.action == "done" for a in e.actions)
+               for e in _steps(traj))
+
+
+def episode_metrics(traj: Trajectory) -> dict[str, float | None]:
+    """Return every per-episode metric by its report name."""
+    return {
+        "SR": success(traj),
+        "CR": completion_rate(traj),
+        "AUC": step_auc(traj),
+        "tokens_per_step": tokens_per_step(traj),
+        "DOL": division_of_labor(traj),
+        "CAR": conflict_action_rate(traj),
+        "HFR": handover_failure_rate(traj),
+        "spatial_error": spatial_error_rate(traj),
+        "duplicate_grabs": float(duplicate_grabs(traj)),
+        "wrong_class_grabs": float(wrong_class_grabs(traj)),
+        "hallucinated_completion": float(hallucinated_completion(traj)),
+        "steps": float(len(_steps(traj))),
+    }

@@ -1,0 +1,1 @@
+"""The MECoBench suite: household team tasks, teams, protocols, runs."""

@@ -1,0 +1,130 @@
+"""Run household episodes: observe -> communicate -> decide -> resolve -> execute -> record."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from coordbench.agents.household_oracle import OracleTeam
+from coordbench.agents.household_rule import RuleMind
+from coordbench.agents.protocols import PROTOCOLS, Decision, Mind, TeamProtocol
+from coordbench.core.provenance import git_sha, version
+from coordbench.core.trajectory import (
+    ActionRecord,
+    AgentSpec,
+    Conflict,
+    EpisodeEndEvent,
+    HouseholdStepEvent,
+    MessageEvent,
+    Trajectory,
+    TrajectoryHeader,
+)
+from coordbench.envs.household.actions import WAIT, Outcome
+from coordbench.envs.household.engine import HouseholdEnv
+from coordbench.envs.household.observe import observe
+from coordbench.envs.household.task import PRIORS, HouseholdTask
+from coordbench.errors import ConfigError
+
+AGENT_KINDS = ("oracle", "rule")
+
+
+@dataclass(frozen=True)
+class HouseholdSpec:
+    """One household condition: structure, team, protocol, minds and prior variant."""
+
+    structure: str
+    team: int
+    protocol: str = "none"
+    agents: str = "rule"
+    prior: str = "full"
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.structure not in ("parallel", "sequential"):
+            raise ConfigError(f"--structure must be parallel or sequential, not {self.structure!r}")
+        if self.protocol not in PROTOCOLS:
+            raise ConfigError(f"unknown protocol {self.protocol!r}; choose from "
+                              f"{', '.join(PROTOCOLS)}")
+        if self.agents not in AGENT_KINDS:
+            raise ConfigError(f"unknown --agents {self.agents!r}; choose from "
+                              f"{', '.join(AGENT_KINDS)}")
+        if self.prior not in PRIORS:
+            raise ConfigError(f"unknown prior {self.prior!r}; choose from {', '.join(PRIORS)}")
+        if self.team < 1:
+            raise ConfigError(f"--team must be >= 1, got {self.team}")
+        if self.structure == "sequential" and self.team != 2:
+            raise ConfigError("sequential tasks are played by teams of 2 (--team 2)")
+
+    def as_dict(self) -> dict:
+        """Return the spec as a plain dict."""
+        return asdict(self)
+
+
+def make_minds(spec: HouseholdSpec) -> list[Mind]:
+    """Return rule-based minds for the team (communication flag from the protocol)."""
+    return [RuleMind(i, comm=spec.protocol != "none") for i in range(spec.team)]
+
+
+def run_case(task: HouseholdTask, spec: HouseholdSpec, case_seed: int, episode_id: str,
+             minds: list[Mind] | None = None) -> Trajectory:
+    """Play one case to success or budget exhaustion; return its trajectory."""
+    n = spec.team
+    try:
+        env = HouseholdEnv(task, n, case_seed)
+    except ValueError as e:
+        raise ConfigError(f"task {task.task_id}: {e}") from None
+    steps = task.team_steps(n, spec.prior)
+    goal_text = task.goal_text(spec.prior)
+    hints = task.hints(spec.prior, case_seed)
+    oracle = OracleTeam(env) if spec.agents == "oracle" else None
+    minds = minds if minds is not None else ([] if oracle else make_minds(spec))
+    protocol = TeamProtocol(spec.protocol)
+    events: list = []
+    last: list[Outcome | None] = [None] * n
+    for t in range(steps):
+        if oracle is not None:
+            decisions = [Decision(a) for a in oracle.act()]
+        else:
+            obs = [observe(env, i, goal_text=goal_text, hints=hints, steps_left=steps - t,
+                           last=last[i]) for i in range(n)]
+            inboxes, transcript = protocol.communicate(minds, obs)
+            events.extend(MessageEvent(t=t, phase=m.phase, round=m.round, sender=m.sender,
+                                       recipients=list(m.recipients) if m.recipients else None,
+                                       content=m.content, tokens=m.tokens) for m in transcript)
+            decisions = [minds[i].act(obs[i], inboxes[i]) for i in range(n)]
+        actions = [d.action or WAIT for d in decisions]
+        outcomes = env.step(actions)
+        records = []
+        for i, (d, a, o) in enumerate(zip(decisions, actions, outcomes, strict=True)):
+            if d.action is None:
+                o = Outcome("protocol_failure", d.error or "no action")
+            last[i] = o
+            node = task.scene.nodes.get(a.obj) if isinstance(a.obj, int) else None
+            records.append(ActionRecord(
+                agent=i, action=a.name if d.action else "none", args=a.args(),
+                obj_class=node.class_name if node else None, outcome=o.code,
+                detail=o.detail, completed=list(o.completed), raw=d.raw or None,
+                tokens=d.tokens))
+        events.append(HouseholdStepEvent(
+            t=t, actions=records,
+            conflicts=[Conflict(target=obj, agents=members, winner=w)
+                       for obj, members, w in env.last_conflicts],
+            satisfied=env.satisfied(), completion=env.completion_rate()))
+        if env.success():
+            break
+    success = env.success()
+    events.append(EpisodeEndEvent(t=env.t, success=success,
+                                  termination="success" if success else "truncated",
+                                  detail=None if success else "step budget exhausted"))
+    header = TrajectoryHeader(
+        episode_id=episode_id, suite="mecobench", task_id=str(task.task_id), seed=case_seed,
+        team=[AgentSpec(id=f"agent_{i}", role="leader" if (
+            i == 0 and spec.protocol.startswith("leader")) else "agent", driver=spec.agents)
+            for i in range(n)],
+        protocol=spec.protocol, policy=spec.agents, coordbench_version=version(),
+        git_sha=git_sha(),
+        params={"structure": task.structure, "agents": n, "prior": spec.prior,
+                "budget": task.budget(spec.prior), "team_steps": steps,
+                "required": {g.key: g.count for g in task.subgoals},
+                "goal_classes": sorted({g.obj_class for g in task.subgoals}),
+                "required_handovers": task.required_handovers, "source": task.source})
+    return Trajectory(header=header, events=events)
