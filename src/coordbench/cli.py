@@ -19,6 +19,8 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
                   help="coordbench: measure how teams of agents coordinate.")
 stat_app = typer.Typer(no_args_is_help=True, help="STAT: spatial task allocation at scale.")
 app.add_typer(stat_app, name="stat")
+meco_app = typer.Typer(no_args_is_help=True, help="MECoBench: household teams.")
+app.add_typer(meco_app, name="mecobench")
 
 err = Console(stderr=True)
 # Tables are wide; when stdout is a file or a pipe, do not squeeze them into 80 columns.
@@ -181,6 +183,67 @@ def stat_speed(
         out.print(f"{res.config} batch {res.batch}: {res.steps_per_s:,.0f} joint steps/s "
                   f"({res.steps:,} steps, {res.episodes:,} episodes in {res.seconds:.1f} s"
                   f"{'' if res.with_obs else ', no observations'}, {res.threads} thread(s))")
+
+
+def _estimate_json(e) -> dict:
+    return {"mean": _json_number(e.mean), "ci95": _json_number(e.ci95), "n": e.n}
+
+
+@meco_app.command("run")
+def mecobench_run(
+    tasks: Path | None = typer.Option(None, help="A MECoBench task file (JSON)."),
+    suite: str | None = typer.Option(None, help="A built-in instance set, e.g. v1."),
+    structure: str = typer.Option("parallel", help="parallel | sequential"),
+    team: int = typer.Option(2, help="Team size (sequential: 2)."),
+    protocol: str = typer.Option("none", help="none|broadcast|discuss|leader|leader_vision|"
+                                              "shared_memory"),
+    agents: str = typer.Option("rule", help="oracle | rule"),
+    prior: str = typer.Option("full", help="full|no_appearance|no_location|none|noisy"),
+    limit: int | None = typer.Option(None, help="Play only the first K cases."),
+    seed: int = typer.Option(0, help="Base seed; case k uses seed + k."),
+    out_dir: Path | None = typer.Option(None, "--out", help="Run directory (resumable)."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Run a household team on MECoBench cases; SR, CR, AUC, DOL, CAR, HFR, spatial errors."""
+    from rich.table import Table
+
+    from coordbench.core.rundir import RunDir
+    from coordbench.errors import ConfigError
+    from coordbench.suites.mecobench.eval import (
+        HEADLINE,
+        condition_values,
+        load_source,
+        run_condition,
+        summarize,
+    )
+    from coordbench.suites.mecobench.runner import HouseholdSpec
+
+    if limit is not None and limit < 1:
+        raise ConfigError(f"--limit must be >= 1, got {limit}")
+    spec = HouseholdSpec(structure, team, protocol, agents, prior, seed)
+    source, cases = load_source(str(tasks) if tasks else None, suite, structure)
+    cases = cases[:limit] if limit else cases
+    out_dir = out_dir or Path("runs") / "mecobench"
+    run_obj = RunDir.create_or_open(out_dir, command=_command_line())
+    with _progress(as_json) as prog:
+        bar = prog.add_task(f"{structure} n={team} {protocol} {agents}", total=len(cases))
+        cond = run_condition(run_obj, source, cases, spec, lambda k: prog.advance(bar, k))
+    summary = summarize(condition_values(run_obj, cond, len(cases)))
+    if as_json:
+        payload = {"cases": len(cases)}
+        payload.update({k: _estimate_json(e) for k, e in summary.items()})
+        sys.stdout.write(json.dumps(payload) + "\n")
+        return
+    table = Table(title=f"MECoBench {structure}, team {team}, {protocol}, {agents}, {prior}")
+    table.add_column("metric")
+    table.add_column("mean ± 95% CI", justify="right")
+    table.add_column("n", justify="right")
+    for k in (*HEADLINE, "tokens_per_step", "duplicate_grabs", "wrong_class_grabs",
+              "hallucinated_completion", "steps"):
+        e = summary[k]
+        table.add_row(k, "n/a" if e.n == 0 else e.fmt(3), str(e.n))
+    out.print(table)
+    out.print(f"run directory: {run_obj.path}")
 
 
 def main() -> None:
