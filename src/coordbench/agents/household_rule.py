@@ -321,6 +321,10 @@ class RuleMind:
         if obs.held and self._giving(obs):
             return self._hand_over(obs, obs.held[0][0])
         if self._receiving_role(obs):
+            if not self.comm:  # wait where the objects must go, watching for a giver
+                goal = next((g for g in obs.goals if g.target_room in obs.allowed_rooms), None)
+                step = self._goto(obs, goal.targets[0], goal.target_room) if goal else None
+                return step or WAIT
             self.idle_at_door = True
             door = self._door(obs)
             if obs.at_door != door:
@@ -446,8 +450,9 @@ class RuleMind:
             return False
         if self.order and self.order.startswith("RECEIVE"):
             return True
-        return self.giver_waiting is not None or (
-            not obs.held and (self.idle_at_door or (not self.comm and self._zone_done(obs))))
+        if not self.comm:  # no one says when a giver comes: react to seeing one at the door
+            return self._door(obs) in obs.mates_at_door.values()
+        return self.giver_waiting is not None or (not obs.held and self.idle_at_door)
 
     def _zone_done(self, obs: Observation) -> bool:
         need = self._needed(obs)

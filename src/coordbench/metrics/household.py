@@ -60,10 +60,11 @@ def division_of_labor(traj: Trajectory) -> float | None:
     """Return DOL = (1 - sum_i s_i^2) / (1 - 1/n), s_i = agent i's share of completions.
 
     A completion is credited to the agent whose put_on/put_in raised a subgoal's count.
-    None for single agents and for episodes with no completion.
+    None for single agents, for sequential tasks (the receiver places everything, so DOL is
+    trivially 0 there) and for episodes with no completion.
     """
     n = int(traj.header.params["agents"])
-    if n < 2:
+    if n < 2 or traj.header.params.get("structure") == "sequential":
         return None
     counts = [0] * n
     for a in _actions(traj):

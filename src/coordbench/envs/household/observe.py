@@ -62,6 +62,7 @@ class Observation:
     n_agents: int
     last_outcome: Outcome | None = None
     at_door: int | None = None
+    mates_at_door: dict[int, int] = field(default_factory=dict)  # teammate -> door, if in view
     extra: dict = field(default_factory=dict)
 
     @property
@@ -102,7 +103,8 @@ def observe(env: HouseholdEnv, agent: int, *, goal_text: str, hints: dict[str, l
         doors=sorted((d, a, b) for d, (a, b) in sc.doors.items()),
         handover_doors=list(env.task.handover_doors), teammates=mates, goals=goals,
         goal_text=goal_text, hints=hints, structure=env.task.structure, n_agents=env.n,
-        last_outcome=last, at_door=env.at_door[agent])
+        last_outcome=last, at_door=env.at_door[agent],
+        mates_at_door={j: env.at_door[j] for j, _, _ in mates if env.at_door[j] is not None})
 
 
 def render_text(obs: Observation) -> str:

@@ -94,6 +94,8 @@ class HouseholdTask:
         if prior in ("no_location", "none"):
             return {}
         hints = {c: list(r) for c, r in self.location_hints.items()}
+        if prior == "noisy" and self.meta.get("noisy_hints"):
+            return {c: list(r) for c, r in self.meta["noisy_hints"].items()}
         if prior == "noisy":
             import random
 
@@ -190,7 +192,9 @@ def task_from_dict(task: dict, where: str) -> HouseholdTask:
         handover_doors=doors, required_handovers=required,
         topology_text=str(task.get("department_topology", "")), location_hints=hints,
         source=where,
-        meta={"env_id": task.get("env_id"), "level": task.get("level")})
+        meta={"env_id": task.get("env_id"), "level": task.get("level"),
+              "noisy_hints": {str(c): [int(r) for r in rs] for c, rs in
+                              (task.get("coordbench_noisy_hints") or {}).items()}})
 
 
 def load_tasks(path: str | Path) -> list[HouseholdTask]:
