@@ -161,3 +161,21 @@ def test_malformed_task_files_name_file_task_and_field(tmp_path):
     bad.write_text(json.dumps([task]))
     with pytest.raises(ConfigError, match=r"task_id 0.*init_graph.nodes\[3\]"):
         load_tasks(bad)
+
+
+def test_views_are_deterministic_labelled_pngs_stored_once(tmp_path):
+    from coordbench.envs.household.render import ImageStore, png_bytes, render_agent
+    from coordbench.suites.mecobench.runner import HouseholdSpec, run_case
+
+    task = tasks("parallel")[0]
+    env = HouseholdEnv(task, 2, seed=0)
+    a, b = png_bytes(render_agent(env, 0)), png_bytes(render_agent(env, 0))
+    assert a == b and a[:8] == b"\x89PNG\r\n\x1a\n"
+    store = ImageStore(tmp_path)
+    assert store.put(a) == store.put(b) and len(list((tmp_path / "images").iterdir())) == 1
+    tr = run_case(task, HouseholdSpec("parallel", 2, "leader_vision"), 0, "x", images=store)
+    steps = [e for e in tr.events if e.type == "household_step"]
+    assert set(steps[0].images) == {"agent_0", "agent_1", "team"}
+    for e in steps:
+        for digest in e.images.values():
+            assert (tmp_path / "images" / f"{digest}.png").is_file()

@@ -201,6 +201,7 @@ def mecobench_run(
     prior: str = typer.Option("full", help="full|no_appearance|no_location|none|noisy"),
     limit: int | None = typer.Option(None, help="Play only the first K cases."),
     seed: int = typer.Option(0, help="Base seed; case k uses seed + k."),
+    images: bool = typer.Option(False, "--images", help="Render and store agents' views."),
     out_dir: Path | None = typer.Option(None, "--out", help="Run directory (resumable)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
@@ -227,7 +228,8 @@ def mecobench_run(
     run_obj = RunDir.create_or_open(out_dir, command=_command_line())
     with _progress(as_json) as prog:
         bar = prog.add_task(f"{structure} n={team} {protocol} {agents}", total=len(cases))
-        cond = run_condition(run_obj, source, cases, spec, lambda k: prog.advance(bar, k))
+        cond = run_condition(run_obj, source, cases, spec, lambda k: prog.advance(bar, k),
+                             images=images)
     summary = summarize(condition_values(run_obj, cond, len(cases)))
     if as_json:
         payload = {"cases": len(cases)}

@@ -103,6 +103,7 @@ class HouseholdStepEvent(_Record):
     conflicts: list[Conflict] = Field(default_factory=list)
     satisfied: dict[str, int]
     completion: float
+    images: dict[str, str] = Field(default_factory=dict)  # view name -> sha256 of the PNG
 
 
 class MessageEvent(_Record):

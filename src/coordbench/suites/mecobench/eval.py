@@ -8,6 +8,7 @@ from pathlib import Path
 
 from coordbench.core.rundir import RunDir
 from coordbench.core.stats import Estimate, mean_ci
+from coordbench.envs.household.render import ImageStore
 from coordbench.envs.household.task import HouseholdTask, load_tasks
 from coordbench.errors import ConfigError
 from coordbench.metrics.household import episode_metrics
@@ -43,15 +44,19 @@ def condition_name(source: str, spec: HouseholdSpec) -> str:
 
 
 def run_condition(run: RunDir, source: str, tasks: list[HouseholdTask], spec: HouseholdSpec,
-                  progress: Callable[[int], None] | None = None) -> str:
-    """Play every case of `tasks` missing from `run`; return the condition name."""
+                  progress: Callable[[int], None] | None = None, images: bool = False) -> str:
+    """Play every case of `tasks` missing from `run`; return the condition name.
+
+    With `images`, agents' views are rendered and stored under RUN/images/ by content hash.
+    """
     cond = condition_name(source, spec)
+    store = ImageStore(run.path) if images else None
     run.register(cond, {"suite": "mecobench", "source": source, **spec.as_dict()})
     for k, task in enumerate(tasks):
         key = f"case{k:04d}"
         if not run.has_episode(cond, key):
             # case seeds follow MECoBench: base seed + case index
-            traj = run_case(task, spec, spec.seed + k, f"{cond}/{key}")
+            traj = run_case(task, spec, spec.seed + k, f"{cond}/{key}", images=store)
             run.write_episode(cond, key, traj)
         if progress:
             progress(1)

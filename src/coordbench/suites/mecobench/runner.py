@@ -21,6 +21,7 @@ from coordbench.core.trajectory import (
 from coordbench.envs.household.actions import WAIT, Outcome
 from coordbench.envs.household.engine import HouseholdEnv
 from coordbench.envs.household.observe import observe
+from coordbench.envs.household.render import ImageStore, png_bytes, render_agent, render_team
 from coordbench.envs.household.task import PRIORS, HouseholdTask
 from coordbench.errors import ConfigError
 
@@ -65,8 +66,13 @@ def make_minds(spec: HouseholdSpec) -> list[Mind]:
 
 
 def run_case(task: HouseholdTask, spec: HouseholdSpec, case_seed: int, episode_id: str,
-             minds: list[Mind] | None = None) -> Trajectory:
-    """Play one case to success or budget exhaustion; return its trajectory."""
+             minds: list[Mind] | None = None, images: ImageStore | None = None) -> Trajectory:
+    """Play one case to success or budget exhaustion; return its trajectory.
+
+    With an `images` store, each agent's four-view image (and, under leader_vision, the team
+    composite) is rendered every step, stored once by content hash, and referenced from the
+    step event and from the observation (`obs.extra["image"]`).
+    """
     n = spec.team
     try:
         env = HouseholdEnv(task, n, case_seed)
@@ -81,16 +87,24 @@ def run_case(task: HouseholdTask, spec: HouseholdSpec, case_seed: int, episode_i
     events: list = []
     last: list[Outcome | None] = [None] * n
     for t in range(steps):
-        if oracle is not None:
-            decisions = [Decision(a) for a in oracle.act()]
-        else:
+        views: dict[str, str] = {}
+        if images is not None:
+            views = {f"agent_{i}": images.put(png_bytes(render_agent(env, i))) for i in range(n)}
+            if spec.protocol == "leader_vision":
+                views["team"] = images.put(png_bytes(render_team(env)))
+        if oracle is None:
             obs = [observe(env, i, goal_text=goal_text, hints=hints, steps_left=steps - t,
                            last=last[i]) for i in range(n)]
+            for i, o in enumerate(obs):
+                o.extra.update({k: v for k, v in (("image", views.get(f"agent_{i}")),
+                                                  ("team_image", views.get("team"))) if v})
             inboxes, transcript = protocol.communicate(minds, obs)
             events.extend(MessageEvent(t=t, phase=m.phase, round=m.round, sender=m.sender,
                                        recipients=list(m.recipients) if m.recipients else None,
                                        content=m.content, tokens=m.tokens) for m in transcript)
             decisions = [minds[i].act(obs[i], inboxes[i]) for i in range(n)]
+        else:
+            decisions = [Decision(a) for a in oracle.act()]
         actions = [d.action or WAIT for d in decisions]
         outcomes = env.step(actions)
         records = []
@@ -108,7 +122,7 @@ def run_case(task: HouseholdTask, spec: HouseholdSpec, case_seed: int, episode_i
             t=t, actions=records,
             conflicts=[Conflict(target=obj, agents=members, winner=w)
                        for obj, members, w in env.last_conflicts],
-            satisfied=env.satisfied(), completion=env.completion_rate()))
+            satisfied=env.satisfied(), completion=env.completion_rate(), images=views))
         if env.success():
             break
     success = env.success()
