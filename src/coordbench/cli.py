@@ -59,8 +59,15 @@ def run(
     episodes: int = typer.Option(100, help="Episodes per condition (100 = the paper layouts)."),
     layouts: str = typer.Option("paper", help="paper | uniform"),
     seed: int = typer.Option(0, help="Policy seed (and layout seed for uniform layouts)."),
+    household: bool = typer.Option(True, help="Also run rule-based household teams (v1)."),
 ) -> None:
-    """Run the default benchmark: scripted allocators on STAT configs; print and save a report."""
+    """Run the default benchmark and save a report.
+
+    STAT: the scripted allocators on three configurations. Household (MECoBench v1, 192
+    cases): rule-based teams without communication and with broadcast, parallel (team of 3)
+    and sequential (team of 2).
+    """
+    from coordbench.report import household_report
     from coordbench.report.stat_report import collect, console_table, write_report
     from coordbench.suites.stat_eval import StatEvalSpec
 
@@ -69,21 +76,47 @@ def run(
     run_dir = _run_stat_conditions(out_dir, specs, episodes, quiet=False)
     wanted = {s.condition for s in specs}
     results = [r for r in collect(run_dir, episodes) if r.condition in wanted]
-    write_report(run_dir, results)
+    extra = ""
+    if household:
+        _run_household_defaults(run_dir)
+        hh = household_report.collect(run_dir)
+        extra = household_report.markdown(hh)
+    write_report(run_dir, results, extra)
     out.print(console_table(results))
+    if household:
+        out.print(household_report.console_table(hh))
     out.print(f"run directory: {run_dir.path}  (report: {run_dir.path / 'report.md'})")
+
+
+def _run_household_defaults(run_dir) -> None:
+    from coordbench.suites.mecobench.eval import load_source, run_condition
+    from coordbench.suites.mecobench.runner import HouseholdSpec
+
+    with _progress(False) as prog:
+        for structure, team in (("parallel", 3), ("sequential", 2)):
+            source, cases = load_source(None, "v1", structure)
+            for protocol in ("none", "broadcast"):
+                bar = prog.add_task(f"household {structure} n={team} {protocol}",
+                                    total=len(cases))
+                run_condition(run_dir, source, cases, HouseholdSpec(structure, team, protocol),
+                              lambda k, b=bar: prog.advance(b, k))
 
 
 @app.command()
 def report(run_dir: Path = typer.Argument(..., help="A run directory.")) -> None:
     """Recompute every table of a run from its saved trajectories; rewrite its report."""
     from coordbench.core.rundir import RunDir
+    from coordbench.report import household_report
     from coordbench.report.stat_report import collect, console_table, write_report
 
     run_obj = RunDir.open(run_dir)
     results = collect(run_obj)
-    write_report(run_obj, results)
-    out.print(console_table(results))
+    hh = household_report.collect(run_obj)
+    write_report(run_obj, results, household_report.markdown(hh) if hh else "")
+    if results:
+        out.print(console_table(results))
+    if hh:
+        out.print(household_report.console_table(hh))
     out.print(f"report: {run_obj.path / 'report.md'}")
 
 

@@ -126,7 +126,7 @@ def markdown_report(run: RunDir, results: list[ConditionResult]) -> str:
     return "\n".join(lines)
 
 
-def write_report(run: RunDir, results: list[ConditionResult]) -> None:
-    """Write results.json and report.md into the run directory (atomically)."""
+def write_report(run: RunDir, results: list[ConditionResult], extra: str = "") -> None:
+    """Write results.json and report.md (plus any `extra` markdown sections) atomically."""
     run.write_text("results.json", results_json(results))
-    run.write_text("report.md", markdown_report(run, results))
+    run.write_text("report.md", markdown_report(run, results) + ("\n" + extra if extra else ""))

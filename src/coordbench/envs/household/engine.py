@@ -40,16 +40,14 @@ class HouseholdEnv:
             raise ValueError(f"a team needs at least one agent, got {n_agents}")
         if task.zones and n_agents != len(task.zones):
             raise ValueError(f"sequential task {task.task_id} needs {len(task.zones)} agents")
-        if n_agents > len(task.start_rooms) and not task.zones:
-            raise ValueError(f"task {task.task_id} has start rooms for {len(task.start_rooms)} "
-                             f"agents, not {n_agents}")
         self.task = task
         self.scene = task.scene
         self.n = n_agents
         self.rng = random.Random(seed)
         sc = self.scene
         self.allowed = [set(task.allowed_rooms(i)) for i in range(n_agents)]
-        self.room = [task.start_rooms[i] for i in range(n_agents)]
+        # teams larger than the task's start-room list reuse its rooms in turn
+        self.room = [task.start_rooms[i % len(task.start_rooms)] for i in range(n_agents)]
         self.pos = [sc.room_center(r) for r in self.room]
         self.at_door: list[int | None] = [None] * n_agents  # the door an agent walked to
         self.held: list[list[int]] = [[] for _ in range(n_agents)]
