@@ -75,3 +75,43 @@ def test_user_errors_are_one_line_without_traceback(tmp_path):
         assert res.returncode == 2, (args, res.stderr)
         assert needle in res.stderr and "Traceback" not in res.stderr
         assert len(res.stderr.strip().splitlines()) == 1, res.stderr
+
+
+def test_mecobench_run_json_contract(tmp_path):
+    res = runner.invoke(app, ["mecobench", "run", "--suite", "v1", "--structure", "parallel",
+                              "--team", "2", "--protocol", "broadcast", "--agents", "rule",
+                              "--prior", "full", "--limit", "8", "--out", str(tmp_path / "m"),
+                              "--json"])
+    assert res.exit_code == 0, res.output
+    payload = json.loads(res.stdout.strip().splitlines()[-1])
+    for key in ("SR", "CR", "AUC", "DOL", "CAR", "HFR", "spatial_error"):
+        assert set(payload[key]) == {"mean", "ci95", "n"}
+    assert payload["cases"] == 8
+    assert payload["HFR"]["mean"] is None and payload["spatial_error"]["mean"] is None
+    assert 0 < payload["SR"]["mean"] <= 1
+
+
+def test_mecobench_oracle_ignores_protocol_and_solves_examples(tmp_path):
+    res = runner.invoke(app, ["mecobench", "run", "--structure", "sequential", "--team", "2",
+                              "--protocol", "discuss", "--agents", "oracle",
+                              "--out", str(tmp_path / "o"), "--json"])
+    assert res.exit_code == 0, res.output
+    payload = json.loads(res.stdout.strip().splitlines()[-1])
+    assert payload["cases"] == 3 and payload["SR"]["mean"] == 1.0
+    assert payload["HFR"]["mean"] == 0.0
+
+
+def test_mecobench_bad_input_is_one_line(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('[{"task_id": 7, "init_graph": {"nodes": [], "edges": []}}]')
+    cases = [
+        (["mecobench", "run", "--protocol", "shout"], "unknown protocol"),
+        (["mecobench", "run", "--tasks", str(bad), "--out", str(tmp_path / "x")],
+         "bad.json[0] (task_id 7)"),
+        (["mecobench", "run", "--suite", "v9"], "unknown suite"),
+    ]
+    for args, needle in cases:
+        res = cli(*args)
+        assert res.returncode == 2, (args, res.stderr)
+        assert needle in res.stderr and "Traceback" not in res.stderr
+        assert len(res.stderr.strip().splitlines()) == 1, res.stderr

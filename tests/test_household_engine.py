@@ -51,6 +51,7 @@ def test_real_goal_and_topology():
     assert t.budget() == 80 and t.team_steps(2) == 40
     par = tasks("parallel")[0]
     assert par.budget() == 60 and par.team_steps(4) == 15 and par.budget("noisy") == 80
+    assert par.budget("none") == 80 and par.budget("no_appearance") == 60
 
 
 @pytest.fixture

@@ -59,3 +59,16 @@ def test_oracle_team_solves_every_real_case():
         for task in load_tasks(path):
             tr = run_case(task, HouseholdSpec(structure, n, agents="oracle"), 0, "x")
             assert tr.end.success
+
+
+@pytest.mark.parametrize("prior", ["none", "no_location", "noisy", "no_appearance"])
+def test_rule_teams_work_under_every_prior(prior):
+    from coordbench.suites.mecobench.suite import load_suite
+
+    tasks = [t for t in load_suite("v1") if t.structure == "parallel"][:16]
+    crs = []
+    for k, task in enumerate(tasks):
+        tr = run_case(task, HouseholdSpec("parallel", 2, "broadcast", prior=prior), k, "x")
+        assert tr.header.params["budget"] == (60 if prior == "no_appearance" else 80)
+        crs.append(episode_metrics(tr)["CR"])
+    assert statistics.mean(crs) > 0.5

@@ -64,9 +64,10 @@ class HouseholdTask:
     def budget(self, prior: str = "full") -> int:
         """Return the effective-step budget (actions summed over agents).
 
-        Parallel: 60, or 80 with no-location or noisy priors; sequential: 80.
+        Parallel: 60, or 80 for the priors without true locations (no_location, none: the
+        no-location modes of MECoBench's code) and noisy; sequential: 80.
         """
-        if self.structure == "sequential" or prior in ("no_location", "noisy"):
+        if self.structure == "sequential" or prior in ("no_location", "none", "noisy"):
             return 80
         return 60
 
