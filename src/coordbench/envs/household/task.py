@@ -192,6 +192,8 @@ def task_from_dict(task: dict, where: str) -> HouseholdTask:
         subgoals=subgoals, goal_texts=texts, start_rooms=starts, zones=zones,
         handover_doors=doors, required_handovers=required,
         topology_text=str(task.get("department_topology", "")), location_hints=hints,
+        descriptions={str(k): str(v) for k, v in
+                      (task.get("coordbench_descriptions") or {}).items()},
         source=where,
         meta={"env_id": task.get("env_id"), "level": task.get("level"),
               "noisy_hints": {str(c): [int(r) for r in rs] for c, rs in

@@ -151,6 +151,11 @@ def draw_task(index: int, template: str, n_subgoals: int, apartment: int, attemp
                           "room_id": rooms[goal_room], "room_name": goal_room}],
         "init_rooms": starts, "department_topology": topology,
         "coordbench_noisy_hints": noisy,
+        "coordbench_descriptions": {
+            **{n["class_name"]: OBJECTS[n["class_name"]][2] for n in g.nodes
+               if n["class_name"] in OBJECTS},
+            **{n["class_name"]: FURNITURE[n["class_name"]][3] for n in g.nodes
+               if n["class_name"] in FURNITURE}},
         "sequential": {
             "room_constraints": {
                 "enabled": True,

@@ -20,7 +20,7 @@ from .generator import as_structure, generate
 
 SUITES = ("v1",)
 V1_TASKS = 96
-V1_SHA256 = "90c332124db96be015b0db6ac78384e1e7dc9b932b1249dbfe17bf97e212be4f"
+V1_SHA256 = "545f0b7f2983e88d50309ed3a8f2a49e442a5bc0ccc5267cada2b5c40fb1fcd3"
 
 
 def v1_plan() -> list[tuple[int, str, int, int]]:
