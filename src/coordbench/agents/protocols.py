@@ -15,6 +15,7 @@ that agent sees when it acts, plus the full transcript for the trajectory. Minds
 
 from __future__ import annotations
 
+import inspect
 import json
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -82,39 +83,49 @@ class TeamProtocol:
         self.rounds = rounds
         self.board: dict[str, Any] = {}
 
-    def communicate(self, minds: list[Mind], obs: list[Observation]
-                    ) -> tuple[list[list[Message]], list[Message]]:
-        """Return (each agent's visible messages, the full transcript) for this step."""
+    async def communicate(self, minds: list[Mind], obs: list[Observation]
+                          ) -> tuple[list[list[Message]], list[Message]]:
+        """Return (each agent's visible messages, the full transcript) for this step.
+
+        Minds may answer synchronously (rule-based) or with coroutines (model-driven).
+        """
         n = len(minds)
         log: list[Message] = []
         if self.name == "broadcast":
             for m in minds:
-                text = m.speak(obs[m.agent], "broadcast", list(log), 0)
+                text = await maybe_await(m.speak(obs[m.agent], "broadcast", list(log), 0))
                 if text:
                     log.append(Message(m.agent, None, text, "broadcast"))
         elif self.name == "discuss":
             for rnd in range(self.rounds):
                 ready = True
                 for m in minds:
-                    text = m.speak(obs[m.agent], "discuss", list(log), rnd) or "READY"
+                    text = await maybe_await(m.speak(obs[m.agent], "discuss", list(log), rnd))
+                    text = text or "READY"
                     log.append(Message(m.agent, None, text, "discuss", rnd))
                     ready &= text.strip().upper().startswith("READY")
                 if ready:
                     break
         elif self.name in ("leader", "leader_vision") and n > 1:
             for m in minds[1:]:
-                text = m.speak(obs[m.agent], "report", [], 0)
+                text = await maybe_await(m.speak(obs[m.agent], "report", [], 0))
                 if text:
                     log.append(Message(m.agent, (LEADER,), text, "report"))
             views = {m.agent: obs[m.agent] for m in minds} if self.name == "leader_vision" else None
-            orders = minds[LEADER].assign(obs[LEADER], list(log), views)
+            orders = await maybe_await(minds[LEADER].assign(obs[LEADER], list(log), views))
             for j in range(n):
                 if j in orders:
                     log.append(Message(LEADER, (j,), orders[j] + FOLLOW, "assignment"))
         elif self.name == "shared_memory":
             for m in minds:
-                self.board = m.update_memory(obs[m.agent], json.loads(json.dumps(self.board)))
+                self.board = await maybe_await(m.update_memory(obs[m.agent],
+                                                          json.loads(json.dumps(self.board))))
                 log.append(Message(m.agent, None, json.dumps(self.board, sort_keys=True),
                                    "memory"))
         inboxes = [[msg for msg in log if msg.visible_to(i)] for i in range(n)]
         return inboxes, log
+
+
+async def maybe_await(value):
+    """Return `value`, awaiting it first when a mind answered with a coroutine."""
+    return await value if inspect.isawaitable(value) else value

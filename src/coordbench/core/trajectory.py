@@ -119,6 +119,30 @@ class MessageEvent(_Record):
     tokens: int = 0
 
 
+class ModelCallEvent(_Record):
+    """One model call: who made it, for what, how it went. Never holds credentials."""
+
+    type: Literal["model_call"] = "model_call"
+    t: int
+    agent: int
+    role: str
+    phase: str
+    model: str
+    request_hash: str
+    cache_hit: bool = False
+    attempts: int = 1
+    latency_s: float = 0.0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+    cost: float = 0.0
+    finish_reason: str | None = None
+    parse_status: Literal["ok", "failed", "n/a"] = "n/a"
+    parse_error: str | None = None
+    error: str | None = None
+    reply: str = ""
+
+
 Termination = Literal["success", "truncated", "normal_stop", "protocol_failure", "error"]
 
 
@@ -132,8 +156,8 @@ class EpisodeEndEvent(_Record):
     detail: str | None = None
 
 
-Event = Annotated[StatStepEvent | HouseholdStepEvent | MessageEvent | EpisodeEndEvent,
-                  Field(discriminator="type")]
+Event = Annotated[StatStepEvent | HouseholdStepEvent | MessageEvent | ModelCallEvent
+                  | EpisodeEndEvent, Field(discriminator="type")]
 _EVENT = TypeAdapter(Event)
 
 

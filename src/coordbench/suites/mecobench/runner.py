@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 from coordbench.agents.household_oracle import OracleTeam
 from coordbench.agents.household_rule import RuleMind
-from coordbench.agents.protocols import PROTOCOLS, Decision, Mind, TeamProtocol
+from coordbench.agents.protocols import PROTOCOLS, Decision, Mind, TeamProtocol, maybe_await
 from coordbench.core.provenance import git_sha, version
 from coordbench.core.trajectory import (
     ActionRecord,
@@ -15,6 +17,7 @@ from coordbench.core.trajectory import (
     EpisodeEndEvent,
     HouseholdStepEvent,
     MessageEvent,
+    ModelCallEvent,
     Trajectory,
     TrajectoryHeader,
 )
@@ -67,7 +70,18 @@ def make_minds(spec: HouseholdSpec) -> list[Mind]:
 
 def run_case(task: HouseholdTask, spec: HouseholdSpec, case_seed: int, episode_id: str,
              minds: list[Mind] | None = None, images: ImageStore | None = None) -> Trajectory:
+    """Play one case synchronously (see `arun_case`); return its trajectory."""
+    return asyncio.run(arun_case(task, spec, case_seed, episode_id, minds, images))
+
+
+async def arun_case(task: HouseholdTask, spec: HouseholdSpec, case_seed: int, episode_id: str,
+                    minds: list[Mind] | None = None, images: ImageStore | None = None,
+                    max_steps: int | None = None, stop: Callable[[], str | None] | None = None
+                    ) -> Trajectory:
     """Play one case to success or budget exhaustion; return its trajectory.
+
+    `max_steps` caps the team steps below the budget (short smoke episodes); `stop` is polled
+    after every step and ends the episode early (termination normal_stop) with its reason.
 
     With an `images` store, each agent's four-view image (and, under leader_vision, the team
     composite) is rendered every step, stored once by content hash, and referenced from the
@@ -79,6 +93,9 @@ def run_case(task: HouseholdTask, spec: HouseholdSpec, case_seed: int, episode_i
     except ValueError as e:
         raise ConfigError(f"task {task.task_id}: {e}") from None
     steps = task.team_steps(n, spec.prior)
+    if max_steps is not None:
+        steps = min(steps, max_steps)
+    reason: str | None = None
     goal_text = task.goal_text(spec.prior)
     hints = task.hints(spec.prior, case_seed)
     oracle = OracleTeam(env) if spec.agents == "oracle" else None
@@ -88,21 +105,25 @@ def run_case(task: HouseholdTask, spec: HouseholdSpec, case_seed: int, episode_i
     last: list[Outcome | None] = [None] * n
     for t in range(steps):
         views: dict[str, str] = {}
+        paths: dict[str, str] = {}
         if images is not None:
             views = {f"agent_{i}": images.put(png_bytes(render_agent(env, i))) for i in range(n)}
             if spec.protocol == "leader_vision":
                 views["team"] = images.put(png_bytes(render_team(env)))
+            paths = {k: str(images.root / f"{v}.png") for k, v in views.items()}
         if oracle is None:
             obs = [observe(env, i, goal_text=goal_text, hints=hints, steps_left=steps - t,
                            last=last[i]) for i in range(n)]
             for i, o in enumerate(obs):
-                o.extra.update({k: v for k, v in (("image", views.get(f"agent_{i}")),
-                                                  ("team_image", views.get("team"))) if v})
-            inboxes, transcript = protocol.communicate(minds, obs)
+                o.extra.update({k: v for k, v in (("image", paths.get(f"agent_{i}")),
+                                                  ("team_image", paths.get("team"))) if v})
+            inboxes, transcript = await protocol.communicate(minds, obs)
             events.extend(MessageEvent(t=t, phase=m.phase, round=m.round, sender=m.sender,
                                        recipients=list(m.recipients) if m.recipients else None,
                                        content=m.content, tokens=m.tokens) for m in transcript)
-            decisions = [minds[i].act(obs[i], inboxes[i]) for i in range(n)]
+            decisions = list(await asyncio.gather(*(maybe_await(minds[i].act(obs[i], inboxes[i]))
+                                                    for i in range(n))))
+            events.extend(_drain_calls(t, minds))
         else:
             decisions = [Decision(a) for a in oracle.act()]
         actions = [d.action or WAIT for d in decisions]
@@ -125,10 +146,18 @@ def run_case(task: HouseholdTask, spec: HouseholdSpec, case_seed: int, episode_i
             satisfied=env.satisfied(), completion=env.completion_rate(), images=views))
         if env.success():
             break
+        reason = stop() if stop is not None else None
+        if reason:
+            break
     success = env.success()
-    events.append(EpisodeEndEvent(t=env.t, success=success,
-                                  termination="success" if success else "truncated",
-                                  detail=None if success else "step budget exhausted"))
+    if success:
+        end = EpisodeEndEvent(t=env.t, success=True, termination="success")
+    elif reason:
+        end = EpisodeEndEvent(t=env.t, success=False, termination="normal_stop", detail=reason)
+    else:
+        end = EpisodeEndEvent(t=env.t, success=False, termination="truncated",
+                              detail="step budget exhausted")
+    events.append(end)
     header = TrajectoryHeader(
         episode_id=episode_id, suite="mecobench", task_id=str(task.task_id), seed=case_seed,
         team=[AgentSpec(id=f"agent_{i}", role="leader" if (
@@ -142,3 +171,14 @@ def run_case(task: HouseholdTask, spec: HouseholdSpec, case_seed: int, episode_i
                 "goal_classes": sorted({g.obj_class for g in task.subgoals}),
                 "required_handovers": task.required_handovers, "source": task.source})
     return Trajectory(header=header, events=events)
+
+
+def _drain_calls(t: int, minds: list[Mind]) -> list[ModelCallEvent]:
+    """Return the model calls the minds made this step as events (and forget them)."""
+    out = []
+    for m in minds:
+        calls = getattr(m, "calls", None)
+        if calls:
+            out.extend(ModelCallEvent(t=t, **c) for c in calls)
+            calls.clear()
+    return out

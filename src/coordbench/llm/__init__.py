@@ -1,0 +1,1 @@
+"""Model access for coordbench: registry, clients, cache, accounting, prompts, parsing."""

@@ -1,0 +1,66 @@
+"""A sqlite response cache keyed on everything that determines a model's reply."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any
+
+DEFAULT_CACHE = Path.home() / ".cache" / "coordbench" / "responses.sqlite"
+
+
+def request_key(spec_model: str, base_url: str | None, messages: list[dict[str, Any]],
+                generation: dict[str, Any]) -> str:
+    """Return the sha256 of (model, base_url, messages with images as hashes, generation).
+
+    The generation config includes the seed when one is set.
+    """
+    def strip_images(obj: Any) -> Any:
+        if isinstance(obj, dict):
+            if obj.get("type") == "image_url":
+                url = obj.get("image_url", {}).get("url", "")
+                return {"type": "image", "sha256": hashlib.sha256(url.encode()).hexdigest()}
+            return {k: strip_images(v) for k, v in obj.items()}
+        if isinstance(obj, list):
+            return [strip_images(v) for v in obj]
+        return obj
+
+    payload = {"model": spec_model, "base_url": base_url or "", "messages":
+               strip_images(messages), "generation": generation}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+
+class ResponseCache:
+    """key -> stored completion (JSON). Safe to share across threads of one process."""
+
+    def __init__(self, path: str | Path = DEFAULT_CACHE) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(self.path, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, "
+                         "value TEXT NOT NULL)")
+        self._db.commit()
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        """Return the stored completion for `key`, or None."""
+        with self._lock:
+            row = self._db.execute("SELECT value FROM responses WHERE key = ?",
+                                   (key,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def put(self, key: str, value: dict[str, Any]) -> None:
+        """Store a completion (only successful ones are ever stored)."""
+        with self._lock:
+            self._db.execute("INSERT OR REPLACE INTO responses VALUES (?, ?)",
+                             (key, json.dumps(value)))
+            self._db.commit()
+
+    def close(self) -> None:
+        """Close the database."""
+        with self._lock:
+            self._db.close()
