@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from coordbench import __version__
-from coordbench.errors import CoordbenchError
+from coordbench.errors import ConfigError, CoordbenchError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="coordbench: measure how teams of agents coordinate.")
@@ -21,6 +21,8 @@ stat_app = typer.Typer(no_args_is_help=True, help="STAT: spatial task allocation
 app.add_typer(stat_app, name="stat")
 meco_app = typer.Typer(no_args_is_help=True, help="MECoBench: household teams.")
 app.add_typer(meco_app, name="mecobench")
+models_app = typer.Typer(no_args_is_help=True, help="Model registry: list and check aliases.")
+app.add_typer(models_app, name="models")
 
 err = Console(stderr=True)
 # Tables are wide; when stdout is a file or a pipe, do not squeeze them into 80 columns.
@@ -230,7 +232,19 @@ def mecobench_run(
     team: int = typer.Option(2, help="Team size (sequential: 2)."),
     protocol: str = typer.Option("none", help="none|broadcast|discuss|leader|leader_vision|"
                                               "shared_memory"),
-    agents: str = typer.Option("rule", help="oracle | rule"),
+    agents: str = typer.Option("rule", help="oracle | rule | llm"),
+    model: str | None = typer.Option(None, help="Model alias of every agent (agents=llm)."),
+    leader_model: str | None = typer.Option(None, help="Model alias of the leader (agent 0)."),
+    models: Path | None = typer.Option(None, help="Model registry file (YAML)."),
+    max_connections: int | None = typer.Option(None, help="Cap concurrent calls per model."),
+    cache: bool = typer.Option(True, "--cache/--no-cache", help="Reuse cached replies."),
+    cache_path: Path | None = typer.Option(None, help="Response cache file (sqlite)."),
+    max_tokens_per_episode: int | None = typer.Option(None, help="Stop an episode's team "
+                                                      "after this many model tokens."),
+    cost_limit: float | None = typer.Option(None, help="Stop the run at this spend ($)."),
+    max_steps: int | None = typer.Option(None, help="Cap team steps (short smoke runs)."),
+    max_reply_tokens: int | None = typer.Option(None, help="Cap tokens per model reply."),
+    in_flight: int = typer.Option(8, help="Episodes played concurrently (agents=llm)."),
     prior: str = typer.Option("full", help="full|no_appearance|no_location|none|noisy"),
     limit: int | None = typer.Option(None, help="Play only the first K cases."),
     seed: int = typer.Option(0, help="Base seed; case k uses seed + k."),
@@ -254,15 +268,39 @@ def mecobench_run(
 
     if limit is not None and limit < 1:
         raise ConfigError(f"--limit must be >= 1, got {limit}")
-    spec = HouseholdSpec(structure, team, protocol, agents, prior, seed)
+    if in_flight < 1:
+        raise ConfigError(f"--in-flight must be >= 1, got {in_flight}")
+    spec = HouseholdSpec(structure, team, protocol, agents, prior, seed, model, leader_model)
     source, cases = load_source(str(tasks) if tasks else None, suite, structure)
     cases = cases[:limit] if limit else cases
     out_dir = out_dir or Path("runs") / "mecobench"
+    harness = None
+    if agents == "llm":
+        harness = _harness(models, cache, cache_path, max_connections, seed)
+        for alias in {spec.alias(i) for i in range(team)}:
+            harness.provider(alias)  # unknown alias or missing key: fail before any work
     run_obj = RunDir.create_or_open(out_dir, command=_command_line())
     with _progress(as_json) as prog:
         bar = prog.add_task(f"{structure} n={team} {protocol} {agents}", total=len(cases))
-        cond = run_condition(run_obj, source, cases, spec, lambda k: prog.advance(bar, k),
-                             images=images)
+        if harness is None:
+            cond = run_condition(run_obj, source, cases, spec, lambda k: prog.advance(bar, k),
+                                 images=images)
+        else:
+            import asyncio
+
+            from coordbench.suites.mecobench.eval import arun_condition
+
+            def tick(k: int) -> None:
+                st = harness.stats
+                prog.update(bar, advance=k, description=(
+                    f"{structure} n={team} {protocol} {model}: calls {st.calls} "
+                    f"cached {st.cache_hits} retries {st.retries} in flight {st.in_flight} "
+                    f"tokens {st.prompt_tokens + st.completion_tokens:,}"))
+
+            cond = asyncio.run(arun_condition(
+                run_obj, source, cases, spec, harness, progress=tick, images=images,
+                in_flight=in_flight, max_tokens_per_episode=max_tokens_per_episode,
+                cost_limit=cost_limit, max_steps=max_steps, max_reply_tokens=max_reply_tokens))
     summary = summarize(condition_values(run_obj, cond, len(cases)))
     if as_json:
         payload = {"cases": len(cases)}
@@ -273,12 +311,63 @@ def mecobench_run(
     table.add_column("metric")
     table.add_column("mean ± 95% CI", justify="right")
     table.add_column("n", justify="right")
-    for k in (*HEADLINE, "tokens_per_step", "duplicate_grabs", "wrong_class_grabs",
+    for k in (*HEADLINE, "tokens_per_step", "protocol_failures", "duplicate_grabs",
+              "wrong_class_grabs",
               "hallucinated_completion", "steps"):
         e = summary[k]
         table.add_row(k, "n/a" if e.n == 0 else e.fmt(3), str(e.n))
     out.print(table)
     out.print(f"run directory: {run_obj.path}")
+
+
+def _harness(models: Path | None, cache: bool, cache_path: Path | None,
+             max_connections: int | None, seed: int | None):
+    from coordbench.llm.cache import DEFAULT_CACHE, ResponseCache
+    from coordbench.llm.client import ModelHarness
+    from coordbench.llm.registry import load_registry
+
+    if max_connections is not None and max_connections < 1:
+        raise ConfigError(f"--max-connections must be >= 1, got {max_connections}")
+    store = ResponseCache(cache_path or DEFAULT_CACHE) if cache else None
+    return ModelHarness(load_registry(models), store, seed=seed,
+                        max_connections=max_connections)
+
+
+@models_app.command("list")
+def models_list(models: Path | None = typer.Option(None, help="Model registry file (YAML).")
+                ) -> None:
+    """List the model aliases this run knows (built-ins plus the registry file)."""
+    from rich.table import Table
+
+    from coordbench.llm.registry import load_registry
+
+    table = Table(title="models")
+    for col in ("alias", "provider", "model", "base_url", "images", "max conn"):
+        table.add_column(col)
+    for alias, spec in sorted(load_registry(models).models.items()):
+        table.add_row(alias, spec.provider, spec.model, spec.base_url or "-",
+                      "yes" if spec.supports_images else "no", str(spec.max_connections))
+    out.print(table)
+
+
+@models_app.command("check")
+def models_check(alias: str = typer.Argument(..., help="Model alias."),
+                 models: Path | None = typer.Option(None, help="Model registry file (YAML).")
+                 ) -> None:
+    """Make one ping call to a model; fail with one clear line if it cannot be reached."""
+    import asyncio
+
+    harness = _harness(models, False, None, None, None)
+    harness.provider(alias)
+    spec = harness.spec(alias)
+    spec_retry = spec.model_copy(update={"max_retries": 1})
+    harness.registry.models[alias] = spec_retry
+    done = asyncio.run(harness.check(alias))
+    if done.error:
+        where = spec.base_url or "the local provider"
+        raise ConfigError(f"model {alias!r} at {where} failed: {done.error}")
+    out.print(f"{alias}: ok ({done.latency_s:.2f} s, {done.prompt_tokens}+"
+              f"{done.completion_tokens} tokens): {done.text.strip()[:60]!r}")
 
 
 def main() -> None:

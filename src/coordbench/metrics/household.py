@@ -7,7 +7,7 @@ to an episode returns None (reported as n/a), never 0.
 
 from __future__ import annotations
 
-from coordbench.core.trajectory import HouseholdStepEvent, Trajectory
+from coordbench.core.trajectory import HouseholdStepEvent, ModelCallEvent, Trajectory
 
 
 def _steps(traj: Trajectory) -> list[HouseholdStepEvent]:
@@ -48,12 +48,28 @@ def step_auc(traj: Trajectory) -> float:
     return total / budget
 
 
+def _calls(traj: Trajectory) -> list[ModelCallEvent]:
+    return traj.steps(ModelCallEvent)
+
+
 def tokens_per_step(traj: Trajectory) -> float:
-    """Return model tokens (messages + actions) / effective steps used; 0 without a model."""
+    """Return model tokens (prompt + completion, every call) / effective steps used.
+
+    0 for teams without a model. Cached replies count their original usage.
+    """
     used = len(_actions(traj))
-    tokens = sum(a.tokens for a in _actions(traj)) + sum(
-        m.tokens for m in traj.events if getattr(m, "type", "") == "message")
+    tokens = sum(c.prompt_tokens + c.completion_tokens for c in _calls(traj))
+    if not tokens:  # trajectories that carry usage only on actions and messages
+        tokens = sum(a.tokens for a in _actions(traj)) + sum(
+            m.tokens for m in traj.events if getattr(m, "type", "") == "message")
     return tokens / used if used else 0.0
+
+
+def protocol_failures(traj: Trajectory) -> int:
+    """Return act-phase protocol failures plus communicate-phase replies that failed to parse."""
+    acts = sum(a.outcome == "protocol_failure" for a in _actions(traj))
+    talk = sum(c.parse_status == "failed" for c in _calls(traj) if c.phase != "act")
+    return acts + talk
 
 
 def division_of_labor(traj: Trajectory) -> float | None:
@@ -129,6 +145,7 @@ def episode_metrics(traj: Trajectory) -> dict[str, float | None]:
         "CR": completion_rate(traj),
         "AUC": step_auc(traj),
         "tokens_per_step": tokens_per_step(traj),
+        "protocol_failures": float(protocol_failures(traj)),
         "DOL": division_of_labor(traj),
         "CAR": conflict_action_rate(traj),
         "HFR": handover_failure_rate(traj),

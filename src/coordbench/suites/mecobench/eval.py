@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+import re
 from collections.abc import Callable
 from pathlib import Path
 
+from coordbench.agents.household_llm import EpisodeBudget, LlmMind
 from coordbench.core.rundir import RunDir
 from coordbench.core.stats import Estimate, mean_ci
 from coordbench.envs.household.render import ImageStore
 from coordbench.envs.household.task import HouseholdTask, load_tasks
 from coordbench.errors import ConfigError
+from coordbench.llm.client import ModelHarness
 from coordbench.metrics.household import episode_metrics
 from coordbench.suites.mecobench_data import PARALLEL_EXAMPLES, SEQUENTIAL_EXAMPLES
 
-from .runner import HouseholdSpec, run_case
+from .runner import HouseholdSpec, arun_case, run_case
 
 HEADLINE = ("SR", "CR", "AUC", "DOL", "CAR", "HFR", "spatial_error")
 
@@ -39,8 +43,12 @@ def load_source(tasks_file: str | None, suite: str | None, structure: str
 
 def condition_name(source: str, spec: HouseholdSpec) -> str:
     """Return the run-directory name of a condition."""
+    models = ""
+    if spec.agents == "llm":
+        models = f"-{spec.model}" + (f"+{spec.leader_model}" if spec.leader_model else "")
+        models = re.sub(r"[^A-Za-z0-9_.=+-]", "-", models)
     return (f"mecobench_{source}_{spec.structure}_n{spec.team}_{spec.protocol}_{spec.agents}"
-            f"_{spec.prior}_seed{spec.seed}")
+            f"{models}_{spec.prior}_seed{spec.seed}")
 
 
 def run_condition(run: RunDir, source: str, tasks: list[HouseholdTask], spec: HouseholdSpec,
@@ -60,6 +68,56 @@ def run_condition(run: RunDir, source: str, tasks: list[HouseholdTask], spec: Ho
             run.write_episode(cond, key, traj)
         if progress:
             progress(1)
+    return cond
+
+
+async def arun_condition(run: RunDir, source: str, tasks: list[HouseholdTask],
+                         spec: HouseholdSpec, harness: ModelHarness, *,
+                         progress: Callable[[int], None] | None = None, images: bool = False,
+                         in_flight: int = 8, max_tokens_per_episode: int | None = None,
+                         cost_limit: float | None = None, max_steps: int | None = None,
+                         max_reply_tokens: int | None = None) -> str:
+    """Play the missing cases of a model-driven team concurrently; return the condition name.
+
+    Up to `in_flight` episodes run at once (the harness caps calls per model). Each finished
+    episode is written atomically at once. When the run's model spend reaches `cost_limit`,
+    running episodes stop and are not written, so a rerun with a higher limit replays them.
+    """
+    cond = condition_name(source, spec)
+    run.register(cond, {"suite": "mecobench", "source": source, **spec.as_dict()})
+    store = ImageStore(run.path) if images else None
+    gate = asyncio.Semaphore(in_flight)
+
+    def over_budget() -> str | None:
+        if cost_limit is not None and harness.stats.cost >= cost_limit:
+            return f"cost limit ${cost_limit:g} reached"
+        return None
+
+    async def one(k: int, task: HouseholdTask) -> None:
+        key = f"case{k:04d}"
+        if run.has_episode(cond, key) or over_budget():
+            if progress:
+                progress(1)
+            return
+        async with gate:
+            budget = EpisodeBudget(max_tokens_per_episode)
+            minds = [LlmMind(i, harness, spec.alias(i) or "", role="leader" if (
+                i == 0 and spec.protocol.startswith("leader")) else "agent",
+                max_tokens=max_reply_tokens, budget=budget) for i in range(spec.team)]
+
+            def stop() -> str | None:
+                if budget.exhausted:
+                    return f"token budget of {max_tokens_per_episode} exhausted"
+                return over_budget()
+
+            traj = await arun_case(task, spec, spec.seed + k, f"{cond}/{key}", minds, store,
+                                   max_steps=max_steps, stop=stop)
+            if over_budget() is None or traj.end.termination != "normal_stop":
+                run.write_episode(cond, key, traj)
+        if progress:
+            progress(1)
+
+    await asyncio.gather(*(one(k, t) for k, t in enumerate(tasks)))
     return cond
 
 

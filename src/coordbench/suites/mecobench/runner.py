@@ -28,7 +28,7 @@ from coordbench.envs.household.render import ImageStore, png_bytes, render_agent
 from coordbench.envs.household.task import PRIORS, HouseholdTask
 from coordbench.errors import ConfigError
 
-AGENT_KINDS = ("oracle", "rule")
+AGENT_KINDS = ("oracle", "rule", "llm")
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,8 @@ class HouseholdSpec:
     agents: str = "rule"
     prior: str = "full"
     seed: int = 0
+    model: str | None = None  # model alias of every agent (agents=llm)
+    leader_model: str | None = None  # alias of agent 0 under leader protocols
 
     def __post_init__(self) -> None:
         if self.structure not in ("parallel", "sequential"):
@@ -57,6 +59,16 @@ class HouseholdSpec:
             raise ConfigError(f"--team must be >= 1, got {self.team}")
         if self.structure == "sequential" and self.team != 2:
             raise ConfigError("sequential tasks are played by teams of 2 (--team 2)")
+        if self.agents == "llm" and not self.model:
+            raise ConfigError("--agents llm needs --model ALIAS")
+
+    def alias(self, agent: int) -> str | None:
+        """Return the model alias driving `agent` (None for non-model teams)."""
+        if self.agents != "llm":
+            return None
+        if agent == 0 and self.leader_model and self.protocol.startswith("leader"):
+            return self.leader_model
+        return self.model
 
     def as_dict(self) -> dict:
         """Return the spec as a plain dict."""
@@ -170,6 +182,8 @@ async def arun_case(task: HouseholdTask, spec: HouseholdSpec, case_seed: int, ep
                 "required": {g.key: g.count for g in task.subgoals},
                 "goal_classes": sorted({g.obj_class for g in task.subgoals}),
                 "required_handovers": task.required_handovers, "source": task.source})
+    header = header.model_copy(update={"models": {
+        f"agent_{i}": spec.alias(i) for i in range(n) if spec.alias(i)}})
     return Trajectory(header=header, events=events)
 
 

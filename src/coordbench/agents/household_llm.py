@@ -1,0 +1,207 @@
+"""Model-driven household minds: any model in the registry as a team member.
+
+Each mind keeps the paper's windows: the dialogue it saw (last `window` messages), its own
+action history with outcomes, the last feedback (in the observation), and a free-text memory
+it rewrites every step. Every model call is recorded (`calls`, drained into model_call events
+by the runner); a reply that cannot be turned into an action is a protocol failure: the agent
+idles and the episode goes on.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from coordbench.envs.household.observe import Observation, render_text
+from coordbench.llm import prompts
+from coordbench.llm.client import Completion, ModelHarness
+from coordbench.llm.parse import extract_json, parse_action
+
+from .protocols import Decision, Message
+
+
+@dataclass
+class EpisodeBudget:
+    """Tokens the whole team may spend in one episode (None: unlimited)."""
+
+    max_tokens: int | None = None
+    used: int = 0
+
+    @property
+    def exhausted(self) -> bool:
+        """Return whether the team has spent its tokens."""
+        return self.max_tokens is not None and self.used >= self.max_tokens
+
+
+@dataclass
+class LlmMind:
+    """A team member driven by the model `alias` (see the module docstring)."""
+
+    agent: int
+    harness: ModelHarness
+    alias: str
+    role: str = "agent"
+    window: int = 8
+    max_tokens: int | None = None
+    budget: EpisodeBudget = field(default_factory=EpisodeBudget)
+    memory: str = "{}"
+    dialogue: list[str] = field(default_factory=list)
+    history: list[str] = field(default_factory=list)
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    _last: str | None = None
+
+    # -- plumbing -------------------------------------------------------------------------
+    def _system(self, obs: Observation) -> dict[str, Any]:
+        return {"role": "system", "content": prompts.SYSTEM.format(agent=obs.agent,
+                                                                   n=obs.n_agents)}
+
+    def _user(self, text: str, images: list[str]) -> dict[str, Any]:
+        if not images or not self.harness.spec(self.alias).supports_images:
+            return {"role": "user", "content": text}
+        parts: list[dict[str, Any]] = [{"type": "text", "text": text}]
+        for path in images:
+            data = base64.b64encode(Path(path).read_bytes()).decode()
+            parts.append({"type": "image_url",
+                          "image_url": {"url": f"data:image/png;base64,{data}"}})
+        return {"role": "user", "content": parts}
+
+    async def _call(self, obs: Observation, phase: str, text: str,
+                    images: list[str] | None = None) -> Completion | None:
+        if self.budget.exhausted:
+            return None
+        messages = [self._system(obs), self._user(text, images or [])]
+        out = await self.harness.complete(self.alias, messages, self.max_tokens)
+        self.budget.used += out.tokens
+        self.calls.append({
+            "agent": self.agent, "role": self.role, "phase": phase, "model": self.alias,
+            "request_hash": out.request_hash, "cache_hit": out.cache_hit,
+            "attempts": out.attempts, "latency_s": round(out.latency_s, 4),
+            "prompt_tokens": out.prompt_tokens, "completion_tokens": out.completion_tokens,
+            "cached_tokens": out.cached_tokens, "cost": out.cost,
+            "finish_reason": out.finish_reason, "error": out.error, "reply": out.text[:4000]})
+        return out
+
+    def _mark(self, status: str, error: str | None = None) -> None:
+        if self.calls:
+            self.calls[-1]["parse_status"] = status
+            self.calls[-1]["parse_error"] = error
+
+    def _absorb(self, inbox: list[Message]) -> None:
+        for m in inbox:
+            if m.sender != self.agent and m.phase != "memory":
+                line = f"agent {m.sender} ({m.phase}): {m.content[:500]}"
+                if not self.dialogue or self.dialogue[-1] != line:
+                    self.dialogue.append(line)
+        del self.dialogue[:-self.window]
+
+    def _context(self) -> tuple[str, str]:
+        return ("\n".join(self.dialogue[-self.window:]) or "(none)",
+                "\n".join(self.history[-self.window:]) or "(none)")
+
+    def _images(self, obs: Observation, team: bool = False) -> list[str]:
+        key = "team_image" if team else "image"
+        return [obs.extra[key]] if obs.extra.get(key) else []
+
+    # -- communicate phase --------------------------------------------------------------------
+    async def speak(self, obs: Observation, phase: str, inbox: list[Message],
+                    rnd: int) -> str | None:
+        """Return this agent's message for a broadcast, discuss or report phase."""
+        self._absorb(inbox)
+        dialogue, _ = self._context()
+        text = prompts.SPEAK_USER.format(observation=render_text(obs), memory=self.memory,
+                                         dialogue=dialogue,
+                                         instruction=prompts.SPEAK.get(phase, prompts.SPEAK[
+                                             "broadcast"]))
+        out = await self._call(obs, phase, text, self._images(obs))
+        if out is None or out.error:
+            self._mark("failed", out.error if out else "token budget exhausted")
+            return None
+        reply = out.text.strip()[:1500]
+        self._mark("ok")
+        if not reply or "<NO_MESSAGE>" in reply:
+            return None
+        if phase == "discuss" and not reply.upper().startswith(("READY", "CONTINUE")):
+            reply = "CONTINUE " + reply
+        return reply
+
+    async def assign(self, obs: Observation, inbox: list[Message],
+                     views: dict[int, Observation] | None) -> dict[int, str]:
+        """Return one instruction per agent from the leader's JSON list (3 tries)."""
+        self._absorb(inbox)
+        reports = "\n".join(f"agent {m.sender}: {m.content[:800]}" for m in inbox
+                            if m.phase == "report") or "(none)"
+        text = prompts.ASSIGN.format(observation=render_text(obs), reports=reports)
+        images = self._images(obs, team=views is not None)
+        for _ in range(3):
+            out = await self._call(obs, "assignment", text, images)
+            if out is None or out.error:
+                self._mark("failed", out.error if out else "token budget exhausted")
+                return {}
+            data, err = extract_json(out.text)
+            if isinstance(data, dict):
+                data = data.get("assignments", [data])
+            if isinstance(data, list):
+                orders = {}
+                for item in data:
+                    if isinstance(item, dict):
+                        try:
+                            j = int(item.get("agent"))
+                        except (TypeError, ValueError):
+                            continue
+                        if 0 <= j < obs.n_agents:
+                            orders[j] = str(item.get("instruction", ""))[:600]
+                if orders:
+                    self._mark("ok")
+                    return orders
+                err = "no usable assignment"
+            self._mark("failed", err or "the reply is not a JSON list")
+        return {}
+
+    async def update_memory(self, obs: Observation, board: dict[str, Any]) -> dict[str, Any]:
+        """Return the shared board as the model rewrote it (unchanged if the reply fails)."""
+        text = prompts.MEMORY.format(observation=render_text(obs),
+                                     board=json.dumps(board)[:6000])
+        out = await self._call(obs, "memory", text)
+        if out is None or out.error:
+            self._mark("failed", out.error if out else "token budget exhausted")
+            return board
+        data, err = extract_json(out.text)
+        if not isinstance(data, dict):
+            self._mark("failed", err or "the reply is not a JSON object")
+            return board
+        self._mark("ok")
+        return data
+
+    # -- act phase ----------------------------------------------------------------------------
+    async def act(self, obs: Observation, inbox: list[Message]) -> Decision:
+        """Return the action the model chose, or a protocol failure with its reason."""
+        self._absorb(inbox)
+        if self._last is not None and obs.last_outcome is not None:
+            self.history.append(f"{self._last} -> {obs.last_outcome.code}")
+        board = [m.content for m in inbox if m.phase == "memory"]
+        dialogue, history = self._context()
+        if board:
+            dialogue += f"\nShared memory: {board[-1][:3000]}"
+        text = prompts.ACT.format(observation=render_text(obs), memory=self.memory,
+                                  dialogue=dialogue, history=history)
+        out = await self._call(obs, "act", text, self._images(obs))
+        if out is None:
+            self._last = "none"
+            return Decision(None, "", "token budget exhausted")
+        if out.error:
+            self._mark("failed", out.error)
+            self._last = "none"
+            return Decision(None, "", f"model call failed: {out.error}", out.tokens)
+        parsed = parse_action(out.text, obs)
+        if parsed.memory is not None:
+            self.memory = parsed.memory
+        if parsed.action is None:
+            self._mark("failed", parsed.error)
+            self._last = "none"
+            return Decision(None, out.text[:4000], parsed.error, out.tokens)
+        self._mark("ok")
+        self._last = parsed.action.text()
+        return Decision(parsed.action, out.text[:4000], None, out.tokens)
