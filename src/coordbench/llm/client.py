@@ -99,6 +99,8 @@ class OpenAIProvider(Provider):
             raise PermanentError(f"HTTP {e.status_code}: {str(e)[:200]}") from None
         except openai.OpenAIError as e:
             raise PermanentError(f"{type(e).__name__}: {str(e)[:200]}") from None
+        except ValueError as e:  # a body that is not the JSON it claims to be
+            raise TransientError(f"malformed response: {str(e)[:200]}") from None
         if not getattr(resp, "choices", None):
             raise TransientError("reply without choices")
         choice = resp.choices[0]
