@@ -82,7 +82,7 @@ def run(
     if household:
         _run_household_defaults(run_dir)
         hh = household_report.collect(run_dir)
-        extra = household_report.markdown(hh)
+        extra = household_report.markdown(hh) + household_report.tags_and_failures(run_dir)
     write_report(run_dir, results, extra)
     out.print(console_table(results))
     if household:
@@ -114,7 +114,8 @@ def report(run_dir: Path = typer.Argument(..., help="A run directory.")) -> None
     run_obj = RunDir.open(run_dir)
     results = collect(run_obj)
     hh = household_report.collect(run_obj)
-    write_report(run_obj, results, household_report.markdown(hh) if hh else "")
+    write_report(run_obj, results, household_report.markdown(hh)
+                 + household_report.tags_and_failures(run_obj) if hh else "")
     if results:
         out.print(console_table(results))
     if hh:

@@ -6,6 +6,12 @@ from rich.table import Table
 
 from coordbench.core.rundir import RunDir
 from coordbench.core.stats import Estimate
+from coordbench.metrics.behaviour import TAG_RULES_VERSION, tag_table
+from coordbench.metrics.household import (
+    duplicate_grabs,
+    hallucinated_completion,
+    wrong_class_grabs,
+)
 from coordbench.suites.mecobench.eval import HEADLINE, condition_values, summarize
 
 COLUMNS = ("SR", "CR", "AUC", "DOL", "CAR", "HFR", "spatial_error", "duplicate_grabs")
@@ -18,6 +24,57 @@ def collect(run: RunDir) -> list[tuple[dict, dict[str, Estimate]]]:
         if cond.startswith("mecobench_") and run.episode_keys(cond):
             out.append((spec, summarize(condition_values(run, cond))))
     return out
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:+.3f}"
+
+
+def tags_and_failures(run: RunDir) -> str:
+    """Return markdown: behaviour tags with SR/CR with vs without (paper Table 2) and failure
+    modes with their lift (rate in failed episodes / rate in successful ones, Table 22)."""
+    lines: list[str] = []
+    for cond, spec in run.conditions.items():
+        if not cond.startswith("mecobench_") or spec.get("protocol") in (None, "none"):
+            continue
+        trajs = run.load_episodes(cond)
+        if not trajs:
+            continue
+        rows = tag_table(trajs)
+        if not any(r["episodes_with"] for r in rows):
+            continue
+        lines += ["", f"### Behaviour tags: {spec['structure']}, team {spec['team']}, "
+                  f"{spec['protocol']}, {spec['agents']} (rules v{TAG_RULES_VERSION})", "",
+                  "| tag | episodes with | messages/episode | SR with | SR without | delta SR | "
+                  "delta CR |", "|---|---|---|---|---|---|---|"]
+        for r in rows:
+            sr_w = "n/a" if r["SR_with"] is None else f"{r['SR_with']:.3f}"
+            sr_o = "n/a" if r["SR_without"] is None else f"{r['SR_without']:.3f}"
+            lines.append(f"| {r['tag']} | {r['share']:.2f} | {r['per_episode']:.2f} | {sr_w} | "
+                         f"{sr_o} | {_pct(r['delta_SR'])} | {_pct(r['delta_CR'])} |")
+    fail_lines = []
+    for cond, spec in run.conditions.items():
+        if not cond.startswith("mecobench_"):
+            continue
+        trajs = run.load_episodes(cond)
+        ok = [t for t in trajs if t.end and t.end.success]
+        bad = [t for t in trajs if not (t.end and t.end.success)]
+        cells = []
+        for fn in (duplicate_grabs, hallucinated_completion, wrong_class_grabs):
+            rate_bad = sum(bool(fn(t)) for t in bad) / len(bad) if bad else None
+            rate_ok = sum(bool(fn(t)) for t in ok) / len(ok) if ok else None
+            lift = (rate_bad / rate_ok) if rate_bad is not None and rate_ok else None
+            cells.append(f"{'n/a' if rate_bad is None else f'{rate_bad:.2f}'} / "
+                         f"{'n/a' if rate_ok is None else f'{rate_ok:.2f}'} / "
+                         f"{'n/a' if lift is None else f'{lift:.1f}'}")
+        fail_lines.append(f"| {spec['structure']} | {spec['team']} | {spec['protocol']} | "
+                          f"{spec['agents']} | " + " | ".join(cells) + " |")
+    if fail_lines:
+        lines += ["", "### Failure modes (episodes: rate in failed / rate in successful / lift)",
+                  "", "| structure | team | protocol | agents | duplicate grab | "
+                  "hallucinated completion | object misidentification |",
+                  "|---|---|---|---|---|---|---|", *fail_lines]
+    return "\n".join(lines) + "\n" if lines else ""
 
 
 def _fmt(e: Estimate) -> str:
