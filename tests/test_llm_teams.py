@@ -9,7 +9,8 @@ from coordbench.agents.protocols import PROTOCOLS
 from coordbench.cli import app
 from coordbench.core.rundir import RunDir
 from coordbench.core.trajectory import ModelCallEvent
-from tests.llm_server import ScriptedServer, household_reply
+from coordbench.llm.loopback import ScriptedServer
+from tests.scripted_team import household_reply
 
 runner = CliRunner()
 

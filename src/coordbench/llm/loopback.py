@@ -1,4 +1,6 @@
-"""A small OpenAI-compatible chat server on 127.0.0.1 for tests: scripted, faulty on demand.
+"""A small OpenAI-compatible chat server on 127.0.0.1: scripted, faulty on demand.
+
+For tests and benchmarks of the model harness without any model service.
 
 `ScriptedServer(reply, faults)` serves POST /v1/chat/completions. `reply(request_json)` returns
 the assistant text; `faults` is a list consumed one per request: None (answer), an HTTP status
@@ -73,7 +75,10 @@ class ScriptedServer:
                 self.end_headers()
                 self.wfile.write(data)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Server(ThreadingHTTPServer):
+            request_queue_size = 512  # many concurrent clients: the default backlog is 5
+
+        self.httpd = Server(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
@@ -88,40 +93,3 @@ class ScriptedServer:
     def __exit__(self, *exc) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
-
-
-def household_reply(body: dict[str, Any]) -> str:
-    """A scripted team member: walks, grabs what it sees, talks, leads, writes memory.
-
-    It reads only the prompt text, like a model would, and sometimes answers badly on purpose.
-    """
-    import re
-
-    text = " ".join(str(m.get("content", "")) for m in body["messages"])
-    user = str(body["messages"][-1]["content"])
-    if "JSON list" in user:
-        return '[{"agent": 0, "instruction": "search the kitchen"}, ' \
-               '{"agent": 1, "instruction": "search the bedroom"}]'
-    if "Shared team memory" in user:
-        return '{"claims": {}, "notes": "searching"}'
-    if "Start your reply with READY" in user:
-        return "READY I will search the kitchen."
-    if "Send one short message" in user or "Report to the leader" in user:
-        return "I am searching the rooms."
-    n = len(body["messages"][-1]["content"]) % 7
-    if n == 0:
-        return "I think I should grab something."  # no JSON: a protocol failure
-    if n == 1:
-        return '{"action": "fly", "memory": "x"}'  # unknown action
-    seen = re.findall(r"(\w+) \((\d+)\)", user.split("You see:")[-1]) if "You see:" in user \
-        else []
-    if n == 2 and seen:
-        name, ident = seen[0]
-        return json.dumps({"action": "walk", "object": {"name": name, "id": int(ident)},
-                           "memory": "walked"})
-    if n == 3 and seen:
-        name, ident = seen[-1]
-        return f'```json\n{{"action": "grab", "object": {{"name": "{name}"}}}}\n```'
-    rooms = re.findall(r"(\w+)--door", text)
-    room = rooms[n % len(rooms)] if rooms else "kitchen"
-    return json.dumps({"action": "walk_to_room", "room": room, "memory": {"plan": "explore"}})
