@@ -29,6 +29,7 @@ test: install-dev
 bench: install
 	$(BIN)/python benchmarks/stat_speed.py
 	$(BIN)/python benchmarks/household_speed.py
+	$(BIN)/python benchmarks/llm_harness.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache
