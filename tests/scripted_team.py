@@ -23,7 +23,7 @@ def household_reply(body: dict[str, Any]) -> str:
     if "Start your reply with READY" in user:
         return "READY I will search the kitchen."
     if "Send one short message" in user or "Report to the leader" in user:
-        return "I am searching the rooms."
+        return "I will search the kitchen. I am in the bedroom."
     n = len(body["messages"][-1]["content"]) % 7
     if n == 0:
         return "I think I should grab something."  # no JSON: a protocol failure

@@ -117,3 +117,15 @@ def test_unreachable_endpoint_is_one_clear_line(tmp_path):
     res = subprocess.run([sys.executable, "-m", "coordbench", "models", "check", "scripted",
                           "--models", str(models)], capture_output=True, text=True, timeout=60)
     assert res.returncode == 2 and "failed" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_report_shows_model_usage_and_tags(tmp_path):
+    with ScriptedServer(household_reply) as server:
+        models = models_file(tmp_path, server.base_url)
+        out = tmp_path / "r"
+        run(tmp_path, models, "--protocol", "broadcast", "--out", str(out))
+    res = runner.invoke(app, ["report", str(out)])
+    assert res.exit_code == 0, res.output
+    text = (out / "report.md").read_text()
+    assert "Model usage" in text and "| agent | scripted |" in text
+    assert "Behaviour tags" in text and "Info-Plan" in text

@@ -115,7 +115,8 @@ def report(run_dir: Path = typer.Argument(..., help="A run directory.")) -> None
     results = collect(run_obj)
     hh = household_report.collect(run_obj)
     write_report(run_obj, results, household_report.markdown(hh)
-                 + household_report.tags_and_failures(run_obj) if hh else "")
+                 + household_report.tags_and_failures(run_obj)
+                 + household_report.model_usage(run_obj) if hh else "")
     if results:
         out.print(console_table(results))
     if hh:

@@ -30,6 +30,37 @@ def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{x:+.3f}"
 
 
+def model_usage(run: RunDir) -> str:
+    """Return markdown: model calls, tokens, cost and cache hits per condition, role and model."""
+    from coordbench.core.trajectory import ModelCallEvent
+
+    lines = []
+    for cond, spec in run.conditions.items():
+        if not cond.startswith("mecobench_") or spec.get("agents") != "llm":
+            continue
+        rows: dict[tuple[str, str], list[float]] = {}
+        episodes = run.load_episodes(cond)
+        for t in episodes:
+            for c in t.steps(ModelCallEvent):
+                r = rows.setdefault((c.role, c.model), [0, 0, 0, 0.0, 0, 0])
+                r[0] += 1
+                r[1] += c.prompt_tokens
+                r[2] += c.completion_tokens
+                r[3] += c.cost
+                r[4] += c.cache_hit
+                r[5] += c.parse_status == "failed"
+        for (role, model), (calls, p, c, cost, hits, failed) in sorted(rows.items()):
+            lines.append(f"| {spec['structure']} | {spec['team']} | {spec['protocol']} | {role} "
+                         f"| {model} | {calls} | {p / len(episodes):,.0f} | "
+                         f"{c / len(episodes):,.0f} | {cost:.4f} | {hits} | {failed} |")
+    if not lines:
+        return ""
+    return "\n".join(["", "### Model usage (tokens per episode)", "",
+                      "| structure | team | protocol | role | model | calls | prompt | "
+                      "completion | cost ($) | cache hits | parse failures |",
+                      "|---|---|---|---|---|---|---|---|---|---|---|", *lines]) + "\n"
+
+
 def tags_and_failures(run: RunDir) -> str:
     """Return markdown: behaviour tags with SR/CR with vs without (paper Table 2) and failure
     modes with their lift (rate in failed episodes / rate in successful ones, Table 22)."""
