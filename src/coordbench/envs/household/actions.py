@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 ACTIONS = ("walk", "walk_to_room", "walk_to_door", "grab", "open", "close", "put_on", "put_in",
-           "handover", "receive", "wait", "done")
+           "handover", "receive", "wait", "done", "slice", "toggle", "drop")
 # Actions on one object that conflict when several agents attempt them in the same step.
 CONFLICTING = frozenset({"grab", "open", "close"})
 
@@ -29,6 +29,12 @@ OUTCOMES = {
     "receiver_not_ready": "the receiving agent did not receive (or wait) this step",
     "receiver_hands_full": "the receiving agent has no free hand",
     "protocol_failure": "the agent's reply could not be turned into an action; it idled",
+    "illegal_skill": "the agent's role does not allow this action (or this object)",
+    "no_tool": "slicing needs the knife in hand",
+    "not_sliceable": "the object cannot be sliced",
+    "already_sliced": "the object is already sliced",
+    "no_switch": "the object has no switch",
+    "buffer_full": "the buffer station is at capacity (an overflow event)",
 }
 
 
@@ -38,6 +44,7 @@ class Action:
 
     walk(obj) walk_to_room(room) walk_to_door(door) grab(obj) open(obj) close(obj)
     put_on(obj, target) put_in(obj, target) handover(obj, to_agent) receive wait done
+    slice(obj) toggle(obj) drop(obj); wait may name a place it waits at (obj, e.g. a buffer)
     """
 
     name: str

@@ -62,6 +62,11 @@ class HouseholdEnv:
             if n.grabbable:
                 self.by_class.setdefault(n.class_name, []).append(nid)
         self.goal_classes = {s.obj_class for s in task.subgoals}
+        # node states beyond open/closed (SLICED, ON/OFF), starting from the scene's states
+        self.states = {nid: {st for st in n.states if st in ("ON", "OFF", "SLICED")}
+                       for nid, n in sc.nodes.items()}
+        self.roles = task.roles
+        self.shared = set(task.shared_nodes)
         self.t = 0
         self._hidden_cache: dict[int, bool] = {}
         self.last_conflicts: list[tuple[int, list[int], int]] = []  # (object, agents, winner)
@@ -96,7 +101,12 @@ class HouseholdEnv:
         node = self.scene.nodes.get(nid)
         if node is None or node.category in NON_OBJECT_CATEGORIES or nid in self.holder:
             return False
-        if self.node_room.get(nid) != self.room[agent] or self.hidden(nid):
+        if self.hidden(nid):
+            return False
+        room = self.node_room.get(nid)
+        if room != self.room[agent] and not (
+                (nid in self.shared or any(p in self.shared for _, p in self.parents.get(nid, ())))
+                and self.room[agent] in self.allowed[agent]):
             return False
         return self.distance(self.pos[agent], self.node_pos[nid]) <= VIEW_RANGE
 
@@ -109,6 +119,9 @@ class HouseholdEnv:
         """Return, per subgoal key, how many of its required objects are in place (capped)."""
         out = {}
         for sg in self.task.subgoals:
+            if sg.relation == "state":
+                out[sg.key] = int(self.has_state(sg.targets[0], sg.obj_class))
+                continue
             rel = sg.relation.upper()
             k = 0
             for nid in self.by_class.get(sg.obj_class, ()):
@@ -116,6 +129,16 @@ class HouseholdEnv:
                     k += 1
             out[sg.key] = min(k, sg.count)
         return out
+
+    def has_state(self, nid: int, state: str) -> bool:
+        """Return whether node `nid` is in `state` (OPEN/CLOSED, ON/OFF, SLICED)."""
+        if state in ("OPEN", "CLOSED"):
+            return nid in self.open_state and self.open_state[nid] == (state == "OPEN")
+        return state in self.states.get(nid, ())
+
+    def buffer_load(self, nid: int) -> int:
+        """Return how many objects rest on buffer station `nid`."""
+        return sum(1 for ps in self.parents.values() if any(p == nid for _, p in ps))
 
     def completion_rate(self) -> float:
         """Return CR: satisfied object instances / required object instances."""
@@ -130,8 +153,9 @@ class HouseholdEnv:
     def protects(self, nid: int) -> bool:
         """Return whether object `nid` currently counts toward a subgoal."""
         cls = self.scene.nodes[nid].class_name
-        return any(sg.obj_class == cls and any(r == sg.relation.upper() and p in sg.targets
-                                               for r, p in self.parents.get(nid, ()))
+        return any(sg.relation != "state" and sg.obj_class == cls
+                   and any(r == sg.relation.upper() and p in sg.targets
+                           for r, p in self.parents.get(nid, ()))
                    for sg in self.task.subgoals)
 
     # -- one team step ------------------------------------------------------------------------
@@ -164,6 +188,10 @@ class HouseholdEnv:
         name = a.name
         if name not in ACTIONS:
             return Outcome("invalid", f"unknown action {name!r}")
+        if self.roles is not None:
+            allowed = self.task.role_skills.get(self.roles[i])
+            if allowed is not None and name not in allowed:
+                return Outcome("illegal_skill", f"a {self.roles[i]} cannot {name}")
         if name in ("wait", "receive", "done"):
             return Outcome("ok")
         if name == "walk_to_room":
@@ -196,6 +224,16 @@ class HouseholdEnv:
             return self._handover(i, obj, a.to_agent, actions)
         if name in ("put_on", "put_in"):
             return self._put(i, obj, a.target, name)
+        if name == "drop":
+            if obj not in self.held[i]:
+                return Outcome("not_held", f"agent {i} does not hold {obj}")
+            self.held[i].remove(obj)
+            del self.holder[obj]
+            self.parents[obj] = ()
+            self.node_room[obj] = self.room[i]
+            self.node_pos[obj] = self.pos[i]
+            self._hidden_cache.clear()
+            return Outcome("ok")
         # walk, grab, open, close target a node in the world
         room = self.node_room.get(obj)
         if room is not None and room not in self.allowed[i]:
@@ -213,6 +251,28 @@ class HouseholdEnv:
             return Outcome("ok")
         if self.distance(self.pos[i], self.node_pos[obj]) > REACH:
             return Outcome("too_far", f"{node.class_name} {obj} is out of reach; walk to it")
+        if name == "slice":
+            if not any(self.scene.nodes[h].class_name == "knife" for h in self.held[i]):
+                return Outcome("no_tool", "slicing needs the knife in hand")
+            if "CUTTABLE" not in node.properties:
+                return Outcome("not_sliceable", f"{node.class_name} {obj} cannot be sliced")
+            owner = self.task.owners.get(obj)
+            if owner is not None and owner != i:
+                return Outcome("illegal_skill", f"{node.class_name} {obj} is agent {owner}'s")
+            if "SLICED" in self.states[obj]:
+                return Outcome("already_sliced")
+            before = self.satisfied()
+            self.states[obj].add("SLICED")
+            return Outcome("ok", completed=self._newly_met(before))
+        if name == "toggle":
+            if "HAS_SWITCH" not in node.properties:
+                return Outcome("no_switch", f"{node.class_name} {obj} has no switch")
+            before = self.satisfied()
+            st = self.states[obj]
+            on = "ON" in st
+            st.discard("ON" if on else "OFF")
+            st.add("OFF" if on else "ON")
+            return Outcome("ok", completed=self._newly_met(before))
         if name == "grab":
             if not node.grabbable:
                 return Outcome("not_grabbable", f"{node.class_name} {obj} cannot be picked up")
@@ -236,9 +296,10 @@ class HouseholdEnv:
             return Outcome("already_open")
         if name == "close" and not is_open:
             return Outcome("already_closed")
+        before = self.satisfied()
         self.open_state[obj] = name == "open"
         self._hidden_cache.clear()
-        return Outcome("ok")
+        return Outcome("ok", completed=self._newly_met(before))
 
     def _put(self, i: int, obj: int, target: int | None, name: str) -> Outcome:
         tnode = self.scene.nodes.get(target) if isinstance(target, int) else None
@@ -260,6 +321,9 @@ class HouseholdEnv:
                 return Outcome("wrong_target", f"{tnode.class_name} {target} is no container")
             if not self.open_state.get(target, True):
                 return Outcome("closed", f"{tnode.class_name} {target} is closed")
+        cap = self.task.buffers.get(target)
+        if cap is not None and self.buffer_load(target) >= cap:
+            return Outcome("buffer_full", f"buffer {target} holds {cap} already")
         before = self.satisfied()
         self.held[i].remove(obj)
         del self.holder[obj]
@@ -267,9 +331,12 @@ class HouseholdEnv:
         self.node_room[obj] = self.node_room.get(target, self.room[i])
         self.node_pos[obj] = self.node_pos[target]
         self._hidden_cache.clear()
+        return Outcome("ok", completed=self._newly_met(before))
+
+    def _newly_met(self, before: dict[str, int]) -> tuple[str, ...]:
+        """Return the subgoals whose count rose since `before` (credited to the actor)."""
         after = self.satisfied()
-        done = tuple(k for k in after if after[k] > before[k])
-        return Outcome("ok", completed=done)
+        return tuple(k for k in after if after[k] > before[k])
 
     def _handover(self, i: int, obj: int, to: int | None, actions: Sequence[Action]) -> Outcome:
         if not isinstance(to, int) or not 0 <= to < self.n or to == i:

@@ -27,10 +27,14 @@ _KEY = re.compile(r"^(on|inside)_(.+)_(\d+)$")
 
 @dataclass(frozen=True)
 class Subgoal:
-    """`count` objects of class `obj_class` must be ON/INSIDE one of `targets`."""
+    """`count` objects of class `obj_class` must be ON/INSIDE one of `targets`.
+
+    relation "state": node `targets[0]` must carry the state named by `obj_class` (SLICED,
+    CLOSED, OPEN, ON, OFF); `count` is 1.
+    """
 
     key: str
-    relation: Literal["on", "inside"]
+    relation: Literal["on", "inside", "state"]
     obj_class: str
     targets: tuple[int, ...]
     count: int
@@ -53,6 +57,12 @@ class HouseholdTask:
     topology_text: str = ""
     location_hints: dict[str, list[int]] = field(default_factory=dict)  # class -> rooms
     descriptions: dict[str, str] = field(default_factory=dict)  # class -> appearance text
+    # construct-task extensions (all optional; MECoBench tasks leave them empty)
+    roles: list[str] | None = None  # role of each agent
+    role_skills: dict[str, list[str]] = field(default_factory=dict)  # role -> allowed actions
+    buffers: dict[int, int] = field(default_factory=dict)  # buffer station id -> capacity
+    owners: dict[int, int] = field(default_factory=dict)  # object -> the only agent to slice it
+    shared_nodes: list[int] = field(default_factory=list)  # visible from every allowed room
     source: str = ""
     meta: dict[str, Any] = field(default_factory=dict)
 
