@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-SCHEMA_VERSION = "1.1"
+SCHEMA_VERSION = "1.2"
 
 
 class _Record(BaseModel):
@@ -104,6 +104,7 @@ class HouseholdStepEvent(_Record):
     satisfied: dict[str, int]
     completion: float
     images: dict[str, str] = Field(default_factory=dict)  # view name -> sha256 of the PNG
+    buffers: dict[str, int] = Field(default_factory=dict)  # buffer id -> objects on it after
 
 
 class MessageEvent(_Record):

@@ -280,6 +280,11 @@ class HouseholdEnv:
                 return Outcome("hands_full")
             if self.protects(obj):
                 return Outcome("protected", f"{node.class_name} {obj} already satisfies a goal")
+            if self.roles is not None and self.roles[i] in self.task.role_sources:
+                sources = self.task.role_sources[self.roles[i]]
+                if not any(p in sources for _, p in self.parents.get(obj, ())):
+                    return Outcome("illegal_skill", f"a {self.roles[i]} may only take objects "
+                                                    f"from {sources}")
             self.held[i].append(obj)
             self.holder[obj] = i
             self.parents[obj] = ()

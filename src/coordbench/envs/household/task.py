@@ -62,7 +62,9 @@ class HouseholdTask:
     role_skills: dict[str, list[str]] = field(default_factory=dict)  # role -> allowed actions
     buffers: dict[int, int] = field(default_factory=dict)  # buffer station id -> capacity
     owners: dict[int, int] = field(default_factory=dict)  # object -> the only agent to slice it
+    role_sources: dict[str, list[int]] = field(default_factory=dict)  # role -> where it may grab
     shared_nodes: list[int] = field(default_factory=list)  # visible from every allowed room
+    budget_override: int | None = None  # effective-step budget set by the instance itself
     source: str = ""
     meta: dict[str, Any] = field(default_factory=dict)
 
@@ -77,6 +79,8 @@ class HouseholdTask:
         Parallel: 60, or 80 for the priors without true locations (no_location, none: the
         no-location modes of MECoBench's code) and noisy; sequential: 80.
         """
+        if self.budget_override is not None:
+            return self.budget_override
         if self.structure == "sequential" or prior in ("no_location", "none", "noisy"):
             return 80
         return 60
@@ -141,7 +145,8 @@ def task_from_dict(task: dict, where: str) -> HouseholdTask:
     where = f"{where} (task_id {tid})"
     scene = load_scene(_field(task, "init_graph", where, dict), f"{where}: init_graph")
     goal = _field(task, "task_goal", where, dict)
-    if "0" not in goal or not isinstance(goal["0"], dict) or not goal["0"]:
+    if "0" not in goal or not isinstance(goal["0"], dict) or (
+            not goal["0"] and not task.get("coordbench_state_goals")):
         raise ConfigError(f"{where}: field 'task_goal' needs a non-empty entry \"0\"")
     options = task.get("goal_target_options") or {}
     subgoals = []
@@ -156,6 +161,15 @@ def task_from_dict(task: dict, where: str) -> HouseholdTask:
             if t not in scene.nodes:
                 raise ConfigError(f"{where}: subgoal {key!r} names node {t}, not in init_graph")
         subgoals.append(Subgoal(str(key), rel, cls, targets, count))  # type: ignore[arg-type]
+    for k, item in enumerate(task.get("coordbench_state_goals") or []):
+        try:
+            state, node = str(item[0]).upper(), int(item[1])
+        except (TypeError, ValueError, IndexError):
+            raise ConfigError(f"{where}: field 'coordbench_state_goals[{k}]' must be "
+                              f"[state, node id]") from None
+        if node not in scene.nodes:
+            raise ConfigError(f"{where}: state goal names node {node}, not in init_graph")
+        subgoals.append(Subgoal(f"state_{state}_{node}", "state", state, (node,), 1))
     texts = {p: task[f] for p, f in PRIOR_FIELDS.items() if isinstance(task.get(f), str)}
     constraints = task.get("room_constraints") or {}
     structure: Structure = "sequential" if constraints.get("enabled") else "parallel"
@@ -205,7 +219,17 @@ def task_from_dict(task: dict, where: str) -> HouseholdTask:
         descriptions={str(k): str(v) for k, v in
                       (task.get("coordbench_descriptions") or {}).items()},
         source=where,
+        roles=task.get("coordbench_roles"),
+        role_skills={str(k): list(v) for k, v in (task.get("coordbench_role_skills") or {}
+                                                   ).items()},
+        buffers={int(k): int(v) for k, v in (task.get("coordbench_buffers") or {}).items()},
+        owners={int(k): int(v) for k, v in (task.get("coordbench_owners") or {}).items()},
+        role_sources={str(k): [int(x) for x in v] for k, v in (
+            task.get("coordbench_role_sources") or {}).items()},
+        shared_nodes=[int(x) for x in task.get("coordbench_shared") or []],
+        budget_override=task.get("coordbench_budget"),
         meta={"env_id": task.get("env_id"), "level": task.get("level"),
+              "construct": task.get("coordbench_construct") or {},
               "noisy_hints": {str(c): [int(r) for r in rs] for c, rs in
                               (task.get("coordbench_noisy_hints") or {}).items()}})
 

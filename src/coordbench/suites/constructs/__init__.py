@@ -1,0 +1,1 @@
+"""Coordination constructs D1-D4 (after CoCoBench) on the household engine."""
