@@ -104,9 +104,7 @@ class HouseholdEnv:
         if self.hidden(nid):
             return False
         room = self.node_room.get(nid)
-        if room != self.room[agent] and not (
-                (nid in self.shared or any(p in self.shared for _, p in self.parents.get(nid, ())))
-                and self.room[agent] in self.allowed[agent]):
+        if room != self.room[agent] and not self._shared(nid):
             return False
         return self.distance(self.pos[agent], self.node_pos[nid]) <= VIEW_RANGE
 
@@ -236,7 +234,7 @@ class HouseholdEnv:
             return Outcome("ok")
         # walk, grab, open, close target a node in the world
         room = self.node_room.get(obj)
-        if room is not None and room not in self.allowed[i]:
+        if room is not None and room not in self.allowed[i] and not self._shared(obj):
             return Outcome("out_of_zone", f"{node.class_name} {obj} is in "
                                           f"{self.scene.rooms[room]}, outside the allowed rooms")
         if obj in self.holder:
@@ -313,7 +311,7 @@ class HouseholdEnv:
         if obj not in self.held[i]:
             return Outcome("not_held", f"agent {i} does not hold {obj}")
         room = self.node_room.get(target)
-        if room is not None and room not in self.allowed[i]:
+        if room is not None and room not in self.allowed[i] and not self._shared(target):
             return Outcome("out_of_zone", f"{tnode.class_name} {target} is outside the zone")
         if not self.is_visible(i, target):
             return Outcome("not_visible", f"{tnode.class_name} {target} is not visible")
@@ -337,6 +335,10 @@ class HouseholdEnv:
         self.node_pos[obj] = self.node_pos[target]
         self._hidden_cache.clear()
         return Outcome("ok", completed=self._newly_met(before))
+
+    def _shared(self, nid: int) -> bool:
+        """Return whether a node is a shared station (or rests on one): reachable from zones."""
+        return nid in self.shared or any(p in self.shared for _, p in self.parents.get(nid, ()))
 
     def _newly_met(self, before: dict[str, int]) -> tuple[str, ...]:
         """Return the subgoals whose count rose since `before` (credited to the actor)."""
