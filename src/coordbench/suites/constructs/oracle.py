@@ -81,10 +81,14 @@ class ConstructOracle:
     def act(self) -> list[Action | None]:
         """Return each agent's action for this step (None: the agent does nothing)."""
         c = self.info["construct"]
-        if c == "D1":
-            return [self.scripts[i].pop(0) if self.scripts[i] else None
-                    for i in range(self.env.n)]
+        if c == "D1":  # scripted lines: peek now, `executed` advances them
+            return [self.scripts[i][0] if self.scripts[i] else None for i in range(self.env.n)]
         return getattr(self, f"_{c.lower()}")()
+
+    def executed(self, agent: int) -> None:
+        """Record that `agent`'s proposed action was executed (advances scripted lines)."""
+        if self.scripts.get(agent):
+            self.scripts[agent].pop(0)
 
     # -- D2: open, load (in order), close -----------------------------------------------------
     def _d2(self) -> list[Action | None]:

@@ -1,0 +1,240 @@
+"""Construct scores and diagnostics (after CoCoBench, Section 4): pure functions of trajectories.
+
+A construct trajectory's header `params` carries the instance facts the scores need (the
+construct, M*, the oracle's action count, containers and their order, the knife, the
+buffers). Only recorded actions count: an agent that does nothing in a step records nothing
+(as an agent that is not chosen by a central planner). Every score is in [0, 1], or None
+(reported n/a) when its denominator is 0.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from coordbench.core.trajectory import ActionRecord, HouseholdStepEvent, ModelCallEvent, Trajectory
+
+PRECONDITION = frozenset({"closed", "not_held", "no_tool", "hands_full", "protected",
+                          "receiver_not_ready", "receiver_hands_full"})
+OCCUPANCY = frozenset({"conflict_lost", "held_by_other", "buffer_full"})
+AFFORDANCE = frozenset({"wrong_target", "not_grabbable", "not_sliceable", "no_switch",
+                        "not_visible", "too_far", "out_of_zone"})
+ILLEGAL = frozenset({"illegal_skill"})
+REDUNDANT = frozenset({"already_open", "already_closed", "already_sliced"})
+INVALID = frozenset({"invalid", "protocol_failure"})
+IDLE = frozenset({"wait", "receive", "done", "none"})
+
+
+def _steps(traj: Trajectory) -> list[HouseholdStepEvent]:
+    return traj.steps(HouseholdStepEvent)
+
+
+def _records(traj: Trajectory) -> list[ActionRecord]:
+    return [a for e in _steps(traj) for a in e.actions]
+
+
+def _info(traj: Trajectory) -> dict[str, Any]:
+    return traj.header.params.get("construct", {})
+
+
+def makespan(traj: Trajectory) -> int:
+    """Return M = the largest number of actions any one agent executed (failures and waits
+    included)."""
+    counts: dict[int, int] = {}
+    for a in _records(traj):
+        counts[a.agent] = counts.get(a.agent, 0) + 1
+    return max(counts.values(), default=0)
+
+
+def score_d1(traj: Trajectory) -> float | None:
+    """Return C_D1 = min(1, M*/M) (M* = optimal makespan under the skill abstraction).
+
+    None for one agent, for M = 0, or when the instance has no M*.
+    """
+    m_star = _info(traj).get("m_star")
+    m = makespan(traj)
+    if m_star is None or m == 0 or int(traj.header.params.get("agents", 1)) < 2:
+        return None
+    return min(1.0, m_star / m)
+
+
+def d2_counts(traj: Trajectory) -> tuple[int, int]:
+    """Return (n, v) for D2: precedence-relevant container operations and violations.
+
+    Relevant: open/close of a goal container, put_in/put_on into one. Violations: putting into
+    a closed container, closing it before all its items are in, loading out of the required
+    item order, touching a later container before the earlier one is filled and closed.
+    Redundant no-ops and failures that are not about order (hands, reach, contention) count
+    in neither n nor v.
+    """
+    info = _info(traj)
+    boxes = list(info.get("containers", []))
+    targets = {int(k): v for k, v in info.get("targets", {}).items()}
+    order = list(info.get("order", []))
+    seq = list(info.get("container_order", []))
+    inside: set[int] = set()
+    closed_done: set[int] = set()
+    nxt = 0
+    n = v = 0
+    for a in _records(traj):
+        box = a.args.get("target") if a.action in ("put_in", "put_on") else a.args.get("obj")
+        if a.action not in ("open", "close", "put_in", "put_on") or box not in boxes:
+            continue
+        if a.outcome in REDUNDANT or (a.outcome != "ok" and a.outcome != "closed"):
+            continue
+        n += 1
+        earlier = seq[:seq.index(box)] if box in seq else []
+        if any(b not in closed_done for b in earlier):
+            v += 1
+            continue
+        if a.outcome == "closed":
+            v += 1
+        elif a.action in ("put_in", "put_on"):
+            item = a.args.get("obj")
+            if order and (nxt >= len(order) or order[nxt] != item):
+                v += 1
+            else:
+                nxt += 1 if order else 0
+            inside.add(item)
+        elif a.action == "close":
+            mine = [i for i, b in targets.items() if b == box]
+            if any(i not in inside for i in mine):
+                v += 1
+            else:
+                closed_done.add(box)
+    return n, v
+
+
+def legal(traj: Trajectory) -> bool | None:
+    """Return whether no action was an illegal skill or a precondition violation (None: no
+    action)."""
+    records = _records(traj)
+    if not records:
+        return None
+    return not any(a.outcome in ILLEGAL | PRECONDITION for a in records)
+
+
+def score_d2(traj: Trajectory) -> float | None:
+    """Return C_D2 = p_legal (1 - v/n), p_legal = 1, or 0.5 after any illegal skill or
+    precondition violation; None when n = 0."""
+    n, v = d2_counts(traj)
+    if n == 0:
+        return None
+    return (1.0 if legal(traj) else 0.5) * (1 - v / n)
+
+
+def score_d3(traj: Trajectory) -> float | None:
+    """Return C_D3 = (1 - c/a) min(1, M*/L): a = grab attempts on the shared knife, c = those
+    lost to contention, L = executed non-idle actions of all agents, M* = the oracle's count;
+    None when a = 0."""
+    info = _info(traj)
+    knife = info.get("knife")
+    tries = [a for a in _records(traj) if a.action == "grab" and a.args.get("obj") == knife]
+    if knife is None or not tries:
+        return None
+    c = sum(a.outcome in ("conflict_lost", "held_by_other") for a in tries)
+    work = sum(a.action not in IDLE for a in _records(traj))
+    m_star = info.get("oracle_actions")
+    eff = 1.0 if not m_star or not work else min(1.0, m_star / work)
+    return (1 - c / len(tries)) * eff
+
+
+def d4_counts(traj: Trajectory) -> tuple[int, int, int]:
+    """Return (h, o, w): successful puts onto a buffer, overflow events (puts refused because
+    the buffer was full), waits in steps that ended with every buffer empty."""
+    buffers = set(_info(traj).get("buffers", []))
+    h = o = w = 0
+    for e in _steps(traj):
+        empty = bool(e.buffers) and all(v == 0 for v in e.buffers.values())
+        for a in e.actions:
+            if a.action == "put_on" and a.args.get("target") in buffers:
+                h += a.outcome == "ok"
+                o += a.outcome == "buffer_full"
+            if a.action == "wait" and empty:
+                w += 1
+    return h, o, w
+
+
+def score_d4(traj: Trajectory) -> float | None:
+    """Return C_D4 = 1 - min(1, (o + w)/h); None when h = 0."""
+    h, o, w = d4_counts(traj)
+    if h == 0:
+        return None
+    return 1 - min(1.0, (o + w) / h)
+
+
+SCORES = {"D1": score_d1, "D2": score_d2, "D3": score_d3, "D4": score_d4}
+
+
+def construct_score(traj: Trajectory) -> float | None:
+    """Return the score of the trajectory's own construct (CS)."""
+    fn = SCORES.get(_info(traj).get("construct", ""))
+    return fn(traj) if fn else None
+
+
+def failure_taxonomy(traj: Trajectory) -> dict[str, int]:
+    """Return, for an episode, its dependency violations, occupancy conflicts, affordance
+    failures and illegal skills (counts of actions with those outcomes)."""
+    records = _records(traj)
+    return {"dependency_violation": sum(a.outcome in PRECONDITION for a in records)
+            + (d2_counts(traj)[1] if _info(traj).get("construct") == "D2" else 0),
+            "occupancy_conflict": sum(a.outcome in OCCUPANCY for a in records),
+            "affordance_failure": sum(a.outcome in AFFORDANCE for a in records),
+            "illegal_skill": sum(a.outcome in ILLEGAL for a in records)}
+
+
+def termination(traj: Trajectory) -> str:
+    """Return success, normal_stop, budget_exhaustion or protocol_failure."""
+    end = traj.end
+    if end is None:
+        return "protocol_failure"
+    return {"success": "success", "truncated": "budget_exhaustion"}.get(end.termination,
+                                                                         end.termination)
+
+
+def episode_metrics(traj: Trajectory) -> dict[str, float | None]:
+    """Return every per-episode construct diagnostic by its report name."""
+    records = _records(traj)
+    steps = _steps(traj)
+    ok = traj.end is not None and traj.end.success
+    calls = traj.steps(ModelCallEvent)
+    out: dict[str, float | None] = {
+        "SR": float(ok),
+        "CS": construct_score(traj),
+        "legal_rate": None if legal(traj) is None else float(bool(legal(traj))),
+        "invalid_action_ratio": (sum(a.outcome in INVALID for a in records) / len(records))
+        if records else None,
+        "progress_on_failure": None if ok or not steps else steps[-1].completion,
+        "steps_on_success": float(len(steps)) if ok else None,
+        "planner_calls": float(len(calls) if calls else len(records)),
+        "makespan": float(makespan(traj)),
+    }
+    for c, fn in SCORES.items():
+        out[f"C_{c}"] = fn(traj)
+    if not ok:
+        out.update({k: float(v) for k, v in failure_taxonomy(traj).items()})
+    return out
+
+
+def correlation_matrix(rows: Sequence[dict[str, float | None]],
+                       keys: Sequence[str] = ("D1", "D2", "D3", "D4")
+                       ) -> dict[str, dict[str, float | None]]:
+    """Return Pearson correlations between construct scores over rows (e.g. one row per
+    model x planner condition), each pair over the rows where both are defined; None with
+    fewer than 3 such rows or no variance."""
+    out: dict[str, dict[str, float | None]] = {}
+    for a in keys:
+        out[a] = {}
+        for b in keys:
+            pairs = [(r[a], r[b]) for r in rows if r.get(a) is not None and r.get(b) is not None]
+            if len(pairs) < 3:
+                out[a][b] = None
+                continue
+            xs, ys = zip(*pairs, strict=True)
+            mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+            sx = math.sqrt(sum((x - mx) ** 2 for x in xs))
+            sy = math.sqrt(sum((y - my) ** 2 for y in ys))
+            out[a][b] = None if sx == 0 or sy == 0 else sum(
+                (x - mx) * (y - my) for x, y in pairs) / (sx * sy)
+    return out

@@ -1,0 +1,200 @@
+"""Planners for the construct suite: rule-based central (C0) and decentralized (with and
+without broadcast), the oracle, and model-driven versions choosing from stable action menus.
+
+Rule-based decentralized planners see the scene (every object, its place and state) but not
+what teammates intend, unless teammates broadcast it: that is where their contention comes
+from. The central planner picks one action for one agent per decision.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from coordbench.envs.household.actions import Action
+from coordbench.envs.household.engine import REACH, HouseholdEnv
+
+
+def _near(env: HouseholdEnv, i: int, nid: int) -> bool:
+    return env.distance(env.pos[i], env.node_pos[nid]) <= REACH
+
+
+def _go(env: HouseholdEnv, i: int, nid: int, then: Action) -> Action:
+    return then if _near(env, i, nid) else Action("walk", obj=nid)
+
+
+def _on(env: HouseholdEnv, item: int, base: int) -> bool:
+    return any(p == base for _, p in env.parents.get(item, ()))
+
+
+@dataclass
+class RuleAgent:
+    """One decentralized rule-based agent; `claims` holds teammates' broadcast intents."""
+
+    agent: int
+    info: dict[str, Any]
+    comm: bool
+    claims: dict[int, int] = field(default_factory=dict)  # object -> teammate
+    intent: int | None = None
+
+    def read(self, messages: list[tuple[int, str]]) -> None:
+        """Take teammates' last-round intents ("TAKE <id>") from the broadcast board."""
+        self.claims = {}
+        for sender, text in messages:
+            if sender != self.agent:
+                for m in re.findall(r"TAKE (\d+)", text):
+                    self.claims[int(m)] = sender
+
+    def message(self) -> str | None:
+        """Return this round's broadcast: the object this agent is going for."""
+        return f"TAKE {self.intent}" if self.intent is not None else None
+
+    def decide(self, env: HouseholdEnv) -> Action | None:
+        """Return this agent's action from the shared snapshot (None: nothing to do)."""
+        self.intent = None
+        c = self.info["construct"]
+        return getattr(self, f"_{c.lower()}")(env)
+
+    def _free(self, env: HouseholdEnv, obj: int) -> bool:
+        return obj not in env.holder and (not self.comm or obj not in self.claims
+                                          or self.claims[obj] > self.agent)
+
+    def _deliver(self, env: HouseholdEnv, items: list[int], targets: dict[int, int],
+                 relation: str = "put_in") -> Action | None:
+        i = self.agent
+        held = [h for h in env.held[i] if h in targets]
+        if held:
+            t = targets[held[0]]
+            if not env.open_state.get(t, True):
+                return _go(env, i, t, Action("open", obj=t))
+            return _go(env, i, t, Action(relation, obj=held[0], target=t))
+        todo = [o for o in items if not env.protects(o) and self._free(env, o)]
+        if not todo:
+            return None
+        o = min(todo, key=lambda o: (env.distance(env.pos[i], env.node_pos[o]), o))
+        self.intent = o
+        return _go(env, i, o, Action("grab", obj=o))
+
+    def _d1(self, env: HouseholdEnv) -> Action | None:
+        targets = {int(k): v for k, v in self.info["targets"].items()}
+        return self._deliver(env, self.info["items"], targets)
+
+    def _d2(self, env: HouseholdEnv) -> Action | None:
+        i, info = self.agent, self.info
+        targets = {int(k): v for k, v in info["targets"].items()}
+        seq = info.get("container_order") or info["containers"]
+
+        def inside(o: int) -> bool:
+            return any(r == "INSIDE" and p == targets[o] for r, p in env.parents.get(o, ()))
+        box = next((b for b in seq if not (all(inside(o) for o, t in targets.items() if t == b)
+                                           and not env.open_state[b])), None)
+        if box is None:
+            return None
+        mine = [o for o in (info.get("order") or info["items"]) if targets[o] == box]
+        todo = [o for o in mine if not inside(o)]
+        held = [h for h in env.held[i] if h in targets]
+        if held:
+            if not env.open_state[box]:
+                return _go(env, i, box, Action("open", obj=box))
+            return _go(env, i, box, Action("put_in", obj=held[0], target=box))
+        if not todo:
+            return _go(env, i, box, Action("close", obj=box))
+        if not env.open_state[box] and (not self.comm or i == 0):
+            self.intent = box
+            return _go(env, i, box, Action("open", obj=box))
+        if info.get("order"):
+            todo = todo[:1]  # the next item in the required order
+        free = [o for o in todo if self._free(env, o)]
+        if not free:
+            return None
+        o = free[0]
+        self.intent = o
+        return _go(env, i, o, Action("grab", obj=o))
+
+    def _d3(self, env: HouseholdEnv) -> Action | None:
+        i, knife = self.agent, self.info["knife"]
+        item = self.info["items"][i]
+        holding = knife in env.held[i]
+        if env.has_state(item, "SLICED"):
+            return Action("drop", obj=knife) if holding else None
+        if holding:
+            return _go(env, i, item, Action("slice", obj=item))
+        if knife in env.holder:
+            return None  # someone has the knife: nothing useful to do this round
+        if self.comm and knife in self.claims and self.claims[knife] < i:
+            return None
+        self.intent = knife
+        return _go(env, i, knife, Action("grab", obj=knife))
+
+    def _d4(self, env: HouseholdEnv) -> Action | None:
+        i, info = self.agent, self.info
+        role = info["roles"][i]
+        buffers, target, cap = info["buffers"], info["target"], info["capacity"]
+        src = {"producer": None, "carrier": buffers[0], "consumer": buffers[-1]}[role]
+        dst = {"producer": buffers[0], "carrier": buffers[-1], "consumer": target}[role]
+        held = env.held[i]
+        if held:
+            if dst == target:
+                if not env.open_state.get(target, True):
+                    return _go(env, i, target, Action("open", obj=target))
+                return _go(env, i, target, Action("put_in", obj=held[0], target=target))
+            if env.buffer_load(dst) >= cap:
+                return Action("wait")
+            return _go(env, i, dst, Action("put_on", obj=held[0], target=dst))
+        if src is None:
+            todo = [o for o in info["items"] if _on(env, o, info["source"])
+                    and self._free(env, o)]
+        else:
+            todo = [o for o in info["items"] if _on(env, o, src) and self._free(env, o)]
+        if todo:
+            self.intent = todo[0]
+            return _go(env, i, todo[0], Action("grab", obj=todo[0]))
+        if any(not env.protects(o) and o not in env.holder for o in info["items"]):
+            return _go(env, i, src if src is not None else dst, Action("wait", obj=src))
+        return None
+
+
+# -- stable action menus (for model-driven planners) ------------------------------------------
+def menu_catalog(env: HouseholdEnv, info: dict[str, Any]) -> list[tuple[int, Action]]:
+    """Return every (agent, action) an instance can ever offer, in a fixed order; an entry's
+    index is its id for the whole episode."""
+    nodes = sorted({*info.get("items", []), *info.get("containers", []),
+                    *info.get("buffers", []), *map(int, info.get("targets", {}).values()),
+                    *([info["knife"]] if info.get("knife") else []),
+                    *([info["source"], info["target"]] if info.get("source") else [])})
+    grabbable = [n for n in nodes if env.scene.nodes[n].grabbable]
+    places = [n for n in nodes if env.scene.nodes[n].is_container or env.scene.nodes[n].is_surface]
+    out: list[tuple[int, Action]] = []
+    for a in range(env.n):
+        out.append((a, Action("wait")))
+        out += [(a, Action("walk", obj=n)) for n in nodes]
+        out += [(a, Action("grab", obj=n)) for n in grabbable]
+        out += [(a, Action("drop", obj=n)) for n in grabbable]
+        out += [(a, Action(v, obj=n)) for n in places if env.scene.nodes[n].can_open
+                for v in ("open", "close")]
+        out += [(a, Action("slice", obj=n)) for n in grabbable
+                if "CUTTABLE" in env.scene.nodes[n].properties]
+        out += [(a, Action("put_in" if env.scene.nodes[p].is_container else "put_on", obj=g,
+                           target=p)) for g in grabbable for p in places]
+    return out
+
+
+def menu(env: HouseholdEnv, catalog: list[tuple[int, Action]], agent: int | None
+         ) -> list[tuple[int, int, Action]]:
+    """Return (id, agent, action) entries plausible now (held objects for put/drop, visible
+    ones otherwise) for one agent, or for all agents when `agent` is None."""
+    out = []
+    for k, (a, act) in enumerate(catalog):
+        if agent is not None and a != agent:
+            continue
+        held = env.held[a]
+        if act.name in ("put_in", "put_on", "drop") and act.obj not in held:
+            continue
+        if act.name == "grab" and (act.obj in env.holder or len(held) >= 2):
+            continue
+        if act.name in ("walk", "grab", "open", "close", "slice") and not env.is_visible(
+                a, act.obj):
+            continue
+        out.append((k, a, act))
+    return out
