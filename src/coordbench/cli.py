@@ -23,6 +23,8 @@ meco_app = typer.Typer(no_args_is_help=True, help="MECoBench: household teams.")
 app.add_typer(meco_app, name="mecobench")
 models_app = typer.Typer(no_args_is_help=True, help="Model registry: list and check aliases.")
 app.add_typer(models_app, name="models")
+cons_app = typer.Typer(no_args_is_help=True, help="Coordination constructs D1-D4.")
+app.add_typer(cons_app, name="constructs")
 
 err = Console(stderr=True)
 # Tables are wide; when stdout is a file or a pipe, do not squeeze them into 80 columns.
@@ -318,6 +320,67 @@ def mecobench_run(
               "hallucinated_completion", "steps"):
         e = summary[k]
         table.add_row(k, "n/a" if e.n == 0 else e.fmt(3), str(e.n))
+    out.print(table)
+    out.print(f"run directory: {run_obj.path}")
+
+
+@cons_app.command("run")
+def constructs_run(
+    subset: str = typer.Option("all", help="all (900 instances) | rep240"),
+    construct: str | None = typer.Option(None, help="D1 | D2 | D3 | D4 (default: all)."),
+    team: int | None = typer.Option(None, help="2 | 3 | 4 (default: all)."),
+    planner: str = typer.Option("central", help="central | decentralized | "
+                                                "decentralized_comm"),
+    agents: str = typer.Option("rule", help="oracle | rule | llm"),
+    model: str | None = typer.Option(None, help="Model alias (agents=llm)."),
+    models: Path | None = typer.Option(None, help="Model registry file (YAML)."),
+    observation: str = typer.Option("blind", help="image | blind"),
+    limit: int | None = typer.Option(None, help="Play only the first K instances."),
+    seed: int = typer.Option(0, help="Episode seed."),
+    cache: bool = typer.Option(True, "--cache/--no-cache", help="Reuse cached replies."),
+    max_connections: int | None = typer.Option(None, help="Cap concurrent calls per model."),
+    out_dir: Path | None = typer.Option(None, "--out", help="Run directory (resumable)."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Run planners on the construct instances; SR, construct score and legality."""
+    from rich.table import Table
+
+    from coordbench.core.rundir import RunDir
+    from coordbench.suites.constructs.eval import HEADLINE, condition_name, run_condition
+    from coordbench.suites.constructs.eval import summarize as summarize_constructs
+    from coordbench.suites.constructs.runner import ConstructSpec
+    from coordbench.suites.constructs.suite import select
+
+    if limit is not None and limit < 1:
+        raise ConfigError(f"--limit must be >= 1, got {limit}")
+    spec = ConstructSpec(planner, agents, observation, model, seed)
+    raws = select(subset, construct, team)
+    raws = raws[:limit] if limit else raws
+    harness = None
+    if agents == "llm":
+        harness = _harness(models, cache, None, max_connections, seed)
+        harness.provider(model)
+    cond = condition_name(subset, construct, team, spec) + (f"_limit{limit}" if limit else "")
+    run_obj = RunDir.create_or_open(out_dir or Path("runs") / "constructs",
+                                    command=_command_line())
+    with _progress(as_json) as prog:
+        bar = prog.add_task(f"constructs {planner} {agents}", total=len(raws))
+        run_condition(run_obj, cond, raws, spec, lambda k: prog.advance(bar, k), harness)
+    overall, per = summarize_constructs(run_obj, cond, len(raws))
+    if as_json:
+        payload = {k: _estimate_json(overall[k]) for k in HEADLINE if k in overall}
+        payload["per_construct"] = {c: {k: _estimate_json(d[k]) for k in HEADLINE if k in d}
+                                    for c, d in per.items()}
+        payload["instances"] = len(raws)
+        sys.stdout.write(json.dumps(payload) + "\n")
+        return
+    table = Table(title=f"constructs: {planner}, {agents}, {observation}")
+    for col in ("construct", "n", "SR", "CS", "legal rate", "steps on success"):
+        table.add_column(col)
+    for c, d in sorted(per.items()):
+        table.add_row(c, str(d["SR"].n), d["SR"].fmt(3),
+                      d["CS"].fmt(3) if "CS" in d else "n/a", d["legal_rate"].fmt(3),
+                      d["steps_on_success"].fmt(1) if "steps_on_success" in d else "n/a")
     out.print(table)
     out.print(f"run directory: {run_obj.path}")
 

@@ -46,6 +46,7 @@ class ConstructOracle:
 
     env: HouseholdEnv
     info: dict[str, Any]
+    serial: bool = False  # central mode: only one proposed action runs per step
     scripts: dict[int, list[Action]] = field(default_factory=dict)
     m_star: int | None = None
 
@@ -191,8 +192,8 @@ class ConstructOracle:
             if pending:
                 taken.add(pending[0])
                 out[a] = self._go(a, pending[0], Action("grab", obj=pending[0]))
-                if src is not None and out[a].name == "grab":
-                    load[src] -= 1
+                if src is not None and out[a].name == "grab" and not self.serial:
+                    load[src] -= 1  # frees a slot for a later agent in this same step
             elif any(i not in env.holder and not env.protects(i) for i in info["items"]):
                 out[a] = self._reposition(a, src if src is not None else dst)
         return out

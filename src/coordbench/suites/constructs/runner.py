@@ -138,7 +138,8 @@ async def arun_construct(raw: dict[str, Any], spec: ConstructSpec, episode_id: s
     n = len(task.roles) if task.roles else len(task.start_rooms)
     env = HouseholdEnv(task, n, spec.seed)
     budget = task.budget()
-    oracle = ConstructOracle(env, info) if spec.agents == "oracle" else None
+    oracle = ConstructOracle(env, info, serial=spec.planner == "central") \
+        if spec.agents == "oracle" else None
     rules = [RuleAgent(i, info, spec.planner == "decentralized_comm") for i in range(n)]
     catalog = menu_catalog(env, info) if spec.agents == "llm" else []
     events: list = []
