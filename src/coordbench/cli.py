@@ -85,11 +85,28 @@ def run(
         _run_household_defaults(run_dir)
         hh = household_report.collect(run_dir)
         extra = household_report.markdown(hh) + household_report.tags_and_failures(run_dir)
+        extra += "\n" + _run_construct_defaults(run_dir)
     write_report(run_dir, results, extra)
     out.print(console_table(results))
     if household:
         out.print(household_report.console_table(hh))
     out.print(f"run directory: {run_dir.path}  (report: {run_dir.path / 'report.md'})")
+
+
+def _run_construct_defaults(run_dir) -> str:
+    """Run rule-based planners on rep240; return the report section."""
+    from coordbench.suites.constructs.eval import condition_name, report_markdown, run_condition
+    from coordbench.suites.constructs.runner import ConstructSpec
+    from coordbench.suites.constructs.suite import select
+
+    raws = select("rep240")
+    with _progress(False) as prog:
+        for planner in ("central", "decentralized", "decentralized_comm"):
+            spec = ConstructSpec(planner, "rule")
+            bar = prog.add_task(f"constructs rep240 {planner}", total=len(raws))
+            run_condition(run_dir, condition_name("rep240", None, None, spec), raws, spec,
+                          lambda k, b=bar: prog.advance(b, k))
+    return report_markdown(run_dir)
 
 
 def _run_household_defaults(run_dir) -> None:
@@ -116,9 +133,12 @@ def report(run_dir: Path = typer.Argument(..., help="A run directory.")) -> None
     run_obj = RunDir.open(run_dir)
     results = collect(run_obj)
     hh = household_report.collect(run_obj)
-    write_report(run_obj, results, household_report.markdown(hh)
-                 + household_report.tags_and_failures(run_obj)
-                 + household_report.model_usage(run_obj) if hh else "")
+    from coordbench.suites.constructs.eval import report_markdown
+
+    write_report(run_obj, results, (household_report.markdown(hh)
+                                    + household_report.tags_and_failures(run_obj)
+                                    + household_report.model_usage(run_obj) if hh else "")
+                 + report_markdown(run_obj))
     if results:
         out.print(console_table(results))
     if hh:
@@ -327,6 +347,8 @@ def mecobench_run(
 @cons_app.command("run")
 def constructs_run(
     subset: str = typer.Option("all", help="all (900 instances) | rep240"),
+    instances: Path | None = typer.Option(None, help="An instance file (JSON list) instead "
+                                                     "of the built-in set."),
     construct: str | None = typer.Option(None, help="D1 | D2 | D3 | D4 (default: all)."),
     team: int | None = typer.Option(None, help="2 | 3 | 4 (default: all)."),
     planner: str = typer.Option("central", help="central | decentralized | "
@@ -354,7 +376,21 @@ def constructs_run(
     if limit is not None and limit < 1:
         raise ConfigError(f"--limit must be >= 1, got {limit}")
     spec = ConstructSpec(planner, agents, observation, model, seed)
-    raws = select(subset, construct, team)
+    if instances is not None:
+        from coordbench.suites.constructs.runner import load_instance
+
+        try:
+            raws = json.loads(instances.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as e:
+            raise ConfigError(f"{instances}: not a readable JSON file ({e})") from None
+        if not isinstance(raws, list):
+            raise ConfigError(f"{instances}: expected a JSON list of instances")
+        for k, raw in enumerate(raws):
+            load_instance(raw, f"{instances.name}[{k}] ({raw.get('task_id', '?')})"
+                          if isinstance(raw, dict) else f"{instances.name}[{k}]")
+        subset = f"file-{instances.stem}"
+    else:
+        raws = select(subset, construct, team)
     raws = raws[:limit] if limit else raws
     harness = None
     if agents == "llm":

@@ -87,3 +87,38 @@ def correlations(run: RunDir) -> dict[str, dict[str, float | None]]:
             rows.append({c: per[c]["CS"].mean if c in per and "CS" in per[c] else None
                          for c in CONSTRUCTS})
     return correlation_matrix(rows)
+
+
+def report_markdown(run: RunDir) -> str:
+    """Return the construct section of a run report: scores per construct and condition,
+    diagnostics, and the construct-score correlation matrix over conditions."""
+    lines = ["## Coordination constructs", "",
+             "Mean ± 95% t-interval over instances (definitions: docs/constructs.md).", "",
+             "| planner | agents | observation | construct | n | SR | CS | legal rate | "
+             "invalid actions | progress on failure | steps on success | planner calls |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    any_rows = False
+    for cond, spec in run.conditions.items():
+        if not cond.startswith("constructs_") or not run.episode_keys(cond):
+            continue
+        _, per = summarize(run, cond)
+        for c, d in sorted(per.items()):
+            any_rows = True
+
+            def f(k, d=d):
+                return d[k].fmt(3) if k in d and d[k].n else "n/a"
+
+            lines.append(f"| {spec['planner']} | {spec['agents']} | {spec['observation']} | {c} "
+                         f"| {d['SR'].n} | {f('SR')} | {f('CS')} | {f('legal_rate')} | "
+                         f"{f('invalid_action_ratio')} | {f('progress_on_failure')} | "
+                         f"{f('steps_on_success')} | {f('planner_calls')} |")
+    if not any_rows:
+        return ""
+    m = correlations(run)
+    lines += ["", "Construct-score correlations over conditions (Pearson; n/a with fewer than "
+              "3 conditions or no variance):", "", "| | " + " | ".join(m) + " |",
+              "|---|" + "---|" * len(m)]
+    for a, row in m.items():
+        lines.append(f"| {a} | " + " | ".join("n/a" if v is None else f"{v:+.2f}"
+                                              for v in row.values()) + " |")
+    return "\n".join(lines) + "\n"

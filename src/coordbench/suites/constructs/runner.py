@@ -67,6 +67,8 @@ class ConstructSpec:
 
 def load_instance(raw: dict[str, Any], where: str) -> tuple[HouseholdTask, dict[str, Any]]:
     """Return (task, construct info) of one instance dict; ConfigError names a bad field."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: an instance must be a JSON object")
     info = raw.get("coordbench_construct")
     if not isinstance(info, dict) or info.get("construct") not in ("D1", "D2", "D3", "D4"):
         raise ConfigError(f"{where}: field 'coordbench_construct' is missing or malformed")
@@ -124,9 +126,12 @@ async def _llm_choose(harness, alias: str, env: HouseholdEnv, info: dict[str, An
         return None, f"model call failed: {out.error}"
     m = re.search(r"ACTION:\s*(\d+)", out.text) or re.search(r"\b(\d+)\b", out.text)
     ids = {k: (a, act) for k, a, act in options}
-    if not m or int(m.group(1)) not in ids:
+    if not m:
         rec["parse_status"], rec["parse_error"] = "failed", "no menu id in the reply"
-        return None, "the reply names no id of the current menu"
+        return None, "the reply names no menu id"
+    if int(m.group(1)) not in ids:
+        rec["parse_status"], rec["parse_error"] = "ok", None
+        return None, f"invalid: id {m.group(1)[:12]} is not in the current menu"
     rec["parse_status"] = "ok"
     return ids[int(m.group(1))]
 
@@ -217,7 +222,8 @@ async def arun_construct(raw: dict[str, Any], spec: ConstructSpec, episode_id: s
                                             outcome=o.code, detail=o.detail,
                                             completed=list(o.completed)))
             elif i in errors:
-                records.append(ActionRecord(agent=i, action="none", outcome="protocol_failure",
+                code = "invalid" if errors[i].startswith("invalid:") else "protocol_failure"
+                records.append(ActionRecord(agent=i, action="none", outcome=code,
                                             detail=errors[i]))
         used += len(records)
         if oracle is not None:
