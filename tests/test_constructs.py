@@ -258,3 +258,15 @@ def test_llm_planner_through_the_loopback_server(tmp_path):
             assert res.exit_code == 0, res.output
             assert json.loads(res.stdout.strip().splitlines()[-1])["instances"] == 2
         assert len(server.requests) > 4
+
+
+def test_landing_order_is_configurable_and_deterministic():
+    raw = select("rep240", "D4", 3)[0]
+    runs = {order: [run_construct(raw, ConstructSpec("decentralized", "rule", order=order),
+                                  "x").events for _ in range(2)] for order in ("index",
+                                                                               "reverse")}
+    for a, b in runs.values():
+        assert [e.model_dump(exclude={"created"}) for e in a] == [
+            e.model_dump(exclude={"created"}) for e in b]
+    with pytest.raises(Exception, match="--order"):
+        ConstructSpec(order="random")

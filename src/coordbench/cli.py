@@ -357,6 +357,7 @@ def constructs_run(
     model: str | None = typer.Option(None, help="Model alias (agents=llm)."),
     models: Path | None = typer.Option(None, help="Model registry file (YAML)."),
     observation: str = typer.Option("blind", help="image | blind"),
+    order: str = typer.Option("index", help="Landing order within a step: index | reverse"),
     limit: int | None = typer.Option(None, help="Play only the first K instances."),
     seed: int = typer.Option(0, help="Episode seed."),
     cache: bool = typer.Option(True, "--cache/--no-cache", help="Reuse cached replies."),
@@ -375,7 +376,7 @@ def constructs_run(
 
     if limit is not None and limit < 1:
         raise ConfigError(f"--limit must be >= 1, got {limit}")
-    spec = ConstructSpec(planner, agents, observation, model, seed)
+    spec = ConstructSpec(planner, agents, observation, model, seed, order)
     if instances is not None:
         from coordbench.suites.constructs.runner import load_instance
 

@@ -157,8 +157,12 @@ class HouseholdEnv:
                    for sg in self.task.subgoals)
 
     # -- one team step ------------------------------------------------------------------------
-    def step(self, actions: Sequence[Action]) -> list[Outcome]:
-        """Execute one joint action (one per agent); return each agent's outcome."""
+    def step(self, actions: Sequence[Action], order: Sequence[int] | None = None
+             ) -> list[Outcome]:
+        """Execute one joint action (one per agent); return each agent's outcome.
+
+        `order` lists the agents in landing order (default: index order).
+        """
         if len(actions) != self.n:
             raise ValueError(f"expected {self.n} actions, got {len(actions)}")
         outcomes: list[Outcome | None] = [None] * self.n
@@ -176,9 +180,9 @@ class HouseholdEnv:
                         outcomes[i] = Outcome("conflict_lost",
                                               f"agent {winner} also tried to {actions[i].name} "
                                               f"{obj} and won")
-        for i, a in enumerate(actions):
+        for i in (order if order is not None else range(self.n)):
             if outcomes[i] is None:
-                outcomes[i] = self._execute(i, a, actions)
+                outcomes[i] = self._execute(i, actions[i], actions)
         self.t += 1
         return outcomes  # type: ignore[return-value]
 

@@ -22,8 +22,9 @@ def condition_name(subset: str, construct: str | None, team: int | None,
                    spec: ConstructSpec) -> str:
     """Return the run-directory name of a construct condition."""
     model = re.sub(r"[^A-Za-z0-9_.=+-]", "-", f"-{spec.model}") if spec.model else ""
+    order = "" if spec.order == "index" else f"_order-{spec.order}"
     return (f"constructs_{subset}_{construct or 'all'}_team{team or 'all'}_{spec.planner}_"
-            f"{spec.agents}{model}_{spec.observation}_seed{spec.seed}")
+            f"{spec.agents}{model}_{spec.observation}_seed{spec.seed}{order}")
 
 
 def run_condition(run: RunDir, cond: str, raws: list[dict[str, Any]], spec: ConstructSpec,

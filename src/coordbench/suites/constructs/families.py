@@ -152,7 +152,9 @@ def tidy_drawers(rng, team, index):
 def _ordered_load(name, room, container_cls, order_matters, rng, team, index):
     s = _Scene(rng, [room])
     box = s.furniture(room, container_cls, ("CONTAINERS", "CAN_OPEN"), "CLOSED")
-    src = [s.furniture(room, c, ("SURFACES",)) for c in ("kitchentable", "bench")]
+    sources = {"bathroom": ("bathroomcounter", "bench"), "kitchen": ("kitchentable", "bench"),
+               "livingroom": ("coffeetable", "bench")}[room]
+    src = [s.furniture(room, c, ("SURFACES",)) for c in sources]
     pool = DISHES if container_cls == "dishwasher" else CLUTTER
     counts = _counts(rng, pool, team + rng.randint(1, 2))
     items = _place(s, room, counts, src)
@@ -169,7 +171,8 @@ def _ordered_load(name, room, container_cls, order_matters, rng, team, index):
 
 
 def stock_cabinet(rng, team, index):
-    return _ordered_load("stock_cabinet", "livingroom", "cabinet", False, rng, team, index)
+    room = "bathroom" if index % 2 else "livingroom"
+    return _ordered_load("stock_cabinet", room, "cabinet", False, rng, team, index)
 
 
 def load_in_order(rng, team, index):

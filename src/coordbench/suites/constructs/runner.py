@@ -48,6 +48,7 @@ class ConstructSpec:
     observation: str = "blind"
     model: str | None = None
     seed: int = 0
+    order: str = "index"  # landing order within a step: index or reverse
 
     def __post_init__(self) -> None:
         if self.planner not in PLANNERS:
@@ -55,6 +56,8 @@ class ConstructSpec:
                               f"{', '.join(PLANNERS)}")
         if self.agents not in AGENTS:
             raise ConfigError(f"unknown --agents {self.agents!r}; choose from {', '.join(AGENTS)}")
+        if self.order not in ("index", "reverse"):
+            raise ConfigError(f"--order must be index or reverse, not {self.order!r}")
         if self.observation not in ("image", "blind"):
             raise ConfigError(f"--observation must be image or blind, not {self.observation!r}")
         if self.agents == "llm" and not self.model:
@@ -211,7 +214,8 @@ async def arun_construct(raw: dict[str, Any], spec: ConstructSpec, episode_id: s
             break
         room = budget - used
         acting = [i for i in range(n) if chosen[i] is not None][:room]
-        outcomes = env.step([chosen[i] if i in acting else WAIT for i in range(n)])
+        landing = list(range(n)) if spec.order == "index" else list(range(n))[::-1]
+        outcomes = env.step([chosen[i] if i in acting else WAIT for i in range(n)], landing)
         records = []
         for i in range(n):
             if i in acting:

@@ -28,7 +28,7 @@ TEAMS = (2, 3, 4)
 PER_CELL = 75
 REP_PER_CELL = 20
 MAX_ATTEMPTS = 20
-V1_SHA256 = "df1ae16d3d5a3a05bf8859b50122cd95b7fb9b33b5bbd6a6b44e7de73c377aeb"
+V1_SHA256 = "00232a510bb77a667f96b04128660dcc6d7f8fe601d2d81923c650611fd1d456"
 
 
 def placement_gate(raw: dict[str, Any]) -> str | None:
