@@ -75,13 +75,7 @@ class LlmMind:
         messages = [self._system(obs), self._user(text, images or [])]
         out = await self.harness.complete(self.alias, messages, self.max_tokens)
         self.budget.used += out.tokens
-        self.calls.append({
-            "agent": self.agent, "role": self.role, "phase": phase, "model": self.alias,
-            "request_hash": out.request_hash, "cache_hit": out.cache_hit,
-            "attempts": out.attempts, "latency_s": round(out.latency_s, 4),
-            "prompt_tokens": out.prompt_tokens, "completion_tokens": out.completion_tokens,
-            "cached_tokens": out.cached_tokens, "cost": out.cost,
-            "finish_reason": out.finish_reason, "error": out.error, "reply": out.text[:4000]})
+        self.calls.append(out.record(self.agent, self.role, phase))
         return out
 
     def _mark(self, status: str, error: str | None = None) -> None:

@@ -54,6 +54,17 @@ class Completion:
         """Return prompt + completion tokens."""
         return self.prompt_tokens + self.completion_tokens
 
+    def record(self, agent: int, role: str, phase: str) -> dict[str, Any]:
+        """Return this call as the fields of a model_call trajectory event (no credentials)."""
+        return {"agent": agent, "role": role, "phase": phase, "model": self.alias,
+                "request_hash": self.request_hash, "cache_hit": self.cache_hit,
+                "attempts": self.attempts, "latency_s": round(self.latency_s, 4),
+                "prompt_tokens": self.prompt_tokens,
+                "completion_tokens": self.completion_tokens,
+                "cached_tokens": self.cached_tokens, "cost": self.cost,
+                "finish_reason": self.finish_reason, "error": self.error,
+                "reply": self.text[:4000]}
+
 
 class Provider(ABC):
     """Sends one chat request; raises TransientError or PermanentError on failure."""

@@ -117,12 +117,7 @@ async def _llm_choose(harness, alias: str, env: HouseholdEnv, info: dict[str, An
         content = [{"type": "text", "text": text}, {"type": "image_url", "image_url": {
             "url": f"data:image/png;base64,{data}"}}]
     out = await harness.complete(alias, [{"role": "user", "content": content}], 200)
-    rec = {"agent": agent, "role": role, "phase": "act", "model": alias,
-           "request_hash": out.request_hash, "cache_hit": out.cache_hit,
-           "attempts": out.attempts, "latency_s": round(out.latency_s, 4),
-           "prompt_tokens": out.prompt_tokens, "completion_tokens": out.completion_tokens,
-           "cached_tokens": out.cached_tokens, "cost": out.cost,
-           "finish_reason": out.finish_reason, "error": out.error, "reply": out.text[:2000]}
+    rec = out.record(agent, role, "act")
     calls.append(rec)
     if out.error:
         rec["parse_status"], rec["parse_error"] = "failed", out.error
