@@ -215,6 +215,59 @@ def stat_eval(
     out.print(f"run directory: {run_obj.path}")
 
 
+def _seed_list(text: str) -> list[int]:
+    try:
+        if "-" in text:
+            a, b = text.split("-")
+            return list(range(int(a), int(b) + 1))
+        return [int(x) for x in text.split(",")]
+    except ValueError:
+        raise ConfigError(f"--seeds must look like 0-4 or 0,2,5; got {text!r}") from None
+
+
+@stat_app.command("train")
+def stat_train(
+    config: str = typer.Option(..., help="STAT config name."),
+    algo: str = typer.Option(..., help="iql | vdn | qmix | fdqn"),
+    steps: int | None = typer.Option(None, help="Environment steps (default: the paper's)."),
+    seeds: str = typer.Option("0-4", help="Training seeds, e.g. 0-4."),
+    utd: float = typer.Option(8.0, help="Transitions replayed per transition collected."),
+    num_envs: int = typer.Option(32, help="Environments stepped together."),
+    eval_every: int = typer.Option(10_000, help="Environment steps between evaluations."),
+    workers: int = typer.Option(2, help="Worker processes (one seed each)."),
+    out_dir: Path = typer.Option(Path("runs/train"), "--out", help="Results directory."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Train a cooperative MARL method on STAT over seeds; final and max return with CIs."""
+    from coordbench.envs.stat.config import get_config
+    from coordbench.learn.registry import METHODS, paper_config
+    from coordbench.learn.sweep import summarize as summarize_runs
+    from coordbench.learn.sweep import sweep
+
+    get_config(config)
+    if algo not in METHODS:
+        raise ConfigError(f"unknown algorithm {algo!r}; available: {', '.join(METHODS)}")
+    if steps is not None and steps < num_envs:
+        raise ConfigError(f"--steps must be at least --num-envs ({num_envs})")
+    overrides = {"utd": utd, "num_envs": num_envs, "eval_every": eval_every}
+    if steps is not None:
+        overrides["total_steps"] = steps
+    tcs = [paper_config(config, algo, seed=s, **overrides) for s in _seed_list(seeds)]
+    results = sweep(tcs, out_dir, workers)
+    summary = summarize_runs(results)
+    if as_json:
+        sys.stdout.write(json.dumps({k: _estimate_json(e) for k, e in summary.items()}) + "\n")
+        return
+    from rich.table import Table
+
+    table = Table(title=f"{algo} on {config}, seeds {seeds}")
+    table.add_column("metric")
+    table.add_column("mean ± 95% CI", justify="right")
+    for k, e in summary.items():
+        table.add_row(k, e.fmt(4))
+    out.print(table)
+
+
 @stat_app.command("speed")
 def stat_speed(
     config: str = typer.Option("5A-25T-50x30", help="STAT config name."),

@@ -73,6 +73,7 @@ class StepInfo:
     terminated: np.ndarray  # (B,) every task completed
     truncated: np.ndarray  # (B,) episode limit reached first
     final_obs: dict[int, np.ndarray] = field(default_factory=dict)  # auto-reset envs' last obs
+    final_masks: dict[int, np.ndarray] = field(default_factory=dict)  # ... and last masks
 
     @classmethod
     def empty(cls, batch: int, n: int) -> StepInfo:
@@ -184,10 +185,12 @@ class StatVecEnv:
         reward = info.agent_rewards.sum(axis=1)
         done = (info.terminated | info.truncated) & self.active
         info.final_obs = {}
+        info.final_masks = {}
         obs, masks = self._observe(self._all)
         if done.any():
             idx = np.flatnonzero(done)
             if self.auto_reset:
+                info.final_masks = {int(b): masks[b].copy() for b in idx}
                 if self.compute_obs:
                     info.final_obs = {int(b): obs[b].copy() for b in idx}
                 self._reset_envs(idx, self.stream.draw(len(idx)))

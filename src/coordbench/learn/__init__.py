@@ -1,0 +1,1 @@
+"""Cooperative MARL on STAT: one batched core, one readable module per method."""

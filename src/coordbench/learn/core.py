@@ -1,0 +1,260 @@
+"""The shared batched core of the STAT learners.
+
+vectorized env -> masked epsilon-greedy -> replay -> learner -> periodic greedy evaluation.
+A method module supplies the networks and the loss; everything else is here, once.
+
+Every knob is a field of `TrainConfig`. `utd` (update-to-data ratio) = transitions replayed
+per environment transition collected: the paper's learners replay about 32 per step; a lower
+ratio trains faster per wall-clock second (documented trade-off, measured in benchmarks).
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+import torch
+
+from coordbench.envs.stat.config import StatConfig, get_config
+from coordbench.envs.stat.vec import StatVecEnv
+from coordbench.metrics.stat import StatEpisodeArrays, episode_metrics
+
+
+@dataclass
+class TrainConfig:
+    """Every hyperparameter of a training run (paper Table 4 defaults where it gives one)."""
+
+    config: str = "3A-6T-5x3"
+    algo: str = "qmix"
+    seed: int = 0
+    total_steps: int = 2_000_000  # environment steps (transitions of one env)
+    num_envs: int = 32  # environments stepped together
+    lr: float = 1e-3
+    gamma: float = 0.99
+    eps_start: float = 1.0
+    eps_end: float = 0.05
+    eps_frac: float = 0.2  # fraction of total_steps over which epsilon decays linearly
+    buffer_size: int = 100_000  # transitions
+    batch_size: int = 128
+    utd: float = 1.0  # transitions replayed per transition collected
+    learning_starts: int = 2_000
+    target_every: int = 500  # learner updates between target-network copies
+    hidden: int = 64
+    grad_clip: float = 10.0
+    eval_every: int = 10_000  # environment steps between greedy evaluations
+    eval_episodes: int = 20  # paper evaluation layouts seed*1000 + i
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def one_thread() -> None:
+    """Use one math thread: on these machines two threads are several times slower."""
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(var, "1")
+    torch.set_num_threads(1)
+
+
+class Method(Protocol):
+    """What a method module provides to the core."""
+
+    def q_values(self, obs: torch.Tensor) -> torch.Tensor:
+        """Return per-agent Q-values (B, n, A) for global states (B, D)."""
+
+    def loss(self, batch: dict[str, torch.Tensor], gamma: float) -> torch.Tensor:
+        """Return the TD loss of a replay batch."""
+
+    def parameters(self): ...
+
+    def sync_target(self) -> None:
+        """Copy the online networks into the target networks."""
+
+
+def masked_argmax(q: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Return the argmax over valid actions (mask True) along the last axis."""
+    return q.masked_fill(~mask, -1e9).argmax(dim=-1)
+
+
+def masked_max(q: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Return the max over valid actions along the last axis."""
+    return q.masked_fill(~mask, -1e9).max(dim=-1).values
+
+
+class Replay:
+    """A circular buffer of transitions as preallocated arrays."""
+
+    def __init__(self, size: int, obs_dim: int, n: int, a: int) -> None:
+        self.size, self.pos, self.full = size, 0, False
+        self.obs = np.zeros((size, obs_dim), np.float32)
+        self.next_obs = np.zeros((size, obs_dim), np.float32)
+        self.masks = np.zeros((size, n, a), np.bool_)
+        self.next_masks = np.zeros((size, n, a), np.bool_)
+        self.actions = np.zeros((size, n), np.int64)
+        self.rewards = np.zeros(size, np.float32)
+        self.term = np.zeros(size, np.float32)
+
+    def add(self, obs, masks, actions, rewards, next_obs, next_masks, term) -> None:
+        """Store a batch of transitions."""
+        k = len(rewards)
+        idx = (self.pos + np.arange(k)) % self.size
+        self.obs[idx], self.masks[idx], self.actions[idx] = obs, masks, actions
+        self.rewards[idx], self.next_obs[idx] = rewards, next_obs
+        self.next_masks[idx], self.term[idx] = next_masks, term
+        self.full |= self.pos + k >= self.size
+        self.pos = (self.pos + k) % self.size
+
+    def __len__(self) -> int:
+        return self.size if self.full else self.pos
+
+    def sample(self, k: int, rng: np.random.Generator) -> dict[str, torch.Tensor]:
+        """Return k random transitions as tensors."""
+        idx = rng.integers(0, len(self), k)
+        return {"obs": torch.from_numpy(self.obs[idx]), "masks": torch.from_numpy(self.masks[idx]),
+                "actions": torch.from_numpy(self.actions[idx]),
+                "rewards": torch.from_numpy(self.rewards[idx]),
+                "next_obs": torch.from_numpy(self.next_obs[idx]),
+                "next_masks": torch.from_numpy(self.next_masks[idx]),
+                "term": torch.from_numpy(self.term[idx])}
+
+
+def evaluate(method: Method, cfg: StatConfig, seed: int, episodes: int) -> dict[str, float]:
+    """Return mean metrics of greedy play on the paper evaluation layouts seed*1000 + i."""
+    env = StatVecEnv(cfg, episodes, auto_reset=False)
+    keys = [seed * 1000 + i for i in range(episodes)]
+    from coordbench.envs.stat.layouts import paper_layout
+
+    obs, masks = env.reset(np.stack([paper_layout(cfg, s) for s in keys]))
+    cols: dict[str, list[np.ndarray]] = {k: [] for k in (
+        "rewards", "conflicts", "forced_idle", "unique_assigned", "decision_pre",
+        "decision_post", "completions", "active")}
+    while env.active.any():
+        active = env.active.copy()
+        with torch.no_grad():
+            q = method.q_values(torch.from_numpy(obs))
+        actions = masked_argmax(q, torch.from_numpy(masks)).numpy()
+        obs, masks, reward, info = env.step(actions)
+        cols["rewards"].append(reward.copy())
+        cols["conflicts"].append(info.conflicts.copy())
+        cols["forced_idle"].append(info.forced_idle.copy())
+        cols["unique_assigned"].append(info.unique_assigned.copy())
+        cols["decision_pre"].append(info.decision_pre.copy())
+        cols["decision_post"].append(info.decision_post.copy())
+        cols["completions"].append((info.completed_task >= 0).sum(axis=1))
+        cols["active"].append(active)
+    act = np.stack(cols.pop("active"))
+    stacked = {k: np.stack(v) for k, v in cols.items()}
+    per_ep = []
+    for b in range(episodes):
+        rows = act[:, b]
+        per_ep.append(episode_metrics(StatEpisodeArrays(
+            cfg.agents, cfg.tasks, *(stacked[k][rows, b].astype(np.float64) for k in (
+                "rewards", "conflicts", "forced_idle", "unique_assigned", "decision_pre",
+                "decision_post", "completions")))))
+    return {k: float(np.nanmean([m[k] for m in per_ep])) for k in per_ep[0]}
+
+
+def train(tc: TrainConfig, method: Method, log=None) -> dict[str, Any]:
+    """Train `method` under `tc`; return the evaluation curve and summary numbers."""
+    one_thread()
+    torch.manual_seed(tc.seed)
+    rng = np.random.default_rng(tc.seed)
+    cfg = get_config(tc.config)
+    env = StatVecEnv(cfg, tc.num_envs, layouts="uniform", seed=tc.seed + 10_000)
+    buf = Replay(tc.buffer_size, cfg.obs_dim, cfg.agents, cfg.num_actions)
+    opt = torch.optim.Adam(method.parameters(), lr=tc.lr)
+    obs, masks = env.reset()
+    obs, masks = obs.copy(), masks.copy()
+    steps = updates = 0
+    owed = 0.0
+    curve = []
+    next_eval = 0
+    start = time.perf_counter()
+    while steps < tc.total_steps:
+        if steps >= next_eval:
+            curve.append({"step": steps, **evaluate(method, cfg, tc.seed, tc.eval_episodes)})
+            if log:
+                log(curve[-1])
+            next_eval += tc.eval_every
+        eps = max(tc.eps_end, tc.eps_start - (tc.eps_start - tc.eps_end) * steps /
+                  max(1.0, tc.eps_frac * tc.total_steps))
+        with torch.no_grad():
+            q = method.q_values(torch.from_numpy(obs))
+        greedy = masked_argmax(q, torch.from_numpy(masks)).numpy()
+        explore = rng.random(greedy.shape) < eps
+        actions = np.where(explore, env.random_valid_actions(rng), greedy)
+        nobs, nmasks, reward, info = env.step(actions)
+        next_obs, next_masks = nobs.copy(), nmasks.copy()
+        for b, final in info.final_obs.items():
+            next_obs[b] = final
+            next_masks[b] = info.final_masks[b]
+        buf.add(obs, masks, actions, reward, next_obs, next_masks,
+                info.terminated.astype(np.float32))  # truncation bootstraps
+        obs, masks = nobs.copy(), nmasks.copy()
+        steps += tc.num_envs
+        if len(buf) >= tc.learning_starts:
+            owed += tc.utd * tc.num_envs / tc.batch_size
+            while owed >= 1:
+                owed -= 1
+                loss = method.loss(buf.sample(tc.batch_size, rng), tc.gamma)
+                opt.zero_grad()
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(method.parameters(), tc.grad_clip)
+                opt.step()
+                updates += 1
+                if updates % tc.target_every == 0:
+                    method.sync_target()
+    curve.append({"step": steps, **evaluate(method, cfg, tc.seed, tc.eval_episodes)})
+    wall = time.perf_counter() - start
+    best = max(curve, key=lambda c: c["return"])
+    return {"config": asdict(tc), "curve": curve, "final_return": curve[-1]["return"],
+            "max_return": best["return"], "max_return_step": best["step"],
+            "updates": updates, "wall_s": wall, "steps_per_s": steps / wall,
+            "final": curve[-1]}
+
+
+def clone_frozen(module: torch.nn.Module) -> torch.nn.Module:
+    """Return a target copy of a network (no gradients)."""
+    target = copy.deepcopy(module)
+    for p in target.parameters():
+        p.requires_grad_(False)
+    return target
+
+
+def mlp(inp: int, hidden: int, out: int) -> torch.nn.Sequential:
+    """Return Linear-ReLU-Linear-ReLU-Linear."""
+    return torch.nn.Sequential(torch.nn.Linear(inp, hidden), torch.nn.ReLU(),
+                               torch.nn.Linear(hidden, hidden), torch.nn.ReLU(),
+                               torch.nn.Linear(hidden, out))
+
+
+
+class SharedAgentQ(torch.nn.Module):
+    """One network for every agent: Q_i(s, .) = f([s, onehot(i)]) over 3 + m actions."""
+
+    def __init__(self, obs_dim: int, n: int, actions: int, hidden: int) -> None:
+        super().__init__()
+        self.n = n
+        self.net = mlp(obs_dim + n, hidden, actions)
+        self.register_buffer("ids", torch.eye(n))
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        """Return (B, n, A)."""
+        b = obs.shape[0]
+        x = torch.cat([obs.unsqueeze(1).expand(b, self.n, obs.shape[1]),
+                       self.ids.unsqueeze(0).expand(b, self.n, self.n)], dim=-1)
+        return self.net(x)
+
+
+def chosen(q: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+    """Return the Q-values (B, n) of the actions taken."""
+    return q.gather(-1, actions.unsqueeze(-1)).squeeze(-1)
+
+
+def double_q_next(online: torch.nn.Module, target: torch.nn.Module,
+                  batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    """Return per-agent next values (B, n): target Q at the online net's valid argmax."""
+    with torch.no_grad():
+        best = masked_argmax(online(batch["next_obs"]), batch["next_masks"])
+        return chosen(target(batch["next_obs"]), best)

@@ -1,0 +1,34 @@
+"""IQL: independent Q-learners (one shared network), each regressing on the team reward."""
+
+from __future__ import annotations
+
+import torch
+
+from .core import SharedAgentQ, TrainConfig, chosen, clone_frozen, double_q_next
+
+
+class IQL:
+    """Per-agent TD targets r + gamma Q_i^target(s', argmax_online)."""
+
+    def __init__(self, obs_dim: int, n: int, actions: int, tc: TrainConfig) -> None:
+        self.q = SharedAgentQ(obs_dim, n, actions, tc.hidden)
+        self.q_target = clone_frozen(self.q)
+
+    def q_values(self, obs: torch.Tensor) -> torch.Tensor:
+        """Return per-agent Q-values (B, n, A)."""
+        return self.q(obs)
+
+    def parameters(self):
+        """Return the trainable parameters."""
+        return list(self.q.parameters())
+
+    def sync_target(self) -> None:
+        """Copy the online network into the target."""
+        self.q_target.load_state_dict(self.q.state_dict())
+
+    def loss(self, batch: dict[str, torch.Tensor], gamma: float) -> torch.Tensor:
+        """Return the mean squared TD error over agents."""
+        q = chosen(self.q(batch["obs"]), batch["actions"])
+        nxt = double_q_next(self.q, self.q_target, batch)
+        y = batch["rewards"].unsqueeze(1) + gamma * (1 - batch["term"]).unsqueeze(1) * nxt
+        return torch.nn.functional.mse_loss(q, y)
