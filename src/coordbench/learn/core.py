@@ -247,6 +247,25 @@ class SharedAgentQ(torch.nn.Module):
         return self.net(x)
 
 
+class QNetMethod:
+    """Plumbing shared by methods built on one online Q-network `q` and its frozen target."""
+
+    q: torch.nn.Module
+    q_target: torch.nn.Module
+
+    def q_values(self, obs: torch.Tensor) -> torch.Tensor:
+        """Return per-agent Q-values (B, n, A)."""
+        return self.q(obs)
+
+    def parameters(self):
+        """Return the trainable parameters."""
+        return list(self.q.parameters())
+
+    def sync_target(self) -> None:
+        """Copy the online network into the target."""
+        self.q_target.load_state_dict(self.q.state_dict())
+
+
 def chosen(q: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
     """Return the Q-values (B, n) of the actions taken."""
     return q.gather(-1, actions.unsqueeze(-1)).squeeze(-1)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .core import TrainConfig, chosen, clone_frozen, masked_max
+from .core import QNetMethod, TrainConfig, chosen, clone_frozen, masked_max
 
 
 class Heads(nn.Module):
@@ -24,24 +24,12 @@ class Heads(nn.Module):
         return self.heads(self.trunk(obs)).view(-1, self.n, self.actions)
 
 
-class FDQN:
+class FDQN(QNetMethod):
     """Q(s, a) = sum_i Q_i(s, a_i); target r + gamma sum_i max_valid Q_i^target(s', .)."""
 
     def __init__(self, obs_dim: int, n: int, actions: int, tc: TrainConfig) -> None:
         self.q = Heads(obs_dim, n, actions, int(tc.extra.get("trunk", 32)))
         self.q_target = clone_frozen(self.q)
-
-    def q_values(self, obs: torch.Tensor) -> torch.Tensor:
-        """Return per-head Q-values (B, n, A)."""
-        return self.q(obs)
-
-    def parameters(self):
-        """Return the trainable parameters."""
-        return list(self.q.parameters())
-
-    def sync_target(self) -> None:
-        """Copy the online network into the target."""
-        self.q_target.load_state_dict(self.q.state_dict())
 
     def loss(self, batch: dict[str, torch.Tensor], gamma: float) -> torch.Tensor:
         """Return the squared TD error of the summed heads."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .core import SharedAgentQ, TrainConfig, chosen, clone_frozen, double_q_next
+from .core import QNetMethod, SharedAgentQ, TrainConfig, chosen, clone_frozen, double_q_next
 
 
 class Mixer(nn.Module):
@@ -28,8 +28,9 @@ class Mixer(nn.Module):
         return (hidden * w2).sum(1) + self.b2(state).squeeze(1)
 
 
-class QMIX:
-    """Per-agent Q through a state-conditioned monotonic mixer; double-Q targets."""
+class QMIX(QNetMethod):
+    """Per-agent Q through a state-conditioned monotonic mixer (monotone, so each agent's
+    argmax is the joint argmax); double-Q targets."""
 
     def __init__(self, obs_dim: int, n: int, actions: int, tc: TrainConfig) -> None:
         self.q = SharedAgentQ(obs_dim, n, actions, tc.hidden)
@@ -37,17 +38,13 @@ class QMIX:
         self.q_target = clone_frozen(self.q)
         self.mixer_target = clone_frozen(self.mixer)
 
-    def q_values(self, obs: torch.Tensor) -> torch.Tensor:
-        """Return per-agent Q-values (B, n, A) (the mixer is monotone: argmax per agent)."""
-        return self.q(obs)
-
     def parameters(self):
         """Return the trainable parameters."""
         return list(self.q.parameters()) + list(self.mixer.parameters())
 
     def sync_target(self) -> None:
         """Copy the online networks into the targets."""
-        self.q_target.load_state_dict(self.q.state_dict())
+        super().sync_target()
         self.mixer_target.load_state_dict(self.mixer.state_dict())
 
     def loss(self, batch: dict[str, torch.Tensor], gamma: float) -> torch.Tensor:
