@@ -12,17 +12,118 @@ from coordbench.core.stats import welch_test
 from coordbench.envs.stat.config import get_config
 from coordbench.envs.stat.layouts import paper_layout
 from coordbench.envs.stat.vec import StatVecEnv
-from coordbench.learn.core import Replay, evaluate, masked_argmax, train
-from coordbench.learn.registry import METHODS, make, paper_config
+from coordbench.errors import ConfigError
+from coordbench.learn.coma import lambda_returns, masked_probs
+from coordbench.learn.core import Replay, evaluate, masked_argmax
+from coordbench.learn.dqn import decode, encode, joint_mask
+from coordbench.learn.registry import (
+    METHODS,
+    CheckpointError,
+    load_checkpoint,
+    make,
+    paper_config,
+    save_checkpoint,
+    train,
+)
 
 
 @pytest.mark.parametrize("algo", sorted(METHODS))
 def test_every_method_trains_and_evaluates(algo):
     tc = paper_config("3A-6T-5x3", algo, total_steps=3_000, eval_every=1_500,
                       learning_starts=500, num_envs=16, eval_episodes=5)
-    res = train(tc, make(tc))
+    res = train(tc)
     assert res["updates"] > 0 and len(res["curve"]) == 3
     assert 100 < res["final_return"] < 250 and res["final"]["success"] == 1.0
+    steps = [c["step"] for c in res["curve"]]
+    assert steps[0] == 0 and 1_500 <= steps[1] < 3_000 <= steps[2]
+
+
+def test_paper_settings_per_method_and_size_class():
+    assert (paper_config("3A-6T-5x3", "dqn").lr, paper_config("3A-6T-5x3", "dqn").hidden) == \
+        (3e-4, 128)
+    big = paper_config("5A-25T-50x30", "fdqn")
+    assert (big.lr, big.eps_frac, big.total_steps, big.grad_clip) == (3e-4, 0.4, 20_000_000, 1.0)
+    assert paper_config("5A-12T-10x6", "qtran").eps_frac == 0.4
+    coma_tc = paper_config("3A-6T-5x3", "coma", total_steps=1_000_000)
+    assert (coma_tc.lr, coma_tc.eps_start, coma_tc.eps_frac) == (5e-4, 0.5, 0.1)
+
+
+def test_dqn_refuses_joint_spaces_it_cannot_enumerate():
+    with pytest.raises(ConfigError, match=r"\(3\+12\)\^5 = 759,375"):
+        paper_config("5A-12T-10x6", "dqn")
+    assert paper_config("3A-12T-10x6", "dqn").config == "3A-12T-10x6"  # 15^3 = 3375 is fine
+    with pytest.raises(ConfigError, match="unknown algorithm 'ppo'"):
+        paper_config("3A-6T-5x3", "ppo")
+
+
+def test_joint_action_encoding_and_mask_match_brute_force():
+    rng = np.random.default_rng(0)
+    masks = torch.from_numpy(rng.random((4, 3, 5)) < 0.5)
+    jm = joint_mask(masks)
+    for b in range(4):
+        for idx in range(125):
+            a = decode(torch.tensor([idx]), 3, 5)[0]
+            assert bool(jm[b, idx]) == all(bool(masks[b, i, a[i]]) for i in range(3))
+            assert encode(a.unsqueeze(0), 5).item() == idx
+
+
+def test_lambda_returns_match_a_hand_computation():
+    # one env, one agent, 3 steps; episode ends (terminal) after step 1, then a new one starts
+    r = np.array([[1.0], [2.0], [4.0]])
+    done = np.array([[False], [True], [False]])
+    boot = np.zeros((3, 1, 1))
+    nxt = np.array([[[10.0]], [[99.0]], [[8.0]]])  # Q(s1,a1), (unused), Q(s3,a3)
+    g = lambda_returns(r, done, boot, nxt, gamma=0.5, lam=0.8)
+    assert g[2, 0, 0] == pytest.approx(4 + 0.5 * 8)
+    assert g[1, 0, 0] == pytest.approx(2.0)
+    assert g[0, 0, 0] == pytest.approx(1 + 0.5 * (0.2 * 10 + 0.8 * 2.0))
+
+
+def test_masked_softmax_puts_no_mass_off_the_mask():
+    logits = torch.tensor([[[5.0, 0.0, 1.0, 2.0]]])
+    mask = torch.tensor([[[False, True, True, False]]])
+    for eps in (0.0, 0.3):
+        p = masked_probs(logits, mask, eps)
+        assert p[0, 0, 0] == 0 and p[0, 0, 3] == 0 and p.sum().item() == pytest.approx(1.0)
+    assert masked_probs(logits, mask, 0.3)[0, 0, 1] > 0.15  # the uniform share
+
+
+def test_qtran_losses_vanish_when_the_factorisation_holds():
+    tc = paper_config("3A-6T-5x3", "qtran")
+    m = make(tc)
+    batch = Replay(8, 33, 3, 9)
+    env = StatVecEnv(get_config("3A-6T-5x3"), 8, seed=1)
+    obs, masks = env.reset()
+    acts = env.random_valid_actions(np.random.default_rng(0))
+    nobs, nmasks, rew, info = env.step(acts)
+    batch.add(obs, masks, acts, rew, nobs, nmasks, info.terminated.astype(np.float32))
+    b = batch.sample(8, np.random.default_rng(0))
+    loss = m.loss(b, 0.99)
+    assert torch.isfinite(loss) and loss.item() > 0
+    loss.backward()  # every network gets gradients
+    assert all(p.grad is not None for net in m.networks().values() for p in net.parameters())
+
+
+@pytest.mark.parametrize("algo", ["qmix", "dqn", "coma"])
+def test_checkpoint_round_trip_and_bad_files(tmp_path, algo):
+    tc = paper_config("3A-6T-5x3", algo, total_steps=600, eval_every=600, learning_starts=100,
+                      num_envs=16, eval_episodes=2)
+    method = make(tc)
+    train(tc, method)
+    path = tmp_path / "p.pt"
+    save_checkpoint(path, tc, method)
+    tc2, loaded = load_checkpoint(path)
+    assert tc2 == tc
+    cfg = get_config("3A-6T-5x3")
+    assert evaluate(loaded, cfg, 3, 10) == evaluate(method, cfg, 3, 10)
+    path.write_bytes(path.read_bytes()[:200])
+    with pytest.raises(CheckpointError, match="is corrupt or not a checkpoint"):
+        load_checkpoint(path)
+    torch.save({"format": "something-else"}, path)
+    with pytest.raises(CheckpointError, match="not a coordbench STAT policy"):
+        load_checkpoint(path)
+    with pytest.raises(CheckpointError, match="does not exist"):
+        load_checkpoint(tmp_path / "missing.pt")
 
 
 def test_masked_argmax_never_picks_an_invalid_action():
@@ -64,8 +165,7 @@ def test_qmix_learns_to_beat_random_valid_play():
     learned = np.zeros(len(seeds))
     while env.active.any():
         with torch.no_grad():
-            act = masked_argmax(method.q_values(torch.from_numpy(obs)),
-                                torch.from_numpy(masks)).numpy()
+            act = method.greedy(torch.from_numpy(obs), torch.from_numpy(masks)).numpy()
         obs, masks, r, _ = env.step(act)
         learned += r
     rand = random_returns(cfg, seeds)
@@ -84,6 +184,7 @@ def test_train_cli_json_and_resume(tmp_path):
     assert set(payload["final_return"]) == {"mean", "ci95", "n"}
     assert payload["final_return"]["n"] == 2 and "conflict_rate" in payload
     files = sorted(p.name for p in tmp_path.iterdir())
-    assert files == ["vdn_3A-6T-5x3_seed0.json", "vdn_3A-6T-5x3_seed1.json"]
+    assert files == ["vdn_3A-6T-5x3_seed0.json", "vdn_3A-6T-5x3_seed0.pt",
+                     "vdn_3A-6T-5x3_seed1.json", "vdn_3A-6T-5x3_seed1.pt"]
     again = CliRunner().invoke(app, args)  # resumed: nothing retrained, same numbers
     assert json.loads(again.stdout.strip().splitlines()[-1]) == payload

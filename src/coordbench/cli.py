@@ -228,32 +228,42 @@ def _seed_list(text: str) -> list[int]:
 @stat_app.command("train")
 def stat_train(
     config: str = typer.Option(..., help="STAT config name."),
-    algo: str = typer.Option(..., help="iql | vdn | qmix | fdqn"),
+    algo: str = typer.Option(..., help="dqn | fdqn | vdn | qmix | qtran | iql | coma"),
     steps: int | None = typer.Option(None, help="Environment steps (default: the paper's)."),
     seeds: str = typer.Option("0-4", help="Training seeds, e.g. 0-4."),
-    utd: float = typer.Option(8.0, help="Transitions replayed per transition collected."),
-    num_envs: int = typer.Option(32, help="Environments stepped together."),
+    utd: float = typer.Option(8.0, help="Transitions replayed per transition collected "
+                                        "(off-policy methods; the paper's learners: ~32)."),
+    num_envs: int | None = typer.Option(None, help="Environments stepped together "
+                                                   "(default 32; coma 8)."),
     eval_every: int = typer.Option(10_000, help="Environment steps between evaluations."),
-    workers: int = typer.Option(2, help="Worker processes (one seed each)."),
+    eval_episodes: int = typer.Option(20, help="Greedy episodes per evaluation "
+                                               "(paper layouts seed*1000+i)."),
+    executor: str = typer.Option("local", help="local (worker processes) | ray "
+                                               "(RAY_ADDRESS or a local Ray instance)"),
+    workers: int = typer.Option(2, help="Parallel seeds (local processes or Ray CPUs)."),
     out_dir: Path = typer.Option(Path("runs/train"), "--out", help="Results directory."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Train a cooperative MARL method on STAT over seeds; final and max return with CIs."""
-    from coordbench.envs.stat.config import get_config
-    from coordbench.learn.registry import METHODS, paper_config
+    _need_torch()
+    from coordbench.learn.registry import check_algo, paper_config
+    from coordbench.learn.sweep import EXECUTORS, sweep
     from coordbench.learn.sweep import summarize as summarize_runs
-    from coordbench.learn.sweep import sweep
 
-    get_config(config)
-    if algo not in METHODS:
-        raise ConfigError(f"unknown algorithm {algo!r}; available: {', '.join(METHODS)}")
+    check_algo(algo, config)
+    if executor not in EXECUTORS:
+        raise ConfigError(f"unknown executor {executor!r}; choose from {', '.join(EXECUTORS)}")
+    num_envs = num_envs or (8 if algo == "coma" else 32)
     if steps is not None and steps < num_envs:
         raise ConfigError(f"--steps must be at least --num-envs ({num_envs})")
-    overrides = {"utd": utd, "num_envs": num_envs, "eval_every": eval_every}
+    if eval_episodes < 1 or eval_every < 1 or workers < 1 or not utd > 0:
+        raise ConfigError("--eval-episodes, --eval-every, --workers and --utd must be positive")
+    overrides = {"utd": utd, "num_envs": num_envs, "eval_every": eval_every,
+                 "eval_episodes": eval_episodes}
     if steps is not None:
         overrides["total_steps"] = steps
     tcs = [paper_config(config, algo, seed=s, **overrides) for s in _seed_list(seeds)]
-    results = sweep(tcs, out_dir, workers)
+    results = sweep(tcs, out_dir, workers, executor)
     summary = summarize_runs(results)
     if as_json:
         sys.stdout.write(json.dumps({k: _estimate_json(e) for k, e in summary.items()}) + "\n")
@@ -266,6 +276,40 @@ def stat_train(
     for k, e in summary.items():
         table.add_row(k, e.fmt(4))
     out.print(table)
+
+
+@stat_app.command("table")
+def stat_table(
+    dirs: list[Path] = typer.Argument(..., help="Directories of training results."),
+    fmt: str = typer.Option("md", "--format", help="md | csv"),
+    plots: Path | None = typer.Option(None, help="Also write learning-curve PNGs here."),
+    references: bool = typer.Option(True, "--references/--no-references",
+                                    help="Add scripted allocators as reference rows."),
+    output: Path | None = typer.Option(None, "--output", help="Write the table to this file."),
+) -> None:
+    """Paper-style tables (final/max return, conflicts, diversity, throughput) from runs."""
+    from coordbench.core.atomic import write_atomic
+    from coordbench.report import stat_train_report as rep
+
+    rep.check_format(fmt)
+    results = rep.load_results(dirs)
+    built = rep.build(results, references=references)
+    text = rep.markdown(built) if fmt == "md" else rep.csv_text(built)
+    if output:
+        write_atomic(output, text)
+    else:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    if plots:
+        for p in rep.plot_curves(results, plots, built["reference_samples"]):
+            err.print(f"wrote {p}")
+
+
+def _need_torch() -> None:
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        raise ConfigError("the STAT learners need PyTorch: pip install 'coordbench[learn]' "
+                          "(torch==2.13.0, CPU)") from None
 
 
 @stat_app.command("speed")

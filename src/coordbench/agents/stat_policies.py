@@ -144,11 +144,23 @@ POLICIES: dict[str, StatPolicy] = {
 }
 
 
+def is_checkpoint(name: str) -> bool:
+    """Return True if `name` refers to a learned-policy checkpoint file rather than a
+    scripted allocator."""
+    return name.endswith(".pt")
+
+
 def get_policy(name: str) -> StatPolicy:
-    """Return the scripted policy called `name`, or raise ConfigError naming the choices."""
+    """Return the scripted policy called `name` (or the greedy policy of a learner's
+    checkpoint file `*.pt`), or raise ConfigError naming the choices."""
+    if is_checkpoint(name):
+        from coordbench.learn.registry import checkpoint_policy
+
+        return checkpoint_policy(name)
     try:
         return POLICIES[name]
     except KeyError:
         raise ConfigError(
-            f"unknown STAT policy {name!r}; choose from {', '.join(POLICIES)}") from None
+            f"unknown STAT policy {name!r}; choose from {', '.join(POLICIES)} "
+            f"or a learned checkpoint file (*.pt)") from None
 

@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 from coordbench.envs.stat.config import StatConfig, get_config
+from coordbench.envs.stat.layouts import paper_layout
 from coordbench.envs.stat.vec import StatVecEnv
 from coordbench.metrics.stat import StatEpisodeArrays, episode_metrics
 
@@ -58,15 +59,13 @@ def one_thread() -> None:
 
 
 class Method(Protocol):
-    """What a method module provides to the core."""
+    """What a method module provides to the core (off-policy methods also give `loss`)."""
 
-    def q_values(self, obs: torch.Tensor) -> torch.Tensor:
-        """Return per-agent Q-values (B, n, A) for global states (B, D)."""
+    def greedy(self, obs: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
+        """Return the greedy valid joint action (B, n) for global states (B, D)."""
 
-    def loss(self, batch: dict[str, torch.Tensor], gamma: float) -> torch.Tensor:
-        """Return the TD loss of a replay batch."""
-
-    def parameters(self): ...
+    def networks(self) -> dict[str, torch.nn.Module]:
+        """Return the online networks by name (what a checkpoint stores)."""
 
     def sync_target(self) -> None:
         """Copy the online networks into the target networks."""
@@ -120,21 +119,27 @@ class Replay:
 
 
 def evaluate(method: Method, cfg: StatConfig, seed: int, episodes: int) -> dict[str, float]:
-    """Return mean metrics of greedy play on the paper evaluation layouts seed*1000 + i."""
+    """Return mean metrics of the method's greedy play on the paper layouts seed*1000 + i."""
+
+    def act(env: StatVecEnv) -> np.ndarray:
+        with torch.no_grad():
+            return method.greedy(torch.from_numpy(env.obs), torch.from_numpy(env.masks)).numpy()
+
+    return evaluate_policy(act, cfg, seed, episodes)
+
+
+def evaluate_policy(act, cfg: StatConfig, seed: int, episodes: int) -> dict[str, float]:
+    """Return mean metrics of `act(env) -> (B, n) actions` on the paper layouts seed*1000 + i
+    (the paper's evaluation protocol; scripted allocators use it for reference rows)."""
     env = StatVecEnv(cfg, episodes, auto_reset=False)
     keys = [seed * 1000 + i for i in range(episodes)]
-    from coordbench.envs.stat.layouts import paper_layout
-
-    obs, masks = env.reset(np.stack([paper_layout(cfg, s) for s in keys]))
+    env.reset(np.stack([paper_layout(cfg, s) for s in keys]))
     cols: dict[str, list[np.ndarray]] = {k: [] for k in (
         "rewards", "conflicts", "forced_idle", "unique_assigned", "decision_pre",
         "decision_post", "completions", "active")}
     while env.active.any():
         active = env.active.copy()
-        with torch.no_grad():
-            q = method.q_values(torch.from_numpy(obs))
-        actions = masked_argmax(q, torch.from_numpy(masks)).numpy()
-        obs, masks, reward, info = env.step(actions)
+        _, _, reward, info = env.step(act(env))
         cols["rewards"].append(reward.copy())
         cols["conflicts"].append(info.conflicts.copy())
         cols["forced_idle"].append(info.forced_idle.copy())
@@ -143,11 +148,11 @@ def evaluate(method: Method, cfg: StatConfig, seed: int, episodes: int) -> dict[
         cols["decision_post"].append(info.decision_post.copy())
         cols["completions"].append((info.completed_task >= 0).sum(axis=1))
         cols["active"].append(active)
-    act = np.stack(cols.pop("active"))
+    act_rows = np.stack(cols.pop("active"))
     stacked = {k: np.stack(v) for k, v in cols.items()}
     per_ep = []
     for b in range(episodes):
-        rows = act[:, b]
+        rows = act_rows[:, b]
         per_ep.append(episode_metrics(StatEpisodeArrays(
             cfg.agents, cfg.tasks, *(stacked[k][rows, b].astype(np.float64) for k in (
                 "rewards", "conflicts", "forced_idle", "unique_assigned", "decision_pre",
@@ -168,21 +173,15 @@ def train(tc: TrainConfig, method: Method, log=None) -> dict[str, Any]:
     obs, masks = obs.copy(), masks.copy()
     steps = updates = 0
     owed = 0.0
-    curve = []
-    next_eval = 0
-    start = time.perf_counter()
+    evals = EvalSchedule(tc, method, cfg, log)
     while steps < tc.total_steps:
-        if steps >= next_eval:
-            curve.append({"step": steps, **evaluate(method, cfg, tc.seed, tc.eval_episodes)})
-            if log:
-                log(curve[-1])
-            next_eval += tc.eval_every
-        eps = max(tc.eps_end, tc.eps_start - (tc.eps_start - tc.eps_end) * steps /
-                  max(1.0, tc.eps_frac * tc.total_steps))
+        evals.maybe(steps)
+        eps = epsilon(tc, steps)
         with torch.no_grad():
-            q = method.q_values(torch.from_numpy(obs))
-        greedy = masked_argmax(q, torch.from_numpy(masks)).numpy()
-        explore = rng.random(greedy.shape) < eps
+            greedy = method.greedy(torch.from_numpy(obs), torch.from_numpy(masks)).numpy()
+        # joint-action methods explore jointly (the paper's DQN); the others per agent
+        coin = (greedy.shape[0], 1) if getattr(method, "explore_jointly", False) else greedy.shape
+        explore = rng.random(coin) < eps
         actions = np.where(explore, env.random_valid_actions(rng), greedy)
         nobs, nmasks, reward, info = env.step(actions)
         next_obs, next_masks = nobs.copy(), nmasks.copy()
@@ -205,13 +204,46 @@ def train(tc: TrainConfig, method: Method, log=None) -> dict[str, Any]:
                 updates += 1
                 if updates % tc.target_every == 0:
                     method.sync_target()
-    curve.append({"step": steps, **evaluate(method, cfg, tc.seed, tc.eval_episodes)})
-    wall = time.perf_counter() - start
-    best = max(curve, key=lambda c: c["return"])
-    return {"config": asdict(tc), "curve": curve, "final_return": curve[-1]["return"],
-            "max_return": best["return"], "max_return_step": best["step"],
-            "updates": updates, "wall_s": wall, "steps_per_s": steps / wall,
-            "final": curve[-1]}
+    return evals.finish(steps, updates)
+
+
+def epsilon(tc: TrainConfig, steps: int) -> float:
+    """Return the linearly decayed exploration rate after `steps` environment steps."""
+    return max(tc.eps_end, tc.eps_start - (tc.eps_start - tc.eps_end) * steps /
+               max(1.0, tc.eps_frac * tc.total_steps))
+
+
+class EvalSchedule:
+    """Greedy evaluation every `eval_every` environment steps, and the run's summary."""
+
+    def __init__(self, tc: TrainConfig, method: Method, cfg: StatConfig, log=None) -> None:
+        self.tc, self.method, self.cfg, self.log = tc, method, cfg, log
+        self.curve: list[dict[str, float]] = []
+        self.next = 0
+        self.start = time.perf_counter()
+
+    def maybe(self, steps: int) -> None:
+        """Evaluate if `steps` has reached the next checkpoint."""
+        if steps >= self.next:
+            self._eval(steps)
+            self.next += self.tc.eval_every
+
+    def _eval(self, steps: int) -> None:
+        self.curve.append({"step": steps, **evaluate(self.method, self.cfg, self.tc.seed,
+                                                     self.tc.eval_episodes)})
+        if self.log:
+            self.log(self.curve[-1])
+
+    def finish(self, steps: int, updates: int) -> dict[str, Any]:
+        """Evaluate once more; return the curve, final and max return, and throughput."""
+        self._eval(steps)
+        wall = time.perf_counter() - self.start
+        curve = self.curve
+        best = max(curve, key=lambda c: c["return"])
+        return {"config": asdict(self.tc), "curve": curve, "final_return": curve[-1]["return"],
+                "max_return": best["return"], "max_return_step": best["step"],
+                "updates": updates, "wall_s": wall, "steps_per_s": steps / wall,
+                "final": curve[-1]}
 
 
 def clone_frozen(module: torch.nn.Module) -> torch.nn.Module:
@@ -257,9 +289,17 @@ class QNetMethod:
         """Return per-agent Q-values (B, n, A)."""
         return self.q(obs)
 
+    def greedy(self, obs: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
+        """Return each agent's valid argmax (B, n)."""
+        return masked_argmax(self.q_values(obs), masks)
+
+    def networks(self) -> dict[str, torch.nn.Module]:
+        """Return the online networks by name."""
+        return {"q": self.q}
+
     def parameters(self):
-        """Return the trainable parameters."""
-        return list(self.q.parameters())
+        """Return the trainable parameters of every online network."""
+        return [p for net in self.networks().values() for p in net.parameters()]
 
     def sync_target(self) -> None:
         """Copy the online network into the target."""

@@ -38,9 +38,9 @@ class QMIX(QNetMethod):
         self.q_target = clone_frozen(self.q)
         self.mixer_target = clone_frozen(self.mixer)
 
-    def parameters(self):
-        """Return the trainable parameters."""
-        return list(self.q.parameters()) + list(self.mixer.parameters())
+    def networks(self) -> dict[str, nn.Module]:
+        """Return the online networks by name."""
+        return {"q": self.q, "mixer": self.mixer}
 
     def sync_target(self) -> None:
         """Copy the online networks into the targets."""

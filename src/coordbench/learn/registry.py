@@ -1,17 +1,38 @@
-"""Method names -> classes, and the paper's per-config hyperparameters (Table 4)."""
+"""Method names -> classes, the paper's per-config hyperparameters (Table 4), training
+dispatch (off-policy core or a method's own loop) and policy checkpoints."""
 
 from __future__ import annotations
 
-from coordbench.envs.stat.config import get_config
-from coordbench.errors import ConfigError
+import functools
+import io
+from dataclasses import asdict, fields
+from pathlib import Path
+from typing import Any
 
+import torch
+
+from coordbench.core.atomic import write_atomic_bytes
+from coordbench.envs.stat.config import get_config
+from coordbench.errors import ConfigError, CoordbenchError
+
+from . import coma
 from .core import TrainConfig
+from .core import train as train_off_policy
+from .dqn import DQN, check_joint_space
 from .fdqn import FDQN
 from .iql import IQL
 from .qmix import QMIX
+from .qtran import QTRAN
 from .vdn import VDN
 
-METHODS = {"iql": IQL, "vdn": VDN, "qmix": QMIX, "fdqn": FDQN}
+METHODS = {"dqn": DQN, "fdqn": FDQN, "vdn": VDN, "qmix": QMIX, "qtran": QTRAN, "iql": IQL,
+           "coma": coma.COMA}
+CHECKPOINT_FORMAT = "coordbench-stat-policy"
+CHECKPOINT_VERSION = 1
+
+
+class CheckpointError(CoordbenchError):
+    """A policy checkpoint that is missing, corrupt, or made for something else."""
 
 
 def size_class(config: str) -> str:
@@ -22,29 +43,121 @@ def size_class(config: str) -> str:
     return "large" if cfg.width >= 50 else "medium"
 
 
-# (lr, epsilon-decay fraction) per method and size class (paper Table 4)
+# (lr, epsilon-decay fraction) per method and size class (paper Table 4; QTRAN shares QMIX's)
 TABLE4 = {
+    "dqn": {"small": (3e-4, 0.2)},
     "fdqn": {"small": (3e-4, 0.2), "medium": (1e-3, 0.2), "large": (3e-4, 0.4)},
     "vdn": {"small": (1e-3, 0.2), "medium": (1e-3, 0.2), "large": (1e-3, 0.2)},
     "qmix": {"small": (1e-3, 0.2), "medium": (1e-3, 0.4), "large": (1e-3, 0.4)},
+    "qtran": {"small": (1e-3, 0.2), "medium": (1e-3, 0.4), "large": (1e-3, 0.4)},
     "iql": {"small": (1e-3, 0.2), "medium": (1e-3, 0.4), "large": (1e-3, 0.2)},
+}
+# Settings of the released trainers that differ from TrainConfig's defaults. COMA is not in
+# Table 4: PyMARL's COMA settings (lr 5e-4, epsilon 0.5 -> 0.01 over 100k steps), TD(lambda 0.8).
+METHOD_DEFAULTS: dict[str, dict[str, Any]] = {
+    "dqn": {"hidden": 128, "grad_clip": 1.0},
+    "fdqn": {"grad_clip": 1.0},
+    "coma": {"lr": 5e-4, "eps_start": 0.5, "eps_end": 0.01},
 }
 
 
+def check_algo(algo: str, config: str) -> None:
+    """Raise ConfigError if `algo` is unknown or cannot run on `config`."""
+    if algo not in METHODS:
+        raise ConfigError(f"unknown algorithm {algo!r}; available: {', '.join(METHODS)}")
+    cfg = get_config(config)
+    if algo == "dqn":
+        check_joint_space(config, cfg.agents, cfg.num_actions)
+
+
 def make(tc: TrainConfig):
-    """Return the method object for a training config."""
-    if tc.algo not in METHODS:
-        raise ConfigError(f"unknown algorithm {tc.algo!r}; available: {', '.join(METHODS)}")
+    """Return the method object for a training config (weights initialised from tc.seed)."""
+    check_algo(tc.algo, tc.config)
     cfg = get_config(tc.config)
+    torch.manual_seed(tc.seed)
     return METHODS[tc.algo](cfg.obs_dim, cfg.agents, cfg.num_actions, tc)
 
 
 def paper_config(config: str, algo: str, **overrides) -> TrainConfig:
-    """Return a TrainConfig with the paper's lr and epsilon schedule for (config, algo)."""
-    if algo not in TABLE4:
-        raise ConfigError(f"unknown algorithm {algo!r}; available: {', '.join(TABLE4)}")
-    lr, frac = TABLE4[algo][size_class(config)]
+    """Return a TrainConfig with the paper's settings for (config, algo), then `overrides`."""
+    check_algo(algo, config)
     cfg = get_config(config)
-    base = {"config": config, "algo": algo, "lr": lr, "eps_frac": frac,
-            "total_steps": cfg.train_steps or 2_000_000}
+    total = overrides.get("total_steps", cfg.train_steps or 2_000_000)
+    base: dict[str, Any] = {"config": config, "algo": algo, "total_steps": total,
+                            **METHOD_DEFAULTS.get(algo, {})}
+    if algo in TABLE4:
+        base["lr"], base["eps_frac"] = TABLE4[algo][size_class(config)]
+    if algo == "coma":
+        base["eps_frac"] = min(1.0, 100_000 / max(1, total))
     return TrainConfig(**{**base, **overrides})
+
+
+def train(tc: TrainConfig, method=None, log=None) -> dict[str, Any]:
+    """Train (a new method for `tc`, or `method`); return the curve and summary numbers."""
+    method = method if method is not None else make(tc)
+    if getattr(method, "on_policy", False):
+        return coma.train(tc, method, log)
+    return train_off_policy(tc, method, log)
+
+
+def checkpoint_bytes(tc: TrainConfig, method) -> bytes:
+    """Return a checkpoint (online networks and TrainConfig) as bytes."""
+    buf = io.BytesIO()
+    torch.save({"format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION,
+                "train_config": asdict(tc),
+                "networks": {k: v.state_dict() for k, v in method.networks().items()}}, buf)
+    return buf.getvalue()
+
+
+def save_checkpoint(path: Path, tc: TrainConfig, method) -> None:
+    """Write the method's checkpoint to `path` atomically."""
+    write_atomic_bytes(Path(path), checkpoint_bytes(tc, method))
+
+
+def load_checkpoint(path: Path) -> tuple[TrainConfig, Any]:
+    """Return (TrainConfig, method with the saved weights) from a checkpoint file."""
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"checkpoint {path} does not exist")
+    try:
+        blob = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # torch raises many types for damaged files
+        raise CheckpointError(f"checkpoint {path} is corrupt or not a checkpoint "
+                              f"({type(exc).__name__})") from None
+    if not isinstance(blob, dict) or blob.get("format") != CHECKPOINT_FORMAT:
+        raise CheckpointError(f"checkpoint {path} is not a coordbench STAT policy")
+    if blob.get("version") != CHECKPOINT_VERSION:
+        raise CheckpointError(f"checkpoint {path} has version {blob.get('version')!r}; "
+                              f"this coordbench reads version {CHECKPOINT_VERSION}")
+    known = {f.name for f in fields(TrainConfig)}
+    try:
+        tc = TrainConfig(**{k: v for k, v in blob["train_config"].items() if k in known})
+        method = make(tc)
+        for name, net in method.networks().items():
+            net.load_state_dict(blob["networks"][name])
+    except (KeyError, RuntimeError, TypeError, AttributeError) as exc:
+        raise CheckpointError(f"checkpoint {path} does not match its method "
+                              f"({type(exc).__name__}: {str(exc).splitlines()[0][:120]})") from None
+    method.sync_target()
+    return tc, method
+
+
+@functools.lru_cache(maxsize=8)
+def _cached(path: str) -> tuple[TrainConfig, Any]:
+    return load_checkpoint(Path(path))
+
+
+def checkpoint_policy(path: str):
+    """Return a StatPolicy (env, rng) -> actions playing a checkpoint's greedy policy; the
+    environment must have the checkpoint's config."""
+    tc, method = _cached(str(Path(path).resolve()))
+
+    def policy(env, rng) -> Any:
+        if env.cfg.name != tc.config:
+            raise ConfigError(f"checkpoint {path} was trained on {tc.config}, not "
+                              f"{env.cfg.name}")
+        with torch.no_grad():
+            return method.greedy(torch.from_numpy(env.obs), torch.from_numpy(env.masks)).numpy()
+
+    policy.config = tc.config  # type: ignore[attr-defined]
+    return policy

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import numpy as np
 
-from coordbench.agents.stat_policies import get_policy
+from coordbench.agents.stat_policies import get_policy, is_checkpoint
 from coordbench.core.provenance import git_sha, version
 from coordbench.core.rundir import RunDir
 from coordbench.core.stats import Estimate, mean_ci
@@ -43,13 +44,17 @@ class StatEvalSpec:
 
     def __post_init__(self) -> None:
         get_config(self.config)
-        get_policy(self.policy)
+        trained_on = getattr(get_policy(self.policy), "config", self.config)
+        if trained_on != self.config:
+            raise ConfigError(f"checkpoint {self.policy} was trained on {trained_on}, not "
+                              f"{self.config}")
         layout_seed(self.layouts, self.seed, 0)
 
     @property
     def condition(self) -> str:
         """Return the condition's directory name inside a run."""
-        return (f"stat_{self.config}_{self.policy}_{self.layouts}_seed{self.seed}"
+        policy = Path(self.policy).stem if is_checkpoint(self.policy) else self.policy
+        return (f"stat_{self.config}_{policy}_{self.layouts}_seed{self.seed}"
                 f"_limit{self.episode_limit}")
 
     def cfg(self) -> StatConfig:
@@ -103,7 +108,9 @@ def run_episodes(spec: StatEvalSpec, episodes: list[int], *, batch: int = 128,
     team = [AgentSpec(id=f"agent_{i}", driver=spec.policy) for i in range(cfg.agents)]
     for start in range(0, len(episodes), batch):
         chunk = episodes[start:start + batch]
-        env = StatVecEnv(cfg, len(chunk), auto_reset=False, compute_obs=False)
+        # learned policies read observations; scripted allocators read the state directly
+        env = StatVecEnv(cfg, len(chunk), auto_reset=False,
+                         compute_obs=is_checkpoint(spec.policy))
         layouts = make_layouts(cfg, spec.layouts, spec.seed, chunk)
         env.reset(layouts)
         rng = PerEnvRng([np.random.SeedSequence([spec.seed, k]) for k in chunk])

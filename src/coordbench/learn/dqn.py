@@ -1,0 +1,81 @@
+"""DQN over the joint action space: one output per joint action (3+m)^n, as in the paper's
+release (state -> 128 -> 128 -> (3+m)^n, max over valid joint actions, no double-Q).
+
+Only small joint spaces are tractable (the paper runs it on the 3-agent configs only);
+`MAX_JOINT_ACTIONS` draws that line and larger configs get a one-line error saying why.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from coordbench.errors import ConfigError
+
+from .core import QNetMethod, TrainConfig, clone_frozen, masked_argmax, masked_max, mlp
+
+MAX_JOINT_ACTIONS = 4096
+
+
+def check_joint_space(config: str, n: int, actions: int) -> int:
+    """Return the joint action count (3+m)^n, or raise ConfigError if DQN cannot enumerate it."""
+    joint = actions ** n
+    if joint > MAX_JOINT_ACTIONS:
+        raise ConfigError(
+            f"dqn enumerates joint actions: {config} has (3+{actions - 3})^{n} = {joint:,} "
+            f"(limit {MAX_JOINT_ACTIONS:,}; the paper runs DQN on 3-agent configs only); "
+            f"use fdqn, vdn, qmix, qtran, iql or coma")
+    return joint
+
+
+def joint_mask(masks: torch.Tensor) -> torch.Tensor:
+    """Return the (B, A^n) validity of every joint action (agent 0 is the most significant)."""
+    out = masks[:, 0]
+    for i in range(1, masks.shape[1]):
+        out = (out.unsqueeze(-1) & masks[:, i].unsqueeze(1)).flatten(1)
+    return out
+
+
+def encode(actions: torch.Tensor, a: int) -> torch.Tensor:
+    """Return joint indices (B,) of per-agent actions (B, n)."""
+    idx = torch.zeros_like(actions[:, 0])
+    for i in range(actions.shape[1]):
+        idx = idx * a + actions[:, i]
+    return idx
+
+
+def decode(idx: torch.Tensor, n: int, a: int) -> torch.Tensor:
+    """Return per-agent actions (B, n) of joint indices (B,)."""
+    cols = []
+    for _ in range(n):
+        cols.append(idx % a)
+        idx = idx // a
+    return torch.stack(cols[::-1], dim=1)
+
+
+class DQN(QNetMethod):
+    """Q(s, a_1..a_n) with one output unit per joint action; target r + gamma max_valid Q^target."""
+
+    explore_jointly = True
+
+    def __init__(self, obs_dim: int, n: int, actions: int, tc: TrainConfig) -> None:
+        check_joint_space(tc.config, n, actions)
+        self.n, self.a = n, actions
+        self.q = mlp(obs_dim, tc.hidden, actions ** n)
+        self.q_target = clone_frozen(self.q)
+
+    def q_values(self, obs: torch.Tensor) -> torch.Tensor:
+        """Return joint Q-values (B, A^n)."""
+        return self.q(obs)
+
+    def greedy(self, obs: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
+        """Return the best valid joint action as per-agent actions (B, n)."""
+        return decode(masked_argmax(self.q(obs), joint_mask(masks)), self.n, self.a)
+
+    def loss(self, batch: dict[str, torch.Tensor], gamma: float) -> torch.Tensor:
+        """Return the squared TD error of the joint value."""
+        q = self.q(batch["obs"]).gather(1, encode(batch["actions"], self.a).unsqueeze(1))
+        with torch.no_grad():
+            nxt = masked_max(self.q_target(batch["next_obs"]), joint_mask(batch["next_masks"]))
+        y = batch["rewards"] + gamma * (1 - batch["term"]) * nxt
+        return nn.functional.mse_loss(q.squeeze(1), y)

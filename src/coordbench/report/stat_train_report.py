@@ -1,0 +1,319 @@
+"""Training-result tables and learning curves (the paper's Tables 5-10 and its curves).
+
+Inputs are the per-(method, config, seed) result files that `coordbench stat train` writes;
+everything here is recomputed from them. Scripted allocators (random valid, greedy,
+Hungarian) are evaluated on the same paper layouts (seed*1000 + i) for each training seed
+present, so they enter the tables as reference rows with CIs over the same seeds.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from coordbench.core.stats import Estimate, mean_ci, welch_test
+from coordbench.errors import ConfigError, RunDirError
+
+METHOD_ORDER = ("dqn", "fdqn", "vdn", "qmix", "qtran", "iql", "coma")
+REFERENCES = ("random", "greedy", "hungarian")
+REFERENCE_LABELS = {"random": "random valid", "greedy": "greedy", "hungarian": "Hungarian"}
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """One paper-style table: which number, from which checkpoint, which direction is best."""
+
+    name: str
+    title: str
+    metric: str  # key in a checkpoint's metrics
+    at: str  # "final" (last checkpoint) or "max" (checkpoint of maximum return)
+    better: str | None  # "high", "low", or None (no best marked)
+    digits: int
+
+
+TABLES = (
+    TableSpec("final_return", "Final return (paper Table 5)", "return", "final", "high", 2),
+    TableSpec("max_return", "Maximum return over training (paper Table 6)", "return", "max",
+              "high", 2),
+    TableSpec("conflict_rate", "Final conflict rate (paper Table 7)", "conflict_rate", "final",
+              "low", 4),
+    TableSpec("conflicts_per_task", "Final conflicts per task (paper Table 8)",
+              "conflicts_per_task", "final", "low", 4),
+    TableSpec("assignment_diversity_per_agent",
+              "Final per-agent assignment diversity, sum D_t / sum decision-active agents "
+              "before the step (paper Table 9, PyMARL convention)",
+              "diversity_per_decision_agent", "final", None, 3),
+    TableSpec("throughput", "Final throughput, tasks completed per step (paper Table 10)",
+              "throughput", "final", "high", 4),
+)
+
+
+def load_results(dirs: list[Path]) -> list[dict[str, Any]]:
+    """Return every training result file under `dirs` (one-line error if a dir has none)."""
+    out = []
+    for d in dirs:
+        d = Path(d)
+        if not d.is_dir():
+            raise RunDirError(f"{d} is not a directory of training results")
+        files = sorted(d.glob("*_seed*.json"))
+        found = 0
+        for f in files:
+            try:
+                res = json.loads(f.read_text())
+            except (OSError, json.JSONDecodeError) as exc:
+                raise RunDirError(f"training result {f} is corrupt ({type(exc).__name__})") \
+                    from None
+            if isinstance(res, dict) and "curve" in res and "config" in res:
+                out.append(res)
+                found += 1
+        if not found:
+            raise RunDirError(f"{d} holds no training results (files <algo>_<config>_seed<N>.json)")
+    return out
+
+
+def group(results: list[dict[str, Any]]) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    """Return results grouped by (config, algo), seeds sorted."""
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in results:
+        tc = r["config"]
+        groups.setdefault((tc["config"], tc["algo"]), []).append(r)
+    for v in groups.values():
+        v.sort(key=lambda r: r["config"]["seed"])
+    return groups
+
+
+def point(result: dict[str, Any], at: str) -> dict[str, float]:
+    """Return the metrics of the final checkpoint, or of the maximum-return checkpoint."""
+    if at == "final":
+        return result["curve"][-1]
+    return max(result["curve"], key=lambda c: c["return"])
+
+
+def reference_samples(configs: dict[str, tuple[list[int], int]]) -> dict[tuple[str, str],
+                                                                           list[dict[str, float]]]:
+    """Return per-seed metrics of each scripted allocator: {(config, policy): [per seed]}.
+
+    `configs` maps config -> (training seeds, evaluation episodes); each seed is evaluated on
+    the paper layouts seed*1000 + i, i < episodes, like a learner's checkpoint.
+    """
+    from coordbench.agents.stat_policies import get_policy
+    from coordbench.envs.stat.config import get_config
+    from coordbench.learn.core import evaluate_policy
+
+    out: dict[tuple[str, str], list[dict[str, float]]] = {}
+    for config, (seeds, episodes) in configs.items():
+        cfg = get_config(config)
+        for name in REFERENCES:
+            policy = get_policy(name)
+            rows = []
+            for s in seeds:
+                rng = np.random.default_rng(s)
+                rows.append(evaluate_policy(lambda env, p=policy, g=rng: p(env, g), cfg, s,
+                                            episodes))
+            out[(config, name)] = rows
+    return out
+
+
+@dataclass
+class Cell:
+    """One table cell: estimate over seeds, plus best / not-different-from-best marks."""
+
+    est: Estimate
+    samples: list[float]
+    best: bool = False
+    tied: bool = False  # not significantly different from the best (Welch, alpha 0.05)
+    p: float | None = None
+    peak_step: float | None = None
+
+
+def build(results: list[dict[str, Any]], references: bool = True) -> dict[str, Any]:
+    """Return {"configs", "methods", "references", "tables": {name: {(method, config): Cell}}}."""
+    groups = group(results)
+    configs = sorted({c for c, _ in groups}, key=_config_key)
+    methods = [m for m in METHOD_ORDER if any(a == m for _, a in groups)]
+    methods += sorted({a for _, a in groups} - set(methods))
+    refs = {}
+    if references:
+        spec = {}
+        for c in configs:
+            seeds = sorted({r["config"]["seed"] for (cc, _), rs in groups.items() if cc == c
+                            for r in rs})
+            episodes = min(r["config"]["eval_episodes"] for (cc, _), rs in groups.items()
+                           if cc == c for r in rs)
+            spec[c] = (seeds, episodes)
+        refs = reference_samples(spec)
+    tables: dict[str, dict[tuple[str, str], Cell]] = {}
+    for t in TABLES:
+        cells: dict[tuple[str, str], Cell] = {}
+        for (config, algo), rs in groups.items():
+            pts = [point(r, t.at) for r in rs]
+            vals = [float(p[t.metric]) for p in pts]
+            cell = Cell(mean_ci(vals), vals)
+            if t.at == "max":
+                cell.peak_step = float(np.median([p["step"] for p in pts]))
+            cells[(algo, config)] = cell
+        for (config, name), rows in refs.items():
+            vals = [float(r[t.metric]) for r in rows]
+            cells[(name, config)] = Cell(mean_ci(vals), vals)
+        if t.better:
+            for config in configs:
+                _mark_best(cells, [m for m in methods if (m, config) in cells], config,
+                           t.better)
+        tables[t.name] = cells
+    return {"configs": configs, "methods": methods,
+            "references": [r for r in REFERENCES if references], "tables": tables,
+            "reference_samples": refs}
+
+
+def _mark_best(cells: dict[tuple[str, str], Cell], methods: list[str], config: str,
+               better: str) -> None:
+    """Bold the best learned method; dagger the ones Welch's test cannot tell from it."""
+    usable = [m for m in methods if not math.isnan(cells[(m, config)].est.mean)]
+    if not usable:
+        return
+    sign = 1 if better == "high" else -1
+    best = max(usable, key=lambda m: sign * cells[(m, config)].est.mean)
+    cells[(best, config)].best = True
+    for m in usable:
+        if m == best:
+            continue
+        a, b = cells[(m, config)].samples, cells[(best, config)].samples
+        if len(a) < 2 or len(b) < 2:
+            continue
+        w = welch_test(a, b)
+        cells[(m, config)].p = w.p
+        cells[(m, config)].tied = not w.significant(0.05)
+
+
+def _config_key(name: str) -> tuple:
+    from coordbench.envs.stat.config import CONFIGS
+
+    order = list(CONFIGS)
+    return (order.index(name) if name in order else len(order), name)
+
+
+def _fmt(cell: Cell | None, digits: int, peak: bool = False) -> str:
+    if cell is None:
+        return "–"
+    text = cell.est.fmt(digits)
+    if cell.best:
+        text = f"**{text}**"
+    if cell.tied:
+        text += "†"
+    if peak and cell.peak_step is not None:
+        text += f" @{_steps(cell.peak_step)}"
+    return text
+
+
+def _steps(x: float) -> str:
+    return f"{x / 1e6:.2f}M" if x >= 1e6 else f"{x / 1e3:.0f}k"
+
+
+def markdown(built: dict[str, Any]) -> str:
+    """Return every table as markdown: rows = methods then reference allocators."""
+    lines = ["Mean ± 95% CI over training seeds (n per cell in the CSV). **Bold**: best learned "
+             "method; †: not significantly different from it (Welch's t-test, alpha 0.05). "
+             "Reference rows: scripted allocators on the same evaluation layouts.", ""]
+    configs = built["configs"]
+    for t in TABLES:
+        cells = built["tables"][t.name]
+        lines += [f"### {t.title}", "", "| method | " + " | ".join(configs) + " |",
+                  "|---" * (len(configs) + 1) + "|"]
+        for m in built["methods"]:
+            lines.append(f"| {m.upper()} | " + " | ".join(
+                _fmt(cells.get((m, c)), t.digits, peak=t.at == "max") for c in configs) + " |")
+        for r in built["references"]:
+            lines.append(f"| *{REFERENCE_LABELS[r]}* | " + " | ".join(
+                _fmt(cells.get((r, c)), t.digits) for c in configs) + " |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def csv_text(built: dict[str, Any]) -> str:
+    """Return every cell as one CSV row (long format)."""
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(["table", "config", "method", "kind", "mean", "ci95", "n", "best",
+                "not_different_from_best", "welch_p", "peak_step"])
+    for t in TABLES:
+        cells = built["tables"][t.name]
+        for c in built["configs"]:
+            for m in built["methods"] + built["references"]:
+                cell = cells.get((m, c))
+                if cell is None:
+                    continue
+                w.writerow([t.name, c, m, "reference" if m in REFERENCES else "learned",
+                            _num(cell.est.mean), _num(cell.est.ci95), cell.est.n,
+                            int(cell.best), int(cell.tied), _num(cell.p),
+                            _num(cell.peak_step)])
+    return buf.getvalue()
+
+
+def _num(x: float | None) -> str:
+    return "" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.6g}"
+
+
+CURVE_METRICS = (("return", "return"), ("conflict_rate", "conflict rate"),
+                 ("diversity_per_decision_agent", "per-agent assignment diversity"))
+
+
+def plot_curves(results: list[dict[str, Any]], out_dir: Path,
+                references: dict[tuple[str, str], list[dict[str, float]]] | None = None
+                ) -> list[Path]:
+    """Write one PNG per config (return, conflict rate, per-agent diversity vs steps; mean and
+    95% CI band over seeds; scripted allocators as dashed lines); return the paths."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from coordbench.core.atomic import write_atomic_bytes
+
+    groups = group(results)
+    out_dir = Path(out_dir)
+    paths = []
+    for config in sorted({c for c, _ in groups}, key=_config_key):
+        fig, axes = plt.subplots(1, 3, figsize=(15, 4))
+        for algo in [m for m in METHOD_ORDER if (config, m) in groups] + sorted(
+                a for c, a in groups if c == config and a not in METHOD_ORDER):
+            rs = groups[(config, algo)]
+            steps = [c["step"] for c in rs[0]["curve"]]
+            k = min(len(r["curve"]) for r in rs)
+            for ax, (key, label) in zip(axes, CURVE_METRICS, strict=True):
+                ys = np.array([[c[key] for c in r["curve"][:k]] for r in rs], dtype=float)
+                ests = [mean_ci(ys[:, j]) for j in range(k)]
+                mean = np.array([e.mean for e in ests])
+                half = np.array([e.ci95 or 0.0 for e in ests])
+                ax.plot(steps[:k], mean, label=algo.upper())
+                ax.fill_between(steps[:k], mean - half, mean + half, alpha=0.2)
+                ax.set_title(f"{config}: {label}")
+                ax.set_xlabel("environment steps")
+        for name, style in zip(REFERENCES, (":", "--", "-."), strict=True):
+            rows = (references or {}).get((config, name))
+            if rows:
+                for ax, (key, _) in zip(axes, CURVE_METRICS, strict=True):
+                    ax.axhline(float(np.mean([r[key] for r in rows])), color="gray",
+                               linestyle=style, label=REFERENCE_LABELS[name])
+        axes[0].legend(fontsize=8)
+        fig.tight_layout()
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=90)
+        plt.close(fig)
+        path = out_dir / f"curves_{config}.png"
+        write_atomic_bytes(path, buf.getvalue())
+        paths.append(path)
+    return paths
+
+
+def check_format(fmt: str) -> str:
+    """Return `fmt` if it is a known table format, else raise ConfigError."""
+    if fmt not in ("md", "csv"):
+        raise ConfigError(f"--format must be md or csv, got {fmt!r}")
+    return fmt
