@@ -238,6 +238,8 @@ def stat_train(
     eval_every: int = typer.Option(10_000, help="Environment steps between evaluations."),
     eval_episodes: int = typer.Option(20, help="Greedy episodes per evaluation "
                                                "(paper layouts seed*1000+i)."),
+    arch: str = typer.Option("mlp", help="Agent network: mlp (the paper's) | pair "
+                                         "(task-equivariant, same observation; not dqn/fdqn)"),
     executor: str = typer.Option("local", help="local (worker processes) | ray "
                                                "(RAY_ADDRESS or a local Ray instance)"),
     workers: int = typer.Option(2, help="Parallel seeds (local processes or Ray CPUs)."),
@@ -246,6 +248,7 @@ def stat_train(
 ) -> None:
     """Train a cooperative MARL method on STAT over seeds; final and max return with CIs."""
     _need_torch()
+    from coordbench.learn.core import ARCHS
     from coordbench.learn.registry import check_algo, paper_config
     from coordbench.learn.sweep import EXECUTORS, sweep
     from coordbench.learn.sweep import summarize as summarize_runs
@@ -260,6 +263,13 @@ def stat_train(
         raise ConfigError("--eval-episodes, --eval-every, --workers and --utd must be positive")
     overrides = {"utd": utd, "num_envs": num_envs, "eval_every": eval_every,
                  "eval_episodes": eval_episodes}
+    if arch != "mlp":
+        if arch not in ARCHS:
+            raise ConfigError(f"unknown --arch {arch!r}; choose from {', '.join(ARCHS)}")
+        if algo in ("dqn", "fdqn"):
+            raise ConfigError(f"--arch {arch} needs per-agent networks; {algo} has its own "
+                              f"(joint or multi-head) network")
+        overrides["extra"] = {"arch": arch}
     if steps is not None:
         overrides["total_steps"] = steps
     tcs = [paper_config(config, algo, seed=s, **overrides) for s in _seed_list(seeds)]

@@ -26,8 +26,8 @@ from coordbench.envs.stat.vec import StatVecEnv
 
 from .core import (
     EvalSchedule,
-    SharedAgentQ,
     TrainConfig,
+    agent_network,
     chosen,
     clone_frozen,
     epsilon,
@@ -72,7 +72,7 @@ class COMA:
     on_policy = True
 
     def __init__(self, obs_dim: int, n: int, actions: int, tc: TrainConfig) -> None:
-        self.actor = SharedAgentQ(obs_dim, n, actions, tc.hidden)
+        self.actor = agent_network(obs_dim, n, actions, tc)
         self.critic = Critic(obs_dim, n, actions, int(tc.extra.get("critic_hidden", 128)))
         self.critic_target = clone_frozen(self.critic)
 

@@ -317,3 +317,29 @@ def double_q_next(online: torch.nn.Module, target: torch.nn.Module,
     with torch.no_grad():
         best = masked_argmax(online(batch["next_obs"]), batch["next_masks"])
         return chosen(target(batch["next_obs"]), best)
+
+
+ARCHS = ("mlp", "pair")
+
+
+def method_label(algo: str, extra: dict[str, Any] | None) -> str:
+    """Return the name a run is filed and tabled under: the algorithm, plus "+pair" for the
+    task-equivariant network (so both can share a results directory)."""
+    arch = (extra or {}).get("arch", "mlp")
+    return algo if arch == "mlp" else f"{algo}+{arch}"
+
+
+def agent_network(obs_dim: int, n: int, actions: int, tc: TrainConfig) -> torch.nn.Module:
+    """Return the per-agent network selected by tc.extra["arch"]: "mlp" (the paper's: the
+    flat state plus an agent id) or "pair" (task-equivariant, same observation; pair.py)."""
+    arch = tc.extra.get("arch", "mlp")
+    if arch == "pair":
+        from .pair import PairAgentQ
+
+        return PairAgentQ(n, actions - 3, tc.hidden)
+    if arch != "mlp":
+        from coordbench.errors import ConfigError
+
+        raise ConfigError(f"unknown network architecture {arch!r}; choose from "
+                          f"{', '.join(ARCHS)}")
+    return SharedAgentQ(obs_dim, n, actions, tc.hidden)

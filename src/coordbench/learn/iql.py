@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import torch
 
-from .core import QNetMethod, SharedAgentQ, TrainConfig, chosen, clone_frozen, double_q_next
+from .core import QNetMethod, TrainConfig, agent_network, chosen, clone_frozen, double_q_next
 
 
 class IQL(QNetMethod):
     """Per-agent TD targets r + gamma Q_i^target(s', argmax_online)."""
 
     def __init__(self, obs_dim: int, n: int, actions: int, tc: TrainConfig) -> None:
-        self.q = SharedAgentQ(obs_dim, n, actions, tc.hidden)
+        self.q = agent_network(obs_dim, n, actions, tc)
         self.q_target = clone_frozen(self.q)
 
     def loss(self, batch: dict[str, torch.Tensor], gamma: float) -> torch.Tensor:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .core import QNetMethod, SharedAgentQ, TrainConfig, chosen, clone_frozen, double_q_next
+from .core import QNetMethod, TrainConfig, agent_network, chosen, clone_frozen, double_q_next
 
 
 class Mixer(nn.Module):
@@ -33,7 +33,7 @@ class QMIX(QNetMethod):
     argmax is the joint argmax); double-Q targets."""
 
     def __init__(self, obs_dim: int, n: int, actions: int, tc: TrainConfig) -> None:
-        self.q = SharedAgentQ(obs_dim, n, actions, tc.hidden)
+        self.q = agent_network(obs_dim, n, actions, tc)
         self.mixer = Mixer(obs_dim, n)
         self.q_target = clone_frozen(self.q)
         self.mixer_target = clone_frozen(self.mixer)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .core import QNetMethod, SharedAgentQ, TrainConfig, chosen, clone_frozen, masked_argmax, mlp
+from .core import QNetMethod, TrainConfig, agent_network, chosen, clone_frozen, masked_argmax, mlp
 
 
 class JointQ(nn.Module):
@@ -38,7 +38,7 @@ class QTRAN(QNetMethod):
     value (less V) at the greedy action and no smaller than it at other actions."""
 
     def __init__(self, obs_dim: int, n: int, actions: int, tc: TrainConfig) -> None:
-        self.q = SharedAgentQ(obs_dim, n, actions, tc.hidden)
+        self.q = agent_network(obs_dim, n, actions, tc)
         self.joint = JointQ(obs_dim, n, actions)
         self.v = mlp(obs_dim, 64, 1)
         self.q_target = clone_frozen(self.q)

@@ -21,7 +21,7 @@ from coordbench.core.atomic import write_atomic, write_atomic_bytes
 from coordbench.core.stats import Estimate, mean_ci
 from coordbench.errors import ConfigError, RunDirError
 
-from .core import TrainConfig
+from .core import TrainConfig, method_label
 from .registry import checkpoint_bytes, make, train
 
 EXECUTORS = ("local", "ray")
@@ -29,7 +29,7 @@ EXECUTORS = ("local", "ray")
 
 def result_path(out: Path, tc: TrainConfig) -> Path:
     """Return the result file of one (algo, config, seed) run."""
-    return Path(out) / f"{tc.algo}_{tc.config}_seed{tc.seed}.json"
+    return Path(out) / f"{method_label(tc.algo, tc.extra)}_{tc.config}_seed{tc.seed}.json"
 
 
 def checkpoint_path(out: Path, tc: TrainConfig) -> Path:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import torch
 
-from .core import QNetMethod, SharedAgentQ, TrainConfig, chosen, clone_frozen, double_q_next
+from .core import QNetMethod, TrainConfig, agent_network, chosen, clone_frozen, double_q_next
 
 
 class VDN(QNetMethod):
     """Q_tot(s, a) = sum_i Q_i(s, a_i); target r + gamma sum_i Q_i^target(s', argmax)."""
 
     def __init__(self, obs_dim: int, n: int, actions: int, tc: TrainConfig) -> None:
-        self.q = SharedAgentQ(obs_dim, n, actions, tc.hidden)
+        self.q = agent_network(obs_dim, n, actions, tc)
         self.q_target = clone_frozen(self.q)
 
     def loss(self, batch: dict[str, torch.Tensor], gamma: float) -> torch.Tensor:

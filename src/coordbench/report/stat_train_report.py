@@ -81,9 +81,12 @@ def load_results(dirs: list[Path]) -> list[dict[str, Any]]:
 def group(results: list[dict[str, Any]]) -> dict[tuple[str, str], list[dict[str, Any]]]:
     """Return results grouped by (config, algo), seeds sorted."""
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    from coordbench.learn.core import method_label
+
     for r in results:
         tc = r["config"]
-        groups.setdefault((tc["config"], tc["algo"]), []).append(r)
+        groups.setdefault((tc["config"], method_label(tc["algo"], tc.get("extra"))),
+                          []).append(r)
     for v in groups.values():
         v.sort(key=lambda r: r["config"]["seed"])
     return groups

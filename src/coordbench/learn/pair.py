@@ -1,0 +1,78 @@
+"""A task-equivariant agent network for STAT (`--arch pair`), on the paper's observation.
+
+The default agent network (`SharedAgentQ`) is an MLP over the flat state vector plus an agent
+id, as in the paper: it must learn separately, for every task index, what a near free task
+is worth, and it cannot carry what it learns about task 3 over to task 17. This network
+decodes the same observation (binned distances, agent modes, completed and selected flags;
+nothing else) into per-(agent, task) features and scores every SELECT(j) with one shared MLP,
+so its Q-values are equivariant under task permutations and its size does not grow with m.
+
+Per (agent i, task j) features, all from the observation:
+  one-hot distance bin d_ij; completed_j; selected_j; the nearest other agent's bin to j;
+  how many other agents are strictly nearer to j, how many tie with i, and how many of those
+  tying have a lower index (conflicts go to the nearer agent, ties to the lower index); how
+  many *free* other agents (mode idle) are nearer or tie; i's mode; the share of free agents
+  and of open tasks. IDLE/MOVE/EXECUTE (each forced by the masks whenever it is valid) get a
+  small head on the pooled pair embeddings.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+BINS = 5
+PAIR_FEATURES = BINS + 2 + 1 + 5 + 3 + 2
+
+
+class PairAgentQ(nn.Module):
+    """Q_i(s, .) for every agent i: (B, D) -> (B, n, 3 + m)."""
+
+    def __init__(self, n: int, m: int, hidden: int) -> None:
+        super().__init__()
+        self.n, self.m = n, m
+        self.embed = nn.Sequential(nn.Linear(PAIR_FEATURES, hidden), nn.ReLU(),
+                                   nn.Linear(hidden, hidden), nn.ReLU())
+        self.select = nn.Linear(hidden, 1)
+        self.base = nn.Sequential(nn.Linear(hidden + 3, hidden), nn.ReLU(), nn.Linear(hidden, 3))
+        self.register_buffer("eye", torch.eye(n, dtype=torch.bool))
+        self.register_buffer("lower", torch.ones(n, n).tril(-1).bool())  # k < i
+
+    def features(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Return pair features (B, n, m, F) and agent modes one-hot (B, n, 3)."""
+        n, m = self.n, self.m
+        b = obs.shape[0]
+        d = obs[:, :n * m].view(b, n, m)
+        mode = obs[:, n * m:n * m + n].long().clamp(0, 2)
+        comp = obs[:, n * m + n:n * m + n + m]
+        sel = obs[:, n * m + n + m:n * m + n + 2 * m]
+        free = (mode == 0).float()  # (B, n)
+        dk = d.unsqueeze(1).expand(b, n, n, m)  # [b, i, k, j] = d_kj
+        di = d.unsqueeze(2)  # [b, i, 1, j] = d_ij
+        other = (~self.eye).view(1, n, n, 1).float()
+        nearer = (dk < di).float() * other
+        tie = (dk == di).float() * other
+        tie_lower = tie * self.lower.view(1, n, n, 1).float()
+        free_k = free.view(b, 1, n, 1)
+        nearest_other = dk.masked_fill(self.eye.view(1, n, n, 1), 1e3).amin(2)
+        scale = max(1, n - 1)
+        pair = [nn.functional.one_hot(d.long().clamp(0, BINS - 1), BINS).float(),
+                comp.unsqueeze(1).expand(b, n, m).unsqueeze(-1),
+                sel.unsqueeze(1).expand(b, n, m).unsqueeze(-1),
+                (nearest_other / (BINS - 1)).clamp(max=2.0).unsqueeze(-1),
+                torch.stack([nearer.sum(2) / scale, tie.sum(2) / scale,
+                             tie_lower.sum(2) / scale, (nearer * free_k).sum(2) / scale,
+                             (tie * free_k).sum(2) / scale], dim=-1)]
+        mode_hot = nn.functional.one_hot(mode, 3).float()
+        pair.append(mode_hot.unsqueeze(2).expand(b, n, m, 3))
+        glob = torch.stack([free.mean(1), 1 - comp.mean(1)], dim=-1)  # (B, 2)
+        pair.append(glob.view(b, 1, 1, 2).expand(b, n, m, 2))
+        return torch.cat(pair, dim=-1), mode_hot
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        """Return (B, n, 3 + m)."""
+        pair, mode_hot = self.features(obs)
+        h = self.embed(pair)  # (B, n, m, H)
+        q_select = self.select(h).squeeze(-1)
+        q_base = self.base(torch.cat([h.mean(2), mode_hot], dim=-1))
+        return torch.cat([q_base, q_select], dim=-1)
