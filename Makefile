@@ -26,10 +26,11 @@ test: install-dev
 	@# pytest exits 5 when it collects no tests; report that instead of failing.
 	$(BIN)/python -m pytest; rc=$$?; if [ $$rc -eq 5 ]; then echo 'no tests collected'; exit 0; fi; exit $$rc
 
-bench: install
+bench: install-dev
 	$(BIN)/python benchmarks/stat_speed.py
 	$(BIN)/python benchmarks/household_speed.py
 	$(BIN)/python benchmarks/llm_harness.py
+	$(BIN)/python benchmarks/stat_train_speed.py --qmix-full
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

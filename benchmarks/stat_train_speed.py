@@ -1,6 +1,6 @@
 """End-to-end training throughput of the STAT learners (environment steps per second).
 
-Usage:  python benchmarks/stat_train_speed.py [--steps 40000] [--qmix-full]
+Usage:  python benchmarks/stat_train_speed.py [--steps 40000] [--qmix-full]   (make bench runs it)
 Writes benchmarks/results/stat_train_speed.json and .md.
 
 Each figure is one training run of `--steps` environment steps in this process, one after
@@ -86,7 +86,8 @@ def main() -> None:
              "(Table 11, A100) |", "|---|---|---|---|---|---|---|"]
     for r in rows:
         paper = f"{r['paper_hours']:.2f}" if r["paper_hours"] else "–"
-        lines.append(f"| {r['algo']} | {r['config']} | {r['utd']:g} | {r['steps_per_s']:,.0f} "
+        utd = "on-policy" if r["algo"] == "coma" else f"{r['utd']:g}"
+        lines.append(f"| {r['algo']} | {r['config']} | {utd} | {r['steps_per_s']:,.0f} "
                      f"| {r['budget_steps'] / 1e6:.0f}M | {r['budget_hours']:.2f} | {paper} |")
     if full:
         lines += ["", f"Full run: QMIX, 2M steps, 3A-6T-10x6, utd 8: "
