@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-SCHEMA_VERSION = "1.2"
+SCHEMA_VERSION = "1.3"
 
 
 class _Record(BaseModel):
@@ -144,6 +144,31 @@ class ModelCallEvent(_Record):
     reply: str = ""
 
 
+class PhysicalPhaseEvent(_Record):
+    """A physical task's phase completed (phases latch in order 1, 2, 3) at control step t."""
+
+    type: Literal["physical_phase"] = "physical_phase"
+    t: int
+    phase: int
+    name: str
+    collaborative: bool
+
+
+class PhysicalCouplingEvent(_Record):
+    """A physical coupling event between robots at control step t.
+
+    kinds: partner_lag (value = seconds between the first and the last robot taking hold),
+    drop (a robot lost its hold while the object was lifted), robot_collision (robot bodies
+    touched; value = steps in contact in this run of contact).
+    """
+
+    type: Literal["physical_event"] = "physical_event"
+    t: int
+    kind: Literal["partner_lag", "drop", "robot_collision"]
+    robots: list[int]
+    value: float | None = None
+
+
 Termination = Literal["success", "truncated", "normal_stop", "protocol_failure", "error"]
 
 
@@ -158,7 +183,8 @@ class EpisodeEndEvent(_Record):
 
 
 Event = Annotated[StatStepEvent | HouseholdStepEvent | MessageEvent | ModelCallEvent
-                  | EpisodeEndEvent, Field(discriminator="type")]
+                  | PhysicalPhaseEvent | PhysicalCouplingEvent | EpisodeEndEvent,
+                  Field(discriminator="type")]
 _EVENT = TypeAdapter(Event)
 
 

@@ -1,0 +1,243 @@
+"""PhysicalEnv: one task's MuJoCo model, N CoBots, latched three-phase scoring, sensing,
+observations, exact state save/restore and headless egocentric rendering."""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+
+import mujoco
+import numpy as np
+
+from coordbench.errors import ActionError
+
+from .robot import ACTION_DIM, ACTION_HIGH, ACTION_LOW, FINGER_CLOSED, JOINTS, PROPRIO_DIM
+from .scene import CONTROL_DT, SUBSTEPS
+
+STATE_SPEC = mujoco.mjtState.mjSTATE_INTEGRATION
+
+
+@dataclass
+class Sensing:
+    """What one robot perceives: its own body, the objects in view, and its instruction's
+    goal. Experts and local observations read only this."""
+
+    base_xy: np.ndarray  # (2,) world
+    yaw: float
+    joints: np.ndarray  # lift, shoulder, elbow, wrist roll, finger opening
+    handle: np.ndarray  # (3,) world position of this robot's grasp point
+    obj_pos: np.ndarray  # (3,) world position of the main object
+    obj_up: np.ndarray  # (3,) the object's local z axis in world
+    goal: np.ndarray  # (3,) world goal of this task (from the instruction)
+    holding: bool  # own hand's touch sensing: both fingers on the grasp part
+    t: float  # seconds since reset
+
+    def to_robot(self, p: np.ndarray) -> np.ndarray:
+        """Return world point p (x, y[, z]) in this robot's frame (forward, left[, up])."""
+        dx, dy = p[0] - self.base_xy[0], p[1] - self.base_xy[1]
+        c, s = math.cos(self.yaw), math.sin(self.yaw)
+        out = [c * dx + s * dy, -s * dx + c * dy]
+        return np.array(out + ([p[2]] if len(p) > 2 else []))
+
+
+class PhysicalEnv:
+    """One task instance. `reset(seed)` draws object and goal poses; `step(actions)` takes
+    (n, 8) CoBot actions at 50 Hz; `phase` is the number of phases completed (latched)."""
+
+    def __init__(self, task) -> None:
+        self.task = task
+        self.n = task.n_robots
+        self.model = mujoco.MjModel.from_xml_string(task.xml())
+        self.data = mujoco.MjData(self.model)
+        m = self.model
+        self.act_ids = np.array([[m.actuator(f"r{i}_{a}").id for a in
+                                  ("vx", "vy", "wz", "lift", "sh", "el", "wr", "fl", "fr")]
+                                 for i in range(self.n)])
+        self.qadr = np.array([[m.jnt_qposadr[m.joint(f"r{i}_{j}").id] for j in JOINTS]
+                              for i in range(self.n)])
+        self.vadr = np.array([[m.jnt_dofadr[m.joint(f"r{i}_{j}").id] for j in JOINTS]
+                              for i in range(self.n)])
+        self.chassis = [m.body(f"r{i}_chassis").id for i in range(self.n)]
+        self.robot_geoms = [np.array([g for g in range(m.ngeom) if m.body(m.geom_bodyid[g]).name
+                                      .startswith(f"r{i}_")]) for i in range(self.n)]
+        self.fingers = np.array([[m.geom(f"r{i}_fl").id, m.geom(f"r{i}_fr").id]
+                                 for i in range(self.n)])
+        self.grasp_geoms = [np.array([m.geom(g).id for g in names]) for names in task.grasp_geoms()]
+        self.handle_sites = [m.site(s).id for s in task.handle_sites()]
+        self.obj = m.body(task.object_body).id
+        self.obj_dof = m.jnt_dofadr[m.body_jntadr[self.obj]]
+        self._renderer = None
+        self.goal = np.zeros(3)
+        self.rng = np.random.default_rng(0)
+        self.seed = 0
+
+    # -- episode ------------------------------------------------------------------------------
+    def reset(self, seed: int) -> None:
+        """Reset to the task's layout for `seed` (object and goal poses drawn from it)."""
+        self.seed = int(seed)
+        self.rng = np.random.default_rng(self.seed)
+        mujoco.mj_resetData(self.model, self.data)
+        for i in range(self.n):  # folded arms at start
+            self.data.qpos[self.qadr[i, 4]] = 1.2
+            self.data.qpos[self.qadr[i, 5]] = -2.4
+        self.task.reset(self, self.rng)
+        mujoco.mj_forward(self.model, self.data)
+        self.obj_z0 = float(self.data.xpos[self.obj][2])
+        self.obj_pos0 = self.data.xpos[self.obj].copy()
+        self.phase = 0
+        self.phase_step = [None, None, None]
+        self.hold_timer = 0.0
+        self.steps = 0
+        self.task.after_reset(self)
+
+    @property
+    def t(self) -> float:
+        """Return seconds of simulated time since reset."""
+        return self.steps * CONTROL_DT
+
+    def step(self, actions: np.ndarray) -> None:
+        """Apply one control step of (n, 8) actions, simulate 4 physics steps, score phases."""
+        a = np.asarray(actions, dtype=float)
+        if a.shape != (self.n, ACTION_DIM):
+            raise ActionError(f"actions must have shape ({self.n}, {ACTION_DIM}), got {a.shape}")
+        if not np.isfinite(a).all():
+            raise ActionError("actions contain NaN or infinity")
+        a = np.clip(a, ACTION_LOW, ACTION_HIGH)
+        d = self.data
+        yaw = d.qpos[self.qadr[:, 2]]
+        c, s = np.cos(yaw), np.sin(yaw)
+        ctrl = np.empty((self.n, 9))
+        ctrl[:, 0] = c * a[:, 0] - s * a[:, 1]  # robot-frame velocity -> world slides
+        ctrl[:, 1] = s * a[:, 0] + c * a[:, 1]
+        ctrl[:, 2:7] = a[:, 2:7]
+        ctrl[:, 7] = ctrl[:, 8] = np.where(a[:, 7] >= 0.5, FINGER_CLOSED, 0.0)
+        d.ctrl[self.act_ids.ravel()] = ctrl.ravel()
+        mujoco.mj_step(self.model, d, nstep=SUBSTEPS)
+        self.steps += 1
+        self._score()
+
+    def _score(self) -> None:
+        flags = self.task.phase_flags(self)
+        if self.phase == 0 and flags[0]:
+            self._latch(0)
+        elif self.phase == 1 and flags[1]:
+            self._latch(1)
+        elif self.phase == 2:
+            self.hold_timer = self.hold_timer + CONTROL_DT if flags[2] else 0.0
+            if self.hold_timer >= self.task.settle_s - 1e-9:
+                self._latch(2)
+
+    def _latch(self, k: int) -> None:
+        self.phase = k + 1
+        self.phase_step[k] = self.steps
+
+    @property
+    def done(self) -> bool:
+        """Return True once the last phase is complete or the step budget is spent."""
+        return self.phase == 3 or self.steps >= self.task.limit
+
+    # -- physical state -----------------------------------------------------------------------
+    def holds(self) -> np.ndarray:
+        """Return (n,) bools: both of robot i's fingers touch its designated grasp part."""
+        d = self.data
+        g = d.contact.geom[:d.ncon] if d.ncon else np.zeros((0, 2), dtype=int)
+        out = np.zeros(self.n, dtype=bool)
+        for i in range(self.n):
+            ok = True
+            for f in self.fingers[i]:
+                other = np.concatenate([g[g[:, 0] == f, 1], g[g[:, 1] == f, 0]])
+                ok &= bool(np.isin(other, self.grasp_geoms[i]).any())
+            out[i] = ok
+        return out
+
+    def robot_contacts(self) -> int:
+        """Return the number of contacts between bodies of different robots (collisions)."""
+        d = self.data
+        if not d.ncon:
+            return 0
+        owner = np.full(self.model.ngeom, -1)
+        for i, gs in enumerate(self.robot_geoms):
+            owner[gs] = i
+        a, b = owner[d.contact.geom[:d.ncon, 0]], owner[d.contact.geom[:d.ncon, 1]]
+        return int(((a >= 0) & (b >= 0) & (a != b)).sum())
+
+    def obj_tilt_deg(self) -> float:
+        """Return the main object's tilt from upright (degrees)."""
+        zz = self.data.xmat[self.obj].reshape(3, 3)[2, 2]
+        return math.degrees(math.acos(float(np.clip(zz, -1, 1))))
+
+    def obj_speed(self) -> tuple[float, float]:
+        """Return the main object's linear and angular speed."""
+        v = self.data.qvel[self.obj_dof:self.obj_dof + 6]
+        return float(np.linalg.norm(v[:3])), float(np.linalg.norm(v[3:]))
+
+    def sense(self, i: int) -> Sensing:
+        """Return what robot i perceives."""
+        d = self.data
+        q = d.qpos[self.qadr[i]]
+        return Sensing(
+            base_xy=d.xpos[self.chassis[i]][:2].copy(), yaw=float(q[2]),
+            joints=np.array([q[3], q[4], q[5], q[6], FINGER_CLOSED - 0.5 * (q[7] + q[8])]),
+            handle=d.site_xpos[self.handle_sites[i]].copy(),
+            obj_pos=d.xpos[self.obj].copy(), obj_up=d.xmat[self.obj].reshape(3, 3)[:, 2].copy(),
+            goal=self.goal.copy(), holding=bool(self.holds()[i]), t=self.t)
+
+    def proprio(self) -> np.ndarray:
+        """Return (n, 16): base x, y, yaw, lift, shoulder, elbow, wrist, finger; velocities."""
+        d = self.data
+        out = np.zeros((self.n, PROPRIO_DIM))
+        for i in range(self.n):
+            q, v = d.qpos[self.qadr[i]], d.qvel[self.vadr[i]]
+            out[i, :2] = d.xpos[self.chassis[i]][:2]
+            out[i, 2:7] = q[2:7]
+            out[i, 7] = 0.5 * (q[7] + q[8])
+            out[i, 8:15] = v[:7]
+            out[i, 15] = 0.5 * (v[7] + v[8])
+        return out
+
+    def local_obs(self) -> np.ndarray:
+        """Return (n, 30) state observations, each in its own robot's frame: proprio (16),
+        object position (3) and up axis (3), own grasp point (3), goal (3), own touch (1),
+        time (1)."""
+        pro = self.proprio()
+        rows = []
+        for i in range(self.n):
+            s = self.sense(i)
+            c, sn = math.cos(s.yaw), math.sin(s.yaw)
+            up = np.array([c * s.obj_up[0] + sn * s.obj_up[1], -sn * s.obj_up[0] + c * s.obj_up[1],
+                           s.obj_up[2]])
+            rows.append(np.concatenate([pro[i], s.to_robot(s.obj_pos), up, s.to_robot(s.handle),
+                                        s.to_robot(s.goal), [float(s.holding), s.t]]))
+        return np.asarray(rows, dtype=np.float32)
+
+    def get_state(self) -> np.ndarray:
+        """Return the full integration state (restores bit for bit with set_state)."""
+        size = mujoco.mj_stateSize(self.model, STATE_SPEC)
+        out = np.empty(size)
+        mujoco.mj_getState(self.model, self.data, out, STATE_SPEC)
+        return out
+
+    def set_state(self, state: np.ndarray, steps: int, phase: int) -> None:
+        """Restore a state saved by get_state, with its step count and completed phases."""
+        mujoco.mj_setState(self.model, self.data, np.asarray(state, dtype=float), STATE_SPEC)
+        mujoco.mj_forward(self.model, self.data)
+        self.steps, self.phase, self.hold_timer = int(steps), int(phase), 0.0
+        self.phase_step = [0 if k < phase else None for k in range(3)]
+
+    # -- rendering ----------------------------------------------------------------------------
+    def render_ego(self, i: int, width: int = 96, height: int = 96) -> np.ndarray:
+        """Return robot i's egocentric RGB frame (height, width, 3) uint8 (headless GL)."""
+        if self._renderer is None or self._renderer.width != width or \
+                self._renderer.height != height:
+            self.close()
+            os.environ.setdefault("MUJOCO_GL", "egl")
+            self._renderer = mujoco.Renderer(self.model, height=height, width=width)
+        self._renderer.update_scene(self.data, camera=f"r{i}_ego")
+        return self._renderer.render().copy()
+
+    def close(self) -> None:
+        """Release the renderer's GL context."""
+        if self._renderer is not None:
+            self._renderer.close()
+            self._renderer = None

@@ -1,0 +1,119 @@
+"""Decentralized scripted experts: one phase machine per robot that reads only its own
+`Sensing` (own body, the objects in view, its own touch, the instruction's goal), never its
+partners' internal state. Partners coordinate through the object, as human operators do:
+a robot starts carrying only once it sees the object lifted clear, which happens only when
+every partner has lifted its end.
+
+Operator variability per robot and episode (scaled by `noise`): reaction latency before
+each stage change (0-0.3 s), speed (x0.8-1.2), grasp height offset (+-1 cm) and base
+standoff (+-2 cm).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .env import Sensing
+from .robot import SH_H, SH_X, ik2
+
+STANDOFF = 0.62  # base-to-grasp-point distance while holding (m)
+LIFT = 0.15  # torso rise that lifts the object (m)
+
+
+class CarryExpert:
+    """reach -> grasp -> lift -> carry (to the goal) -> lower -> release -> retreat."""
+
+    def __init__(self, rng: np.random.Generator, noise: float, carry_speed: float = 0.35,
+                 turn: float = 0.0) -> None:
+        self.latency = rng.uniform(0, 0.3 * noise, size=8)
+        self.speed = 1.0 + rng.uniform(-0.2, 0.2) * noise
+        self.dz = rng.uniform(-0.01, 0.01) * noise
+        self.dr = rng.uniform(-0.02, 0.02) * noise
+        self.carry_speed = carry_speed
+        self.turn = turn
+        self.stage, self.t_stage, self.k = "reach", 0.0, 0
+        self.arm = (1.2, -2.4)
+        self.lift = 0.0
+        self.obj_z0: float | None = None
+
+    def resume(self, s: Sensing) -> None:
+        """Pick up mid-task (phase-level evaluation from a restored state): infer the stage
+        from own sensing only."""
+        self.obj_z0 = None
+        if s.holding:
+            self.lift = float(s.joints[0])
+            self.arm = (float(s.joints[1]), float(s.joints[2]))
+            self.stage = "carry" if self.lift >= 0.7 * LIFT else "lift"
+        else:
+            self.stage = "reach"
+        self.t_stage = 0.0
+
+    def _go(self, stage: str) -> None:
+        self.stage, self.t_stage = stage, 0.0
+        self.k += 1
+
+    def _ready(self, after: float) -> bool:
+        """Return True once `after` seconds plus this robot's reaction latency have passed."""
+        return self.t_stage >= after + self.latency[self.k % len(self.latency)]
+
+    def act(self, s: Sensing, dt: float) -> np.ndarray:
+        """Return this robot's 8-D action."""
+        self.t_stage += dt
+        if self.obj_z0 is None:
+            self.obj_z0 = float(s.obj_pos[2])
+        h = s.to_robot(s.handle)
+        fwd, lat = float(h[0]), float(h[1])
+        lift_q = float(s.joints[0])
+        vx = vy = wz = 0.0
+        grip = 0.0
+        if self.stage == "reach":
+            ex, ey = fwd - (STANDOFF + self.dr), lat
+            vx, vy = 2.0 * ex, 2.0 * ey
+            wz = 2.0 * math.atan2(lat, max(fwd, 0.1))
+            r, z = fwd - SH_X, h[2] + self.dz - (SH_H + lift_q)
+            if self.t_stage < 0.6:  # come from above and behind the grasp point
+                z, r = z + 0.12, r - 0.15
+            elif self.t_stage < 1.1:
+                r -= 0.15
+            self.arm = ik2(r, z)
+            if self._ready(1.5) and abs(ex) < 0.03 and abs(ey) < 0.03:
+                self._go("grasp")
+        elif self.stage == "grasp":
+            grip = 1.0
+            if self._ready(0.5):
+                self._go("lift" if s.holding else "regrasp")
+        elif self.stage == "regrasp":  # open, back off and try again
+            self.arm = ik2(fwd - SH_X - 0.15, h[2] - (SH_H + lift_q))
+            if self.t_stage > 0.4:
+                self._go("reach")
+        elif self.stage == "lift":
+            grip = 1.0
+            self.lift = min(LIFT, self.lift + 0.25 * self.speed * dt)
+            lifted = s.obj_pos[2] - self.obj_z0
+            if self.lift >= LIFT and lifted > 0.7 * LIFT and self._ready(0.3):
+                self._go("carry")
+        elif self.stage == "carry":
+            grip = 1.0
+            err = s.goal[:2] - s.obj_pos[:2]
+            v = np.clip(1.2 * err, -self.carry_speed * self.speed, self.carry_speed * self.speed)
+            # stay at the grasp point: the object's motion (partners' pull) leads the base
+            ex, ey = fwd - (STANDOFF + self.dr), lat
+            c, sn = math.cos(s.yaw), math.sin(s.yaw)
+            vx = c * v[0] + sn * v[1] + 1.5 * ex
+            vy = -sn * v[0] + c * v[1] + 1.5 * ey
+            if np.linalg.norm(err) < 0.02 and self._ready(0.5):
+                self._go("lower")
+        elif self.stage == "lower":
+            grip = 1.0
+            self.lift = max(0.0, self.lift - 0.25 * self.speed * dt)
+            if self.lift <= 0.0 and self._ready(0.4):
+                self._go("release")
+        elif self.stage == "release":
+            if self._ready(0.4):
+                self._go("retreat")
+        elif self.stage == "retreat":
+            vx = -0.15 if self.t_stage < 1.0 else 0.0
+            self.arm = (1.2, -2.4)
+        return np.array([vx, vy, wz, self.lift, self.arm[0], self.arm[1], 0.0, grip])

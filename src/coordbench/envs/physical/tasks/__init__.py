@@ -1,0 +1,20 @@
+"""The task registry."""
+
+from __future__ import annotations
+
+from coordbench.errors import ConfigError
+
+from .base import Phase, Task
+from .carry import BigTable, CoCarry
+
+TASKS = {cls().name: cls for cls in (CoCarry, BigTable)}
+
+
+def get_task(name: str) -> Task:
+    """Return a new task object by name, or raise ConfigError listing the names."""
+    if name not in TASKS:
+        raise ConfigError(f"unknown physical task {name!r}; available: {', '.join(TASKS)}")
+    return TASKS[name]()
+
+
+__all__ = ["TASKS", "Phase", "Task", "get_task"]

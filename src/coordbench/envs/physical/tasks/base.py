@@ -1,0 +1,60 @@
+"""What a physical task defines: robots, objects, randomization, three latched phases, the
+language instructions, and a decentralized scripted expert per robot."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One of a task's three sequential phases."""
+
+    name: str
+    criterion: str  # the state-based test, in words
+    collaborative: bool  # needs more than one robot acting together (our label)
+
+
+@dataclass
+class Task:
+    """Base class; subclasses fill in the geometry, the phases and the expert."""
+
+    name: str = ""
+    n_robots: int = 2
+    movement: str = "high"  # base movement: low | high (the paper's 2x2 taxonomy)
+    coupling: str = "high"  # physical coupling: low | high | mixed
+    limit: int = 1000  # control steps (50 Hz)
+    settle_s: float = 0.2  # how long the last phase's condition must hold
+    phases: tuple[Phase, Phase, Phase] = ()  # type: ignore[assignment]
+    instructions: dict[str, str] = field(default_factory=dict)
+    adaptation: str = ""  # how the paper's task was adapted to the CoBot embodiment
+    object_body: str = "object"
+
+    def xml(self) -> str:
+        """Return the task's MJCF model."""
+        raise NotImplementedError
+
+    def grasp_geoms(self) -> list[list[str]]:
+        """Return, per robot, the geoms its fingers must both touch to count as holding."""
+        raise NotImplementedError
+
+    def handle_sites(self) -> list[str]:
+        """Return, per robot, the site marking its grasp point."""
+        raise NotImplementedError
+
+    def reset(self, env, rng: np.random.Generator) -> None:
+        """Randomize object and goal poses (writes env.data.qpos and env.goal)."""
+        raise NotImplementedError
+
+    def after_reset(self, env) -> None:
+        """Hook after the first forward pass (e.g. record rest heights)."""
+
+    def phase_flags(self, env) -> tuple[bool, bool, bool]:
+        """Return the raw predicates of p1, p2 and p3 in the current state."""
+        raise NotImplementedError
+
+    def expert(self, env, i: int, rng: np.random.Generator, noise: float):
+        """Return robot i's scripted expert (noise 0 = nominal; 1 = full operator noise)."""
+        raise NotImplementedError

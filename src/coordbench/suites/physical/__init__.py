@@ -1,0 +1,1 @@
+"""The physical collaboration suite: rollouts, demonstrations, evaluation, baselines."""

@@ -1,0 +1,125 @@
+"""Demonstrations: noisy decentralized experts, rejection-sampled, saved with full simulator
+states, actions, observations (proprioception first) and phases; egocentric frames are
+rendered afterwards by replaying the saved states (state-only users never pay for them).
+
+Files per task in the output directory: `<task>_train.npz`, `<task>_val.npz` (episodes
+concatenated; `episode_start` gives the offsets) and `<task>_meta.json`.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from coordbench.core.atomic import write_atomic, write_atomic_bytes
+from coordbench.envs.physical.env import PhysicalEnv
+from coordbench.envs.physical.robot import ACTION_DIM, PROPRIO_DIM
+from coordbench.envs.physical.tasks import get_task
+from coordbench.errors import RunDirError
+
+from .rollout import ExpertPolicy, run
+
+DEMO_SEED0 = 100_000  # demonstration seeds never overlap evaluation seeds 1..N
+IMAGE_EVERY = 5  # render at 10 Hz (every 5th 50 Hz control step)
+TRAIN_SHARE = 5 / 6  # 50 of 60
+
+
+def make_demos(task_name: str, n: int, out: Path, *, images: bool = False,
+               size: int = 64, noise: float = 1.0, batch: int = 8) -> dict[str, Any]:
+    """Record `n` successful noisy-expert demonstrations of `task_name` into `out`; return
+    the metadata (including the rejection rate)."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    kept: list[tuple[int, Any, Any]] = []
+    tried = 0
+    seed = DEMO_SEED0
+    while len(kept) < n:
+        seeds = list(range(seed, seed + batch))
+        seed += batch
+        trs, recs = run(task_name, ExpertPolicy(noise), seeds, record=True)
+        for s, tr, rec in zip(seeds, trs, recs, strict=True):
+            tried += 1
+            if tr.end and tr.end.success and len(kept) < n:
+                kept.append((s, tr, rec))
+        if tried > 5 * n + 50:
+            raise RunDirError(f"{task_name}: the noisy expert succeeded in only {len(kept)} of "
+                              f"{tried} demonstration attempts")
+    n_train = max(1, round(n * TRAIN_SHARE)) if n > 1 else 1
+    splits = {"train": kept[:n_train], "val": kept[n_train:]}
+    task = get_task(task_name)
+    meta = {"task": task_name, "n_robots": task.n_robots, "noise": noise,
+            "episodes": {k: len(v) for k, v in splits.items()}, "attempts": tried,
+            "rejection_rate": round(1 - n / tried, 4), "action_dim": ACTION_DIM,
+            "proprio_dim": PROPRIO_DIM, "obs": "local_obs (PhysicalEnv.local_obs)",
+            "images": images, "image_size": size if images else None,
+            "image_every": IMAGE_EVERY if images else None}
+    for split, eps in splits.items():
+        if not eps:
+            continue
+        write_atomic_bytes(out / f"{task_name}_{split}.npz",
+                           _pack(task_name, eps, images=images, size=size))
+    write_atomic(out / f"{task_name}_meta.json", json.dumps(meta, indent=1) + "\n")
+    return meta
+
+
+def _pack(task_name: str, eps, *, images: bool, size: int) -> bytes:
+    starts = np.cumsum([0] + [len(rec.actions) for _, _, rec in eps])
+    arrays = {
+        "seeds": np.array([s for s, _, _ in eps]),
+        "episode_start": starts,
+        "states": np.concatenate([np.stack(rec.states) for _, _, rec in eps]),
+        "actions": np.concatenate([np.stack(rec.actions) for _, _, rec in eps]),
+        "obs": np.concatenate([np.stack(rec.obs) for _, _, rec in eps]),
+        "phase": np.concatenate([np.array(rec.phase) for _, _, rec in eps]),
+        "phase_steps": np.array([[_phase_step(tr, p) for p in (1, 2, 3)] for _, tr, _ in eps]),
+    }
+    if images:
+        arrays["frames"], arrays["frame_index"] = render_frames(task_name, arrays, size)
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **arrays)
+    return buf.getvalue()
+
+
+def _phase_step(tr, p: int) -> int:
+    from coordbench.core.trajectory import PhysicalPhaseEvent
+
+    return next(e.t for e in tr.steps(PhysicalPhaseEvent) if e.phase == p)
+
+
+def render_frames(task_name: str, arrays: dict[str, np.ndarray],
+                  size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Return every robot's egocentric frames at 10 Hz, rendered by replaying the saved
+    states, and the row index of each frame."""
+    env = PhysicalEnv(get_task(task_name))
+    env.reset(0)
+    rows = []
+    for e in range(len(arrays["seeds"])):
+        a, b = arrays["episode_start"][e], arrays["episode_start"][e + 1]
+        rows.extend(range(a, b, IMAGE_EVERY))
+    frames = np.zeros((len(rows), env.n, size, size, 3), dtype=np.uint8)
+    try:
+        for k, r in enumerate(rows):
+            env.set_state(arrays["states"][r], 0, 0)
+            for i in range(env.n):
+                frames[k, i] = env.render_ego(i, size, size)
+    finally:
+        env.close()
+    return frames, np.array(rows)
+
+
+def load_demos(path: Path) -> dict[str, np.ndarray]:
+    """Return a demonstration split's arrays, or raise RunDirError naming the problem."""
+    path = Path(path)
+    if not path.is_file():
+        raise RunDirError(f"demonstration file {path} does not exist (make it with "
+                          f"`coordbench physical demos`)")
+    try:
+        with np.load(path) as z:
+            return {k: z[k] for k in z.files}
+    except Exception as exc:  # numpy raises several types for damaged archives
+        raise RunDirError(f"demonstration file {path} is corrupt ({type(exc).__name__})") \
+            from None

@@ -1,0 +1,175 @@
+"""Rollouts of a policy on a physical task, many seeds in lockstep, recorded as trajectories.
+
+A policy maps the current environments to actions: `act(envs) -> [(n, 8) per env]`, after
+`reset(envs)`. Learned policies batch their forward pass over the lockstep environments;
+experts run one decentralized phase machine per robot.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from coordbench.core.provenance import git_sha, version
+from coordbench.core.trajectory import (
+    AgentSpec,
+    EpisodeEndEvent,
+    PhysicalCouplingEvent,
+    PhysicalPhaseEvent,
+    Trajectory,
+    TrajectoryHeader,
+)
+from coordbench.envs.physical.env import PhysicalEnv
+from coordbench.envs.physical.scene import CONTROL_DT
+from coordbench.envs.physical.tasks import get_task
+
+
+class Policy(Protocol):
+    """What a physical-suite policy provides."""
+
+    name: str
+
+    def reset(self, envs: list[PhysicalEnv], resume: bool = False) -> None:
+        """Start episodes in `envs` (resume: from a restored mid-task state)."""
+
+    def act(self, envs: list[PhysicalEnv]) -> list[np.ndarray]:
+        """Return one (n, 8) action array per environment."""
+
+
+class ExpertPolicy:
+    """The decentralized scripted experts; `noise` scales operator variability (0 = none)."""
+
+    def __init__(self, noise: float = 0.0) -> None:
+        self.noise = noise
+        self.name = "expert" if noise == 0 else "expert_noisy"
+        self.experts: dict[int, list] = {}
+
+    def reset(self, envs: list[PhysicalEnv], resume: bool = False) -> None:
+        """Draw each robot's operator variability from (seed, robot)."""
+        self.experts = {}
+        for env in envs:
+            team = []
+            for i in range(env.n):
+                rng = np.random.default_rng([env.seed, i, 7919])
+                ex = env.task.expert(env, i, rng, self.noise)
+                if resume:
+                    ex.resume(env.sense(i))
+                team.append(ex)
+            self.experts[id(env)] = team
+
+    def act(self, envs: list[PhysicalEnv]) -> list[np.ndarray]:
+        """Return every robot's action from its own sensing."""
+        return [np.stack([ex.act(env.sense(i), CONTROL_DT)
+                          for i, ex in enumerate(self.experts[id(env)])]) for env in envs]
+
+
+@dataclass
+class CouplingMonitor:
+    """Turns per-step physical state into coupling events."""
+
+    n: int
+    first_hold: int | None = None
+    lag_done: bool = False
+    was_all: bool = False
+    contact_run: int = 0
+    events: list[PhysicalCouplingEvent] = field(default_factory=list)
+
+    def update(self, env: PhysicalEnv) -> None:
+        """Inspect the state after one control step."""
+        t, holds = env.steps, env.holds()
+        if holds.any() and self.first_hold is None:
+            self.first_hold = t
+        if holds.all() and not self.lag_done and self.first_hold is not None:
+            self.lag_done = True
+            self.events.append(PhysicalCouplingEvent(
+                t=t, kind="partner_lag", robots=list(range(self.n)),
+                value=round((t - self.first_hold) * CONTROL_DT, 3)))
+        lifted = env.data.xpos[env.obj][2] - env.obj_z0 > 0.03
+        if self.was_all and not holds.all() and lifted and env.phase < 3:
+            self.events.append(PhysicalCouplingEvent(
+                t=t, kind="drop", robots=[int(i) for i in np.flatnonzero(~holds)]))
+        self.was_all = bool(holds.all())
+        touching = env.robot_contacts() > 0
+        if touching:
+            self.contact_run += 1
+        elif self.contact_run:
+            self.events.append(PhysicalCouplingEvent(t=t, kind="robot_collision",
+                                                     robots=list(range(self.n)),
+                                                     value=float(self.contact_run)))
+            self.contact_run = 0
+
+
+@dataclass
+class EpisodeRecord:
+    """Per-step arrays of one rollout (for demonstrations)."""
+
+    states: list[np.ndarray] = field(default_factory=list)
+    actions: list[np.ndarray] = field(default_factory=list)
+    obs: list[np.ndarray] = field(default_factory=list)
+    phase: list[int] = field(default_factory=list)
+
+
+def run(task_name: str, policy: Policy, seeds: list[int], *, record: bool = False,
+        starts: list[tuple[np.ndarray, int, int]] | None = None, budget: int | None = None,
+        until_phase: int = 3, condition: str = "") -> tuple[list[Trajectory],
+                                                            list[EpisodeRecord]]:
+    """Roll `policy` out on `task_name` for each seed in lockstep; return (trajectories,
+    per-step records if `record`).
+
+    `starts` (phase-level evaluation): per seed, (state, step, completed phases) to restore
+    instead of a fresh reset; `until_phase` stops an episode once that many phases are done;
+    `budget` caps control steps after the start (default: the task's limit).
+    """
+    task = get_task(task_name)
+    envs = [PhysicalEnv(task) for _ in seeds]
+    for k, (env, seed) in enumerate(zip(envs, seeds, strict=True)):
+        env.reset(seed)
+        if starts is not None:
+            state, step, phase = starts[k]
+            env.set_state(state, step, phase)
+    policy.reset(envs, resume=starts is not None)
+    start_steps = [env.steps for env in envs]
+    limit = [s + (budget or task.limit) for s in start_steps]
+    monitors = [CouplingMonitor(task.n_robots) for _ in envs]
+    records = [EpisodeRecord() for _ in envs]
+    phase_events: list[list[PhysicalPhaseEvent]] = [[] for _ in envs]
+    active = [True] * len(envs)
+    while any(active):
+        idx = [k for k, a in enumerate(active) if a]
+        acts = policy.act([envs[k] for k in idx])
+        for k, a in zip(idx, acts, strict=True):
+            env = envs[k]
+            if record:
+                records[k].states.append(env.get_state())
+                records[k].obs.append(env.local_obs())
+                records[k].actions.append(np.asarray(a, dtype=np.float32))
+                records[k].phase.append(env.phase)
+            before = env.phase
+            env.step(a)
+            monitors[k].update(env)
+            for p in range(before, env.phase):
+                ph = task.phases[p]
+                phase_events[k].append(PhysicalPhaseEvent(
+                    t=env.steps, phase=p + 1, name=ph.name, collaborative=ph.collaborative))
+            if env.phase >= until_phase or env.steps >= limit[k]:
+                active[k] = False
+    trajectories = []
+    for k, (env, seed) in enumerate(zip(envs, seeds, strict=True)):
+        events = sorted(phase_events[k] + monitors[k].events, key=lambda e: e.t)
+        success = env.phase >= until_phase
+        events.append(EpisodeEndEvent(t=env.steps, success=success,
+                                      termination="success" if success else "truncated"))
+        header = TrajectoryHeader(
+            episode_id=f"{condition or task_name}/seed{seed:04d}", suite="physical",
+            task_id=task_name, seed=int(seed), policy=policy.name,
+            team=[AgentSpec(id=f"robot{i}", driver=policy.name) for i in range(env.n)],
+            params={"n_robots": env.n, "start_step": start_steps[k],
+                    "start_phase": starts[k][2] if starts else 0, "until_phase": until_phase,
+                    "control_dt": CONTROL_DT, "movement": task.movement,
+                    "coupling": task.coupling,
+                    "collaborative": [p.collaborative for p in task.phases]},
+            coordbench_version=version(), git_sha=git_sha())
+        trajectories.append(Trajectory(header=header, events=events))
+    return trajectories, records
