@@ -25,6 +25,9 @@ models_app = typer.Typer(no_args_is_help=True, help="Model registry: list and ch
 app.add_typer(models_app, name="models")
 cons_app = typer.Typer(no_args_is_help=True, help="Coordination constructs D1-D4.")
 app.add_typer(cons_app, name="constructs")
+phys_app = typer.Typer(no_args_is_help=True,
+                       help="Physical multi-robot collaboration (MuJoCo): demos, eval, train.")
+app.add_typer(phys_app, name="physical")
 
 err = Console(stderr=True)
 # Tables are wide; when stdout is a file or a pipe, do not squeeze them into 80 columns.
@@ -577,6 +580,122 @@ def models_check(alias: str = typer.Argument(..., help="Model alias."),
         raise ConfigError(f"model {alias!r} at {where} failed: {done.error}")
     out.print(f"{alias}: ok ({done.latency_s:.2f} s, {done.prompt_tokens}+"
               f"{done.completion_tokens} tokens): {done.text.strip()[:60]!r}")
+
+
+def _physical_tasks(task: str) -> list[str]:
+    from coordbench.envs.physical.tasks import TASKS, get_task
+
+    if task == "all":
+        return list(TASKS)
+    get_task(task)
+    return [task]
+
+
+@phys_app.command("demos")
+def physical_demos(
+    task: str = typer.Option(..., help="Task name or all."),
+    n: int = typer.Option(60, help="Successful demonstrations per task (5/6 train)."),
+    images: bool = typer.Option(False, "--images", help="Also render egocentric frames "
+                                                        "(10 Hz, replayed from states)."),
+    size: int = typer.Option(64, help="Frame size (pixels, square)."),
+    out_dir: Path = typer.Option(Path("runs/demos"), "--out", help="Output directory."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Record noisy-expert demonstrations (full states, actions, observations, phases)."""
+    from coordbench.suites.physical.demos import make_demos
+
+    if n < 1 or size < 16:
+        raise ConfigError("--n must be >= 1 and --size >= 16")
+    metas = {}
+    for name in _physical_tasks(task):
+        metas[name] = make_demos(name, n, out_dir, images=images, size=size)
+        if not as_json:
+            m = metas[name]
+            out.print(f"{name}: {m['episodes']} episodes, rejection rate "
+                      f"{m['rejection_rate']:.1%} -> {out_dir}")
+    if as_json:
+        sys.stdout.write(json.dumps(metas) + "\n")
+
+
+@phys_app.command("eval")
+def physical_eval(
+    task: str = typer.Option(..., help="Task name or all."),
+    policy: str = typer.Option("expert", help="expert | expert_noisy | PATH (checkpoint)"),
+    rollouts: int = typer.Option(100, help="Rollouts with seeds 1..N."),
+    phase_level: bool = typer.Option(False, "--phase-level", help="Also run phase-level "
+                                     "evaluation from demonstrations."),
+    demos: Path = typer.Option(Path("runs/demos"), help="Demonstrations directory "
+                                                       "(for --phase-level)."),
+    per_phase: int = typer.Option(50, help="Phase-level rollouts per phase."),
+    out_dir: Path = typer.Option(Path("runs/physical"), "--out", help="Run directory "
+                                                                      "(resumable)."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Evaluate a policy: success and cumulative phase rates with 95% CIs (per task)."""
+    from coordbench.core.rundir import RunDir
+    from coordbench.suites.physical.evaluate import (
+        evaluate_main,
+        evaluate_phases,
+        main_summary,
+        phase_summary,
+    )
+
+    if rollouts < 1 or per_phase < 1:
+        raise ConfigError("--rollouts and --per-phase must be >= 1")
+    names = _physical_tasks(task)
+    run_dir = RunDir.create_or_open(out_dir, command=_command_line())
+    payload = {}
+    with _progress(as_json) as prog:
+        for name in names:
+            bar = prog.add_task(f"{name} {Path(policy).name}", total=rollouts)
+            trs = evaluate_main(name, policy, rollouts, run_dir,
+                                on_done=lambda k, b=bar: prog.advance(b, k))
+            summ = main_summary(trs)
+            entry = {"success": _estimate_json(summ["success"]),
+                     "phases": {k: _estimate_json(v) for k, v in summ["phases"].items()},
+                     "failure": summ["failure"],
+                     "coupling": {k: _estimate_json(v) for k, v in summ["coupling"].items()}}
+            if phase_level:
+                pbar = prog.add_task(f"{name} phase level", total=3 * per_phase)
+                by_phase = evaluate_phases(name, policy, demos / f"{name}_train.npz", run_dir,
+                                           per_phase=per_phase,
+                                           on_done=lambda k, b=pbar: prog.advance(b, k))
+                ps = phase_summary(name, by_phase)
+                entry["phase_level"] = {
+                    "phases": {k: _estimate_json(v) for k, v in ps["phases"].items()},
+                    "collaborative": _estimate_json(ps["collaborative"]),
+                    "non_collaborative": _estimate_json(ps["non_collaborative"])}
+            payload[name] = entry
+    if as_json:
+        sys.stdout.write(json.dumps(payload) + "\n")
+        return
+    from rich.table import Table
+
+    table = Table(title=f"physical: {policy}, seeds 1..{rollouts}")
+    for col in ("task", "success", "p1", "p2", "p3", "fails at p1/p2/p3", "drops"):
+        table.add_column(col, justify="right" if col != "task" else "left")
+    for name, e in payload.items():
+        f = e["failure"]
+        table.add_row(name, _pct(e["success"]), *(_pct(e["phases"][p]) for p in
+                                                  ("p1", "p2", "p3")),
+                      f"{f['fail_p1']:.0%}/{f['fail_p2']:.0%}/{f['fail_p3']:.0%}",
+                      f"{e['coupling']['drops']['mean']:.2f}")
+    out.print(table)
+    for name, e in payload.items():
+        if "phase_level" in e:
+            pl = e["phase_level"]
+            out.print(f"{name} phase level: " + ", ".join(
+                f"{k} {_pct(v)}" for k, v in pl["phases"].items()) +
+                f"; collaborative {_pct(pl['collaborative'])}, non-collaborative "
+                f"{_pct(pl['non_collaborative'])}")
+    out.print(f"run directory: {run_dir.path}")
+
+
+def _pct(e: dict) -> str:
+    if e["mean"] is None:
+        return "n/a"
+    ci = f" ± {100 * e['ci95']:.1f}" if e.get("ci95") is not None else ""
+    return f"{100 * e['mean']:.1f}%{ci}"
 
 
 def main() -> None:

@@ -29,6 +29,7 @@ class Sensing:
     handle: np.ndarray  # (3,) world position of this robot's grasp point
     obj_pos: np.ndarray  # (3,) world position of the main object
     obj_up: np.ndarray  # (3,) the object's local z axis in world
+    obj_lift: float  # how far the object is above where it rests (m)
     goal: np.ndarray  # (3,) world goal of this task (from the instruction)
     holding: bool  # own hand's touch sensing: both fingers on the grasp part
     t: float  # seconds since reset
@@ -181,6 +182,7 @@ class PhysicalEnv:
             joints=np.array([q[3], q[4], q[5], q[6], FINGER_CLOSED - 0.5 * (q[7] + q[8])]),
             handle=d.site_xpos[self.handle_sites[i]].copy(),
             obj_pos=d.xpos[self.obj].copy(), obj_up=d.xmat[self.obj].reshape(3, 3)[:, 2].copy(),
+            obj_lift=float(d.xpos[self.obj][2] - self.obj_z0),
             goal=self.goal.copy(), holding=bool(self.holds()[i]), t=self.t)
 
     def proprio(self) -> np.ndarray:

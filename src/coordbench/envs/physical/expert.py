@@ -36,12 +36,10 @@ class CarryExpert:
         self.stage, self.t_stage, self.k = "reach", 0.0, 0
         self.arm = (1.2, -2.4)
         self.lift = 0.0
-        self.obj_z0: float | None = None
 
     def resume(self, s: Sensing) -> None:
         """Pick up mid-task (phase-level evaluation from a restored state): infer the stage
         from own sensing only."""
-        self.obj_z0 = None
         if s.holding:
             self.lift = float(s.joints[0])
             self.arm = (float(s.joints[1]), float(s.joints[2]))
@@ -61,8 +59,6 @@ class CarryExpert:
     def act(self, s: Sensing, dt: float) -> np.ndarray:
         """Return this robot's 8-D action."""
         self.t_stage += dt
-        if self.obj_z0 is None:
-            self.obj_z0 = float(s.obj_pos[2])
         h = s.to_robot(s.handle)
         fwd, lat = float(h[0]), float(h[1])
         lift_q = float(s.joints[0])
@@ -91,8 +87,7 @@ class CarryExpert:
         elif self.stage == "lift":
             grip = 1.0
             self.lift = min(LIFT, self.lift + 0.25 * self.speed * dt)
-            lifted = s.obj_pos[2] - self.obj_z0
-            if self.lift >= LIFT and lifted > 0.7 * LIFT and self._ready(0.3):
+            if self.lift >= LIFT and s.obj_lift > 0.7 * LIFT and self._ready(0.3):
                 self._go("carry")
         elif self.stage == "carry":
             grip = 1.0

@@ -42,8 +42,10 @@ def make_demos(task_name: str, n: int, out: Path, *, images: bool = False,
         seed += batch
         trs, recs = run(task_name, ExpertPolicy(noise), seeds, record=True)
         for s, tr, rec in zip(seeds, trs, recs, strict=True):
+            if len(kept) == n:
+                break
             tried += 1
-            if tr.end and tr.end.success and len(kept) < n:
+            if tr.end and tr.end.success:
                 kept.append((s, tr, rec))
         if tried > 5 * n + 50:
             raise RunDirError(f"{task_name}: the noisy expert succeeded in only {len(kept)} of "

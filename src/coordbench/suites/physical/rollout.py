@@ -65,6 +65,9 @@ class ExpertPolicy:
                           for i, ex in enumerate(self.experts[id(env)])]) for env in envs]
 
 
+DROP_STEPS = 5
+
+
 @dataclass
 class CouplingMonitor:
     """Turns per-step physical state into coupling events."""
@@ -72,7 +75,7 @@ class CouplingMonitor:
     n: int
     first_hold: int | None = None
     lag_done: bool = False
-    was_all: bool = False
+    lost_for: int = 0
     contact_run: int = 0
     events: list[PhysicalCouplingEvent] = field(default_factory=list)
 
@@ -87,10 +90,15 @@ class CouplingMonitor:
                 t=t, kind="partner_lag", robots=list(range(self.n)),
                 value=round((t - self.first_hold) * CONTROL_DT, 3)))
         lifted = env.data.xpos[env.obj][2] - env.obj_z0 > 0.03
-        if self.was_all and not holds.all() and lifted and env.phase < 3:
-            self.events.append(PhysicalCouplingEvent(
-                t=t, kind="drop", robots=[int(i) for i in np.flatnonzero(~holds)]))
-        self.was_all = bool(holds.all())
+        # a drop: some robot without hold for 0.1 s while the object is up (touch sensing
+        # flickers for a step or two while the fingers slide; that is not a drop)
+        if self.lag_done and lifted and not holds.all() and env.phase < 3:
+            self.lost_for += 1
+            if self.lost_for == DROP_STEPS:
+                self.events.append(PhysicalCouplingEvent(
+                    t=t, kind="drop", robots=[int(i) for i in np.flatnonzero(~holds)]))
+        else:
+            self.lost_for = 0
         touching = env.robot_contacts() > 0
         if touching:
             self.contact_run += 1
