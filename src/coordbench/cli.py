@@ -691,6 +691,40 @@ def physical_eval(
     out.print(f"run directory: {run_dir.path}")
 
 
+@phys_app.command("train")
+def physical_train(
+    task: str = typer.Option(..., help="Task name."),
+    algo: str = typer.Option("bc", help="bc | act | dp"),
+    obs: str = typer.Option("state", help="state | image"),
+    scope: str = typer.Option("local", help="local (own observation) | global (all robots')"),
+    sharing: str = typer.Option("separate", help="separate (one network per robot) | shared"),
+    agent_id: bool = typer.Option(False, "--agent-id", help="Shared networks: add a robot id."),
+    steps: int = typer.Option(2000, help="Gradient steps per network."),
+    batch: int = typer.Option(64, help="Batch size."),
+    seed: int = typer.Option(0, help="Training seed."),
+    demos: Path = typer.Option(Path("runs/demos"), help="Demonstrations directory."),
+    out_path: Path | None = typer.Option(None, "--out", help="Checkpoint file (.pt)."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Train an imitation baseline (BC, ACT-style, DP-style) on a task's demonstrations."""
+    _need_torch()
+    from coordbench.envs.physical.tasks import get_task
+    from coordbench.suites.physical.baselines import default_config, train_policy
+
+    t = get_task(task)
+    cfg = default_config(task, algo, t.n_robots, obs=obs, scope=scope, sharing=sharing,
+                         agent_id=agent_id, steps=steps, batch=batch, seed=seed)
+    tag = f"{algo}_{obs}_{scope}_{sharing}{'_id' if agent_id else ''}_seed{seed}"
+    out_path = out_path or Path("runs/policies") / f"{task}_{tag}.pt"
+    res = train_policy(cfg, demos, out_path)
+    if as_json:
+        sys.stdout.write(json.dumps(res) + "\n")
+        return
+    val = "" if res["val_loss"] is None else f", val loss {res['val_loss']:.4f}"
+    out.print(f"{task} {tag}: train loss {res['train_loss']:.4f}{val} "
+              f"({res['parameters']:,} parameters, {res['train_s']:.0f} s) -> {out_path}")
+
+
 def _pct(e: dict) -> str:
     if e["mean"] is None:
         return "n/a"

@@ -18,6 +18,7 @@ from coordbench.core.rundir import RunDir
 from coordbench.core.stats import Estimate, mean_ci
 from coordbench.core.trajectory import Trajectory
 from coordbench.envs.physical.tasks import get_task
+from coordbench.errors import ConfigError
 from coordbench.metrics.physical import episode_metrics, failure_breakdown, summarize
 
 from .demos import load_demos
@@ -26,15 +27,19 @@ from .rollout import ExpertPolicy, Policy, run
 PHASE_BUDGET = 600  # control steps (12 s) per phase in phase-level evaluation
 
 
-def make_policy(spec: str) -> Policy:
-    """Return the policy named `spec`: expert, expert_noisy, or a trained checkpoint path."""
+def make_policy(spec: str, task: str) -> Policy:
+    """Return the policy named `spec` for `task`: expert, expert_noisy, or a trained
+    checkpoint path (which must have been trained on `task`)."""
     if spec == "expert":
         return ExpertPolicy(0.0)
     if spec == "expert_noisy":
         return ExpertPolicy(1.0)
     from .baselines import load_policy
 
-    return load_policy(Path(spec))
+    policy = load_policy(Path(spec))
+    if policy.cfg.task != task:
+        raise ConfigError(f"policy {spec} was trained on {policy.cfg.task}, not {task}")
+    return policy
 
 
 def policy_label(spec: str) -> str:
@@ -59,7 +64,7 @@ def evaluate_main(task_name: str, policy_spec: str, rollouts: int, run_dir: RunD
                   batch: int = 16, on_done=None) -> list[Trajectory]:
     """Run (or resume) `rollouts` episodes with seeds 1..N; return their trajectories."""
     get_task(task_name)
-    policy = make_policy(policy_spec)
+    policy = make_policy(policy_spec, task_name)
     condition = f"physical_{task_name}_{policy_label(policy_spec)}_main"
     run_dir.register(condition, {"task": task_name, "policy": policy_spec, "protocol": "main"})
     seeds = list(range(1, rollouts + 1))
@@ -77,7 +82,7 @@ def evaluate_phases(task_name: str, policy_spec: str, demos: Path, run_dir: RunD
     {phase: trajectories}."""
     task = get_task(task_name)
     data = load_demos(demos)
-    policy = make_policy(policy_spec)
+    policy = make_policy(policy_spec, task_name)
     n_eps = min(per_phase, len(data["seeds"]))
     out = {}
     for k in (1, 2, 3):

@@ -1,0 +1,436 @@
+"""Imitation-learning baselines of the physical suite, in plain PyTorch (CPU, one thread).
+
+- bc:  an MLP from the observation to the next action.
+- act: ACT-style: a CVAE whose decoder is a transformer with one learned query per future
+       step, predicting a chunk of `chunk` actions (L1 + beta KL); executed open loop for
+       `execute` steps, then re-queried; the latent is zero at test time.
+- dp:  Diffusion-Policy-style: a denoiser conditioned on the observation predicts the noise
+       of a `chunk`-step action sequence (DDPM training, 50 steps, cosine schedule);
+       sampled with 10 deterministic DDIM steps.
+
+Observations (the paper's ablation): `scope` local = the robot's own observation (state: its
+`local_obs` row; image: its own egocentric frame plus its proprioception), global = every
+robot's local observation concatenated; `sharing` separate = one network per robot, shared =
+one network for all robots (with or without a one-hot agent id).
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import time
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from coordbench.core.atomic import write_atomic_bytes
+from coordbench.envs.physical.robot import ACTION_DIM, ACTION_HIGH, ACTION_LOW, PROPRIO_DIM
+from coordbench.errors import ConfigError, CoordbenchError
+
+from .demos import load_demos
+
+ALGOS = ("bc", "act", "dp")
+FORMAT = "coordbench-physical-policy"
+_MID = torch.tensor((ACTION_HIGH + ACTION_LOW) / 2, dtype=torch.float32)
+_HALF = torch.tensor((ACTION_HIGH - ACTION_LOW) / 2, dtype=torch.float32)
+
+
+class PolicyCheckpointError(CoordbenchError):
+    """A physical policy checkpoint that is missing, corrupt, or made for something else."""
+
+
+@dataclass
+class PolicyConfig:
+    """Everything that defines a baseline policy and its training."""
+
+    task: str
+    algo: str = "bc"
+    obs: str = "state"  # state | image
+    scope: str = "local"  # local | global
+    sharing: str = "separate"  # separate | shared
+    agent_id: bool = False  # shared networks: append a one-hot robot id
+    n_robots: int = 2
+    chunk: int = 1  # actions predicted per query
+    execute: int = 1  # actions executed per query
+    hidden: int = 256
+    steps: int = 2000
+    batch: int = 64
+    lr: float = 1e-3
+    seed: int = 0
+    image_size: int = 64
+    kl_weight: float = 10.0
+
+    def check(self) -> None:
+        """Raise ConfigError on an invalid combination."""
+        for name, value, allowed in (("--algo", self.algo, ALGOS),
+                                     ("--obs", self.obs, ("state", "image")),
+                                     ("--scope", self.scope, ("local", "global")),
+                                     ("--sharing", self.sharing, ("separate", "shared"))):
+            if value not in allowed:
+                raise ConfigError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
+        if self.agent_id and self.sharing != "shared":
+            raise ConfigError("--agent-id applies to shared policies only")
+        if self.steps < 1 or self.batch < 1:
+            raise ConfigError("--steps and --batch must be >= 1")
+
+
+def default_config(task: str, algo: str, n_robots: int, **kw: Any) -> PolicyConfig:
+    """Return a PolicyConfig with each algorithm's chunking defaults."""
+    # (chunk, execute, lr, hidden): ACT's transformer is the costly one on a CPU
+    chunks = {"bc": (1, 1, 1e-3, 256), "act": (20, 10, 3e-4, 128), "dp": (16, 8, 1e-3, 256)}
+    chunk, execute, lr, hidden = chunks.get(algo, (1, 1, 1e-3, 256))
+    base = {"task": task, "algo": algo, "n_robots": n_robots, "chunk": chunk,
+            "execute": execute, "lr": lr, "hidden": hidden}
+    cfg = PolicyConfig(**{**base, **kw})
+    cfg.check()
+    return cfg
+
+
+# -- observations -------------------------------------------------------------------------------
+def obs_features(cfg: PolicyConfig, state_obs: np.ndarray, robot: int) -> np.ndarray:
+    """Return robot `robot`'s state input (B, D) from local observations (B, n, 30)."""
+    x = state_obs[:, robot] if cfg.scope == "local" else state_obs.reshape(len(state_obs), -1)
+    if cfg.agent_id:
+        x = np.concatenate([x, np.tile(np.eye(cfg.n_robots)[robot], (len(x), 1))], axis=1)
+    return x.astype(np.float32)
+
+
+def image_features(cfg: PolicyConfig, frames: np.ndarray, state_obs: np.ndarray,
+                   robot: int) -> tuple[np.ndarray, np.ndarray]:
+    """Return (images (B, C, H, W) uint8, proprio (B, P)) for robot `robot`."""
+    if cfg.scope == "local":
+        img = frames[:, robot]
+        pro = state_obs[:, robot, :PROPRIO_DIM]
+    else:
+        img = np.concatenate([frames[:, i] for i in range(cfg.n_robots)], axis=-1)
+        pro = state_obs[:, :, :PROPRIO_DIM].reshape(len(state_obs), -1)
+    if cfg.agent_id:
+        pro = np.concatenate([pro, np.tile(np.eye(cfg.n_robots)[robot], (len(pro), 1))], 1)
+    return np.moveaxis(img, -1, 1), pro.astype(np.float32)
+
+
+# -- networks -----------------------------------------------------------------------------------
+class Encoder(nn.Module):
+    """Observation -> feature (state: normalised MLP input; image: small conv net + proprio)."""
+
+    def __init__(self, cfg: PolicyConfig, state_dim: int, channels: int = 0) -> None:
+        super().__init__()
+        self.image = cfg.obs == "image"
+        h = cfg.hidden
+        self.register_buffer("mean", torch.zeros(state_dim))
+        self.register_buffer("std", torch.ones(state_dim))
+        if self.image:
+            self.conv = nn.Sequential(
+                nn.Conv2d(channels, 16, 5, stride=2, padding=2), nn.ReLU(),
+                nn.Conv2d(16, 32, 3, stride=2, padding=1), nn.ReLU(),
+                nn.Conv2d(32, 32, 3, stride=2, padding=1), nn.ReLU(),
+                nn.AdaptiveAvgPool2d(4), nn.Flatten())
+            self.proj = nn.Linear(32 * 16 + state_dim, h)
+        else:
+            self.proj = nn.Linear(state_dim, h)
+        self.out = nn.Sequential(nn.ReLU(), nn.Linear(h, h), nn.ReLU())
+
+    def forward(self, state: torch.Tensor, img: torch.Tensor | None = None) -> torch.Tensor:
+        """Return (B, hidden)."""
+        x = (state - self.mean) / self.std
+        if self.image:
+            x = torch.cat([self.conv(img.float() / 255.0), x], dim=1)
+        return self.out(self.proj(x))
+
+
+class BCNet(nn.Module):
+    """MLP head: feature -> chunk x 8."""
+
+    def __init__(self, cfg: PolicyConfig, enc: Encoder) -> None:
+        super().__init__()
+        self.cfg, self.enc = cfg, enc
+        self.head = nn.Linear(cfg.hidden, cfg.chunk * ACTION_DIM)
+
+    def predict(self, state, img=None) -> torch.Tensor:
+        """Return normalised actions (B, chunk, 8)."""
+        return self.head(self.enc(state, img)).view(-1, self.cfg.chunk, ACTION_DIM)
+
+    def loss(self, state, img, target) -> torch.Tensor:
+        """Return the mean squared error to the normalised target chunk."""
+        return nn.functional.mse_loss(self.predict(state, img), target)
+
+
+class ACTNet(nn.Module):
+    """ACT-style CVAE with a transformer decoder over learned per-step queries."""
+
+    latent = 32
+
+    def __init__(self, cfg: PolicyConfig, enc: Encoder) -> None:
+        super().__init__()
+        self.cfg, self.enc = cfg, enc
+        d = cfg.hidden
+        self.queries = nn.Parameter(torch.randn(cfg.chunk, d) * 0.02)
+        self.z_proj = nn.Linear(self.latent, d)
+        self.decoder = nn.TransformerDecoder(
+            nn.TransformerDecoderLayer(d, 4, 2 * d, dropout=0.0, batch_first=True), 2)
+        self.head = nn.Linear(d, ACTION_DIM)
+        self.act_proj = nn.Linear(ACTION_DIM, d)
+        self.posterior = nn.TransformerEncoder(
+            nn.TransformerEncoderLayer(d, 4, 2 * d, dropout=0.0, batch_first=True), 1)
+        self.cls = nn.Parameter(torch.zeros(1, 1, d))
+        self.to_latent = nn.Linear(d, 2 * self.latent)
+
+    def _decode(self, feat: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+        memory = torch.stack([feat, self.z_proj(z)], dim=1)
+        q = self.queries.unsqueeze(0).expand(len(feat), -1, -1)
+        return self.head(self.decoder(q, memory))
+
+    def predict(self, state, img=None) -> torch.Tensor:
+        """Return normalised actions (B, chunk, 8) with the latent at its prior mean."""
+        feat = self.enc(state, img)
+        return self._decode(feat, torch.zeros(len(feat), self.latent))
+
+    def loss(self, state, img, target) -> torch.Tensor:
+        """Return L1 reconstruction + kl_weight x KL(q(z | obs, chunk) || N(0, I))."""
+        feat = self.enc(state, img)
+        tokens = torch.cat([self.cls.expand(len(feat), -1, -1), feat.unsqueeze(1),
+                            self.act_proj(target)], dim=1)
+        stats = self.to_latent(self.posterior(tokens)[:, 0])
+        mu, logvar = stats.chunk(2, dim=1)
+        z = mu + torch.randn_like(mu) * torch.exp(0.5 * logvar)
+        recon = nn.functional.l1_loss(self._decode(feat, z), target)
+        kl = -0.5 * torch.mean(torch.sum(1 + logvar - mu.pow(2) - logvar.exp(), dim=1))
+        return recon + self.cfg.kl_weight * kl / (self.cfg.chunk * ACTION_DIM)
+
+
+class DPNet(nn.Module):
+    """Diffusion-Policy-style denoiser over action chunks (MLP with timestep embedding)."""
+
+    train_steps = 50
+    sample_steps = 10
+
+    def __init__(self, cfg: PolicyConfig, enc: Encoder) -> None:
+        super().__init__()
+        self.cfg, self.enc = cfg, enc
+        d, flat = cfg.hidden, cfg.chunk * ACTION_DIM
+        self.net = nn.Sequential(nn.Linear(flat + d + 32, 2 * d), nn.Mish(),
+                                 nn.Linear(2 * d, 2 * d), nn.Mish(), nn.Linear(2 * d, flat))
+        s = torch.arange(self.train_steps + 1, dtype=torch.float64) / self.train_steps
+        f = torch.cos((s + 0.008) / 1.008 * math.pi / 2) ** 2
+        self.register_buffer("abar", (f[1:] / f[0]).clamp(1e-4, 0.9999).float())
+
+    def _embed(self, t: torch.Tensor) -> torch.Tensor:
+        freqs = torch.exp(torch.arange(16) * (-math.log(1000.0) / 16))
+        ang = t.float().unsqueeze(1) * freqs.unsqueeze(0)
+        return torch.cat([ang.sin(), ang.cos()], dim=1)
+
+    def _eps(self, x: torch.Tensor, t: torch.Tensor, feat: torch.Tensor) -> torch.Tensor:
+        return self.net(torch.cat([x.flatten(1), feat, self._embed(t)], dim=1)).view_as(x)
+
+    def loss(self, state, img, target) -> torch.Tensor:
+        """Return the noise-prediction error at a random diffusion step."""
+        feat = self.enc(state, img)
+        t = torch.randint(0, self.train_steps, (len(target),))
+        ab = self.abar[t].view(-1, 1, 1)
+        noise = torch.randn_like(target)
+        x = ab.sqrt() * target + (1 - ab).sqrt() * noise
+        return nn.functional.mse_loss(self._eps(x, t, feat), noise)
+
+    def predict(self, state, img=None) -> torch.Tensor:
+        """Return normalised actions (B, chunk, 8) by DDIM sampling (eta 0)."""
+        feat = self.enc(state, img)
+        x = torch.randn(len(feat), self.cfg.chunk, ACTION_DIM)
+        ts = torch.linspace(self.train_steps - 1, 0, self.sample_steps).long()
+        for k, t in enumerate(ts):
+            ab = self.abar[t]
+            eps = self._eps(x, t.repeat(len(x)), feat)
+            x0 = ((x - (1 - ab).sqrt() * eps) / ab.sqrt()).clamp(-1.5, 1.5)
+            ab_next = self.abar[ts[k + 1]] if k + 1 < len(ts) else torch.tensor(1.0)
+            x = ab_next.sqrt() * x0 + (1 - ab_next).sqrt() * eps
+        return x
+
+
+NETS = {"bc": BCNet, "act": ACTNet, "dp": DPNet}
+
+
+def build(cfg: PolicyConfig, state_dim: int, channels: int) -> nn.Module:
+    """Return an untrained network for `cfg`."""
+    return NETS[cfg.algo](cfg, Encoder(cfg, state_dim, channels))
+
+
+# -- data ---------------------------------------------------------------------------------------
+@dataclass
+class RobotData:
+    """Training rows of one network: inputs and normalised target chunks."""
+
+    state: np.ndarray
+    images: np.ndarray | None
+    target: np.ndarray  # (N, chunk, 8)
+
+
+def chunks(actions: np.ndarray, starts: np.ndarray, robot: int, k: int) -> np.ndarray:
+    """Return (T, k, 8) action chunks of `robot`, padded with each episode's last action."""
+    out = np.zeros((len(actions), k, ACTION_DIM), dtype=np.float32)
+    for e in range(len(starts) - 1):
+        a, b = int(starts[e]), int(starts[e + 1])
+        idx = np.minimum(np.arange(a, b)[:, None] + np.arange(k)[None], b - 1)
+        out[a:b] = actions[idx, robot]
+    return out
+
+
+def robot_rows(cfg: PolicyConfig, data: dict[str, np.ndarray], robot: int) -> RobotData:
+    """Return one robot's training rows from a demonstration split."""
+    tgt = chunks(data["actions"], data["episode_start"], robot, cfg.chunk)
+    tgt = ((torch.from_numpy(tgt) - _MID) / _HALF).numpy()
+    if cfg.obs == "image":
+        if "frames" not in data:
+            raise ConfigError("--obs image needs demonstrations with frames "
+                              "(coordbench physical demos --images)")
+        rows = data["frame_index"]
+        img, pro = image_features(cfg, data["frames"], data["obs"][rows], robot)
+        return RobotData(pro, img, tgt[rows])
+    return RobotData(obs_features(cfg, data["obs"], robot), None, tgt)
+
+
+def merge(parts: list[RobotData]) -> RobotData:
+    """Return the rows of several robots as one dataset (shared networks)."""
+    imgs = [p.images for p in parts]
+    return RobotData(np.concatenate([p.state for p in parts]),
+                     None if imgs[0] is None else np.concatenate(imgs),
+                     np.concatenate([p.target for p in parts]))
+
+
+# -- training -----------------------------------------------------------------------------------
+def train_policy(cfg: PolicyConfig, demos_dir: Path, out: Path) -> dict[str, Any]:
+    """Train the baseline on `<task>_train.npz` (validation on `_val`), write the checkpoint
+    to `out`; return losses and timing."""
+    from coordbench.learn.core import one_thread
+
+    cfg.check()
+    one_thread()
+    torch.manual_seed(cfg.seed)
+    rng = np.random.default_rng(cfg.seed)
+    train = load_demos(Path(demos_dir) / f"{cfg.task}_train.npz")
+    val_path = Path(demos_dir) / f"{cfg.task}_val.npz"
+    val = load_demos(val_path) if val_path.is_file() else None
+    groups = [[i] for i in range(cfg.n_robots)] if cfg.sharing == "separate" \
+        else [list(range(cfg.n_robots))]
+    nets, losses, val_losses = [], [], []
+    start = time.perf_counter()
+    for group in groups:
+        data = merge([robot_rows(cfg, train, i) for i in group])
+        channels = 0 if data.images is None else data.images.shape[1]
+        net = build(cfg, data.state.shape[1], channels)
+        net.enc.mean.copy_(torch.from_numpy(data.state.mean(0)))
+        net.enc.std.copy_(torch.from_numpy(data.state.std(0) + 1e-3))
+        opt = torch.optim.AdamW(net.parameters(), lr=cfg.lr, weight_decay=1e-4)
+        for _ in range(cfg.steps):
+            idx = rng.integers(0, len(data.target), cfg.batch)
+            loss = net.loss(*_batch(data, idx))
+            opt.zero_grad()
+            loss.backward()
+            nn.utils.clip_grad_norm_(net.parameters(), 10.0)
+            opt.step()
+        losses.append(loss.item())
+        if val is not None:
+            vdata = merge([robot_rows(cfg, val, i) for i in group])
+            with torch.no_grad():
+                idx = np.arange(min(len(vdata.target), 2048))
+                val_losses.append(float(net.loss(*_batch(vdata, idx))))
+        nets.append(net)
+    wall = time.perf_counter() - start
+    save_policy(out, cfg, nets, [n.enc.mean.shape[0] for n in nets],
+                [0 if not n.enc.image else n.enc.conv[0].in_channels for n in nets])
+    return {"task": cfg.task, "algo": cfg.algo, "obs": cfg.obs, "scope": cfg.scope,
+            "sharing": cfg.sharing, "agent_id": cfg.agent_id, "steps": cfg.steps,
+            "train_loss": float(np.mean(losses)),
+            "val_loss": float(np.mean(val_losses)) if val_losses else None,
+            "train_s": wall, "checkpoint": str(out),
+            "parameters": int(sum(p.numel() for n in nets for p in n.parameters()))}
+
+
+def _batch(data: RobotData, idx: np.ndarray):
+    img = None if data.images is None else torch.from_numpy(data.images[idx])
+    return torch.from_numpy(data.state[idx]), img, torch.from_numpy(data.target[idx])
+
+
+def save_policy(path: Path, cfg: PolicyConfig, nets: list[nn.Module], dims: list[int],
+                channels: list[int]) -> None:
+    """Write a checkpoint atomically."""
+    buf = io.BytesIO()
+    torch.save({"format": FORMAT, "version": 1, "config": asdict(cfg), "dims": dims,
+                "channels": channels, "nets": [n.state_dict() for n in nets]}, buf)
+    write_atomic_bytes(Path(path), buf.getvalue())
+
+
+def load_nets(path: Path) -> tuple[PolicyConfig, list[nn.Module]]:
+    """Return (config, networks) of a checkpoint, or raise PolicyCheckpointError."""
+    path = Path(path)
+    if not path.is_file():
+        raise PolicyCheckpointError(f"policy checkpoint {path} does not exist")
+    try:
+        blob = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # torch raises many types for damaged files
+        raise PolicyCheckpointError(f"policy checkpoint {path} is corrupt or not a checkpoint "
+                                    f"({type(exc).__name__})") from None
+    if not isinstance(blob, dict) or blob.get("format") != FORMAT:
+        raise PolicyCheckpointError(f"{path} is not a coordbench physical policy")
+    try:
+        known = {f.name for f in fields(PolicyConfig)}
+        cfg = PolicyConfig(**{k: v for k, v in blob["config"].items() if k in known})
+        nets = []
+        for sd, dim, ch in zip(blob["nets"], blob["dims"], blob["channels"], strict=True):
+            net = build(cfg, dim, ch)
+            net.load_state_dict(sd)
+            net.eval()
+            nets.append(net)
+    except (KeyError, RuntimeError, TypeError, ValueError) as exc:
+        raise PolicyCheckpointError(f"policy checkpoint {path} does not match its config "
+                                    f"({type(exc).__name__})") from None
+    return cfg, nets
+
+
+class LearnedPolicy:
+    """A trained baseline driving every robot; one batched forward per query over all
+    lockstep environments; chunks executed open loop for `execute` steps."""
+
+    def __init__(self, cfg: PolicyConfig, nets: list[nn.Module], name: str) -> None:
+        self.cfg, self.nets, self.name = cfg, nets, name
+        self.queue: dict[int, list[np.ndarray]] = {}
+
+    def reset(self, envs, resume: bool = False) -> None:
+        """Clear the action queues."""
+        from coordbench.learn.core import one_thread
+
+        one_thread()
+        self.queue = {id(env): [] for env in envs}
+
+    def act(self, envs) -> list[np.ndarray]:
+        """Return one (n, 8) action per environment, querying where the queue is empty."""
+        need = [env for env in envs if not self.queue[id(env)]]
+        if need:
+            state = np.stack([env.local_obs() for env in need])  # (K, n, 30)
+            frames = None
+            if self.cfg.obs == "image":
+                s = self.cfg.image_size
+                frames = np.stack([[env.render_ego(i, s, s) for i in range(env.n)]
+                                   for env in need])
+            chunk = np.zeros((len(need), self.cfg.n_robots, self.cfg.chunk, ACTION_DIM))
+            with torch.no_grad():
+                for i in range(self.cfg.n_robots):
+                    net = self.nets[i if self.cfg.sharing == "separate" else 0]
+                    if frames is not None:
+                        img, pro = image_features(self.cfg, frames, state, i)
+                        pred = net.predict(torch.from_numpy(pro), torch.from_numpy(img))
+                    else:
+                        pred = net.predict(torch.from_numpy(obs_features(self.cfg, state, i)))
+                    chunk[:, i] = (pred * _HALF + _MID).numpy()
+            for k, env in enumerate(need):
+                self.queue[id(env)] = [chunk[k, :, j] for j in range(self.cfg.execute)]
+        return [self.queue[id(env)].pop(0) for env in envs]
+
+
+def load_policy(path: Path) -> LearnedPolicy:
+    """Return the policy stored in a checkpoint file."""
+    cfg, nets = load_nets(path)
+    return LearnedPolicy(cfg, nets, f"{cfg.algo}-{cfg.obs}-{cfg.scope}-{cfg.sharing}")
+
