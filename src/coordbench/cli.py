@@ -67,6 +67,8 @@ def run(
     layouts: str = typer.Option("paper", help="paper | uniform"),
     seed: int = typer.Option(0, help="Policy seed (and layout seed for uniform layouts)."),
     household: bool = typer.Option(True, help="Also run rule-based household teams (v1)."),
+    physical: int = typer.Option(20, help="Physical suite: expert and noisy-expert rollouts "
+                                          "per task (0 skips it)."),
 ) -> None:
     """Run the default benchmark and save a report.
 
@@ -89,11 +91,35 @@ def run(
         hh = household_report.collect(run_dir)
         extra = household_report.markdown(hh) + household_report.tags_and_failures(run_dir)
         extra += "\n" + _run_construct_defaults(run_dir)
+    if physical > 0:
+        extra += "\n" + _run_physical_defaults(run_dir, physical)
     write_report(run_dir, results, extra)
     out.print(console_table(results))
     if household:
         out.print(household_report.console_table(hh))
     out.print(f"run directory: {run_dir.path}  (report: {run_dir.path / 'report.md'})")
+
+
+def _run_physical_defaults(run_dir, rollouts: int) -> str:
+    """Run the scripted experts (nominal and noisy) on every physical task; return the
+    report section."""
+    from coordbench.envs.physical.tasks import TASKS
+    from coordbench.suites.physical.evaluate import evaluate_main, main_summary
+
+    lines = ["## Physical collaboration (scripted experts, seeds 1..N)", "",
+             "| task | policy | success | p1 | p2 | p3 | drops |", "|---|---|---|---|---|---|---|"]
+    with _progress(False) as prog:
+        for name in TASKS:
+            for policy in ("expert", "expert_noisy"):
+                bar = prog.add_task(f"physical {name} {policy}", total=rollouts)
+                trs = evaluate_main(name, policy, rollouts, run_dir,
+                                    on_done=lambda k, b=bar: prog.advance(b, k))
+                s = main_summary(trs)
+                cells = [s["success"], *s["phases"].values()]
+                lines.append(f"| {name} | {policy} | " + " | ".join(
+                    _pct(_estimate_json(e)) for e in cells) +
+                    f" | {s['coupling']['drops'].mean:.2f} |")
+    return "\n".join(lines) + "\n"
 
 
 def _run_construct_defaults(run_dir) -> str:

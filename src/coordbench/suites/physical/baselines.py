@@ -91,8 +91,15 @@ def default_config(task: str, algo: str, n_robots: int, **kw: Any) -> PolicyConf
 
 
 # -- observations -------------------------------------------------------------------------------
+# Policies read joint and base positions, not velocities (as the paper's policies read joint
+# positions): with velocities as inputs, a cloned policy's own small action errors excite the
+# light wrist, whose velocity then leaves the demonstrations' range within a few steps.
+POSITIONS = np.r_[0:8, PROPRIO_DIM:30]
+
+
 def obs_features(cfg: PolicyConfig, state_obs: np.ndarray, robot: int) -> np.ndarray:
     """Return robot `robot`'s state input (B, D) from local observations (B, n, 30)."""
+    state_obs = state_obs[..., POSITIONS]
     x = state_obs[:, robot] if cfg.scope == "local" else state_obs.reshape(len(state_obs), -1)
     if cfg.agent_id:
         x = np.concatenate([x, np.tile(np.eye(cfg.n_robots)[robot], (len(x), 1))], axis=1)
@@ -104,10 +111,10 @@ def image_features(cfg: PolicyConfig, frames: np.ndarray, state_obs: np.ndarray,
     """Return (images (B, C, H, W) uint8, proprio (B, P)) for robot `robot`."""
     if cfg.scope == "local":
         img = frames[:, robot]
-        pro = state_obs[:, robot, :PROPRIO_DIM]
+        pro = state_obs[:, robot, :8]
     else:
         img = np.concatenate([frames[:, i] for i in range(cfg.n_robots)], axis=-1)
-        pro = state_obs[:, :, :PROPRIO_DIM].reshape(len(state_obs), -1)
+        pro = state_obs[:, :, :8].reshape(len(state_obs), -1)
     if cfg.agent_id:
         pro = np.concatenate([pro, np.tile(np.eye(cfg.n_robots)[robot], (len(pro), 1))], 1)
     return np.moveaxis(img, -1, 1), pro.astype(np.float32)
@@ -136,7 +143,7 @@ class Encoder(nn.Module):
 
     def forward(self, state: torch.Tensor, img: torch.Tensor | None = None) -> torch.Tensor:
         """Return (B, hidden)."""
-        x = (state - self.mean) / self.std
+        x = ((state - self.mean) / self.std).clamp(-10, 10)
         if self.image:
             x = torch.cat([self.conv(img.float() / 255.0), x], dim=1)
         return self.out(self.proj(x))
@@ -321,7 +328,9 @@ def train_policy(cfg: PolicyConfig, demos_dir: Path, out: Path) -> dict[str, Any
         channels = 0 if data.images is None else data.images.shape[1]
         net = build(cfg, data.state.shape[1], channels)
         net.enc.mean.copy_(torch.from_numpy(data.state.mean(0)))
-        net.enc.std.copy_(torch.from_numpy(data.state.std(0) + 1e-3))
+        # a floor on the scale: features nearly constant in the demonstrations (wrist roll,
+        # goal height) must not turn small test-time deviations into huge inputs
+        net.enc.std.copy_(torch.from_numpy(np.maximum(data.state.std(0), 0.05)))
         opt = torch.optim.AdamW(net.parameters(), lr=cfg.lr, weight_decay=1e-4)
         for _ in range(cfg.steps):
             idx = rng.integers(0, len(data.target), cfg.batch)
