@@ -29,9 +29,11 @@ TRAIN_SHARE = 5 / 6  # 50 of 60
 
 
 def make_demos(task_name: str, n: int, out: Path, *, images: bool = False,
-               size: int = 64, noise: float = 1.0, batch: int = 8) -> dict[str, Any]:
+               size: int = 64, noise: float = 1.0, perturb: float = 0.5,
+               batch: int = 8) -> dict[str, Any]:
     """Record `n` successful noisy-expert demonstrations of `task_name` into `out`; return
-    the metadata (including the rejection rate)."""
+    the metadata (including the rejection rate). The executed actions are perturbed
+    (`perturb`, see ExpertPolicy) and the clean expert actions are recorded as labels."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     kept: list[tuple[int, Any, Any]] = []
@@ -40,7 +42,7 @@ def make_demos(task_name: str, n: int, out: Path, *, images: bool = False,
     while len(kept) < n:
         seeds = list(range(seed, seed + batch))
         seed += batch
-        trs, recs = run(task_name, ExpertPolicy(noise), seeds, record=True)
+        trs, recs = run(task_name, ExpertPolicy(noise, perturb), seeds, record=True)
         for s, tr, rec in zip(seeds, trs, recs, strict=True):
             if len(kept) == n:
                 break
@@ -53,7 +55,7 @@ def make_demos(task_name: str, n: int, out: Path, *, images: bool = False,
     n_train = max(1, round(n * TRAIN_SHARE)) if n > 1 else 1
     splits = {"train": kept[:n_train], "val": kept[n_train:]}
     task = get_task(task_name)
-    meta = {"task": task_name, "n_robots": task.n_robots, "noise": noise,
+    meta = {"task": task_name, "n_robots": task.n_robots, "noise": noise, "perturb": perturb,
             "episodes": {k: len(v) for k, v in splits.items()}, "attempts": tried,
             "rejection_rate": round(1 - n / tried, 4), "action_dim": ACTION_DIM,
             "proprio_dim": PROPRIO_DIM, "obs": "local_obs (PhysicalEnv.local_obs)",
