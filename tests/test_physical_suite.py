@@ -38,12 +38,15 @@ def test_demonstrations_hold_states_actions_observations_and_frames(demos):
     t = d["episode_start"][-1]
     assert d["states"].shape[0] == t and d["actions"].shape == (t, 2, 8)
     assert d["obs"].shape == (t, 2, 30) and d["phase"][-1] == 2  # phase before the last step
+    assert d["executed"].shape == (t, 2, 8)
+    # labels are the clean expert actions; executed ones carry the recovery perturbation
+    assert 0 < np.abs(d["executed"] - d["actions"]).mean() < 0.05
     assert d["frames"].shape[1:] == (2, 32, 32, 3) and len(d["frames"]) == len(d["frame_index"])
     assert (np.diff(d["phase_steps"], axis=1) > 0).all()
 
 
 def test_replaying_a_demonstration_reproduces_it(demos):
-    """Restore the recorded state at phase 2's start and replay the recorded actions: the
+    """Restore the recorded state at phase 2's start and replay the executed actions: the
     recorded phase-3 step comes out exactly."""
     from coordbench.envs.physical.env import PhysicalEnv
     from coordbench.envs.physical.tasks import get_task
@@ -54,7 +57,7 @@ def test_replaying_a_demonstration_reproduces_it(demos):
     s1 = int(d["phase_steps"][0, 0])
     env.set_state(d["states"][s1], s1, 1)
     for r in range(s1, int(d["episode_start"][1])):
-        env.step(d["actions"][r])
+        env.step(d["executed"][r])
         if env.phase == 3:
             break
     assert env.phase == 3 and env.steps == d["phase_steps"][0, 2]

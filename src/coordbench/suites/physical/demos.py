@@ -77,6 +77,7 @@ def _pack(task_name: str, eps, *, images: bool, size: int) -> bytes:
         "episode_start": starts,
         "states": np.concatenate([np.stack(rec.states) for _, _, rec in eps]),
         "actions": np.concatenate([np.stack(rec.actions) for _, _, rec in eps]),
+        "executed": np.concatenate([np.stack(rec.executed) for _, _, rec in eps]),
         "obs": np.concatenate([np.stack(rec.obs) for _, _, rec in eps]),
         "phase": np.concatenate([np.array(rec.phase) for _, _, rec in eps]),
         "phase_steps": np.array([[_phase_step(tr, p) for p in (1, 2, 3)] for _, tr, _ in eps]),

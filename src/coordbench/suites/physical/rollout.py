@@ -138,7 +138,8 @@ class EpisodeRecord:
     """Per-step arrays of one rollout (for demonstrations)."""
 
     states: list[np.ndarray] = field(default_factory=list)
-    actions: list[np.ndarray] = field(default_factory=list)
+    actions: list[np.ndarray] = field(default_factory=list)  # labels: the clean expert action
+    executed: list[np.ndarray] = field(default_factory=list)  # what was applied
     obs: list[np.ndarray] = field(default_factory=list)
     phase: list[int] = field(default_factory=list)
 
@@ -178,6 +179,7 @@ def run(task_name: str, policy: Policy, seeds: list[int], *, record: bool = Fals
                 records[k].obs.append(env.local_obs())
                 label = policy.label(env) if hasattr(policy, "label") else a
                 records[k].actions.append(np.asarray(label, dtype=np.float32))
+                records[k].executed.append(np.asarray(a, dtype=np.float64))
                 records[k].phase.append(env.phase)
             before = env.phase
             env.step(a)
