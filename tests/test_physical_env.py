@@ -29,7 +29,7 @@ def test_phases_need_the_partner():
     team = [task.expert(env, i, rng, 0.0) for i in range(2)]
     for _ in range(400):
         acts = np.stack([ex.act(env.sense(i), CONTROL_DT) for i, ex in enumerate(team)])
-        acts[1, 7] = 0.0  # robot 1 never grips
+        acts[1, 8] = 0.0  # robot 1 never grips
         env.step(acts)
     assert env.phase == 0 and not env.holds()[1]
 
@@ -69,9 +69,9 @@ def test_egocentric_frames_render_headless():
 def test_bad_input_is_a_one_line_error():
     env = PhysicalEnv(get_task("CoCarry"))
     env.reset(1)
-    with pytest.raises(ActionError, match=r"shape \(2, 8\)"):
-        env.step(np.zeros((3, 8)))
+    with pytest.raises(ActionError, match=r"shape \(2, 9\)"):
+        env.step(np.zeros((3, 9)))
     with pytest.raises(ActionError, match="NaN"):
-        env.step(np.full((2, 8), np.nan))
+        env.step(np.full((2, 9), np.nan))
     with pytest.raises(ConfigError, match="unknown physical task 'Juggle'"):
         get_task("Juggle")

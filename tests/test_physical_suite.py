@@ -36,9 +36,9 @@ def test_demonstrations_hold_states_actions_observations_and_frames(demos):
     assert meta["episodes"] == {"train": 2, "val": 1} and meta["attempts"] >= 3
     d = load_demos(demos / "CoCarry_train.npz")
     t = d["episode_start"][-1]
-    assert d["states"].shape[0] == t and d["actions"].shape == (t, 2, 8)
-    assert d["obs"].shape == (t, 2, 30) and d["phase"][-1] == 2  # phase before the last step
-    assert d["executed"].shape == (t, 2, 8)
+    assert d["states"].shape[0] == t and d["actions"].shape == (t, 2, 9)
+    assert d["obs"].shape == (t, 2, 32) and d["phase"][-1] == 2  # phase before the last step
+    assert d["executed"].shape == (t, 2, 9)
     # labels are the clean expert actions; executed ones carry the recovery perturbation
     assert 0 < np.abs(d["executed"] - d["actions"]).mean() < 0.05
     assert d["frames"].shape[1:] == (2, 32, 32, 3) and len(d["frames"]) == len(d["frame_index"])
@@ -93,7 +93,7 @@ def test_baselines_train_save_load_and_act(tmp_path, demos, algo, obs, scope, sh
 
     trs, recs = run("CoCarry", load_policy(tmp_path / "p.pt"), [1, 2], budget=12, record=True)
     acts = np.stack(recs[0].actions)
-    assert acts.shape == (12, 2, 8) and np.isfinite(acts).all()
+    assert acts.shape == (12, 2, 9) and np.isfinite(acts).all()
     assert all(t.end.t == 12 for t in trs)
 
 

@@ -25,7 +25,7 @@ class Sensing:
 
     base_xy: np.ndarray  # (2,) world
     yaw: float
-    joints: np.ndarray  # lift, shoulder, elbow, wrist roll, finger opening
+    joints: np.ndarray  # lift, shoulder, elbow, wrist pitch, wrist roll, finger opening
     handle: np.ndarray  # (3,) world position of this robot's grasp point
     obj_pos: np.ndarray  # (3,) world position of the main object
     obj_up: np.ndarray  # (3,) the object's local z axis in world
@@ -33,6 +33,8 @@ class Sensing:
     goal: np.ndarray  # (3,) world goal of this task (from the instruction)
     holding: bool  # own hand's touch sensing: both fingers on the grasp part
     t: float  # seconds since reset
+    hand: np.ndarray  # (3,) own hand (between the fingers), world
+    partner_hands: np.ndarray  # (n-1, 3) the other robots' hands, world (seen, not told)
 
     def to_robot(self, p: np.ndarray) -> np.ndarray:
         """Return world point p (x, y[, z]) in this robot's frame (forward, left[, up])."""
@@ -44,7 +46,7 @@ class Sensing:
 
 class PhysicalEnv:
     """One task instance. `reset(seed)` draws object and goal poses; `step(actions)` takes
-    (n, 8) CoBot actions at 50 Hz; `phase` is the number of phases completed (latched)."""
+    (n, 9) CoBot actions at 50 Hz; `phase` is the number of phases completed (latched)."""
 
     def __init__(self, task) -> None:
         self.task = task
@@ -53,13 +55,14 @@ class PhysicalEnv:
         self.data = mujoco.MjData(self.model)
         m = self.model
         self.act_ids = np.array([[m.actuator(f"r{i}_{a}").id for a in
-                                  ("vx", "vy", "wz", "lift", "sh", "el", "wr", "fl", "fr")]
+                                  ("vx", "vy", "wz", "lift", "sh", "el", "wp", "wr", "fl", "fr")]
                                  for i in range(self.n)])
         self.qadr = np.array([[m.jnt_qposadr[m.joint(f"r{i}_{j}").id] for j in JOINTS]
                               for i in range(self.n)])
         self.vadr = np.array([[m.jnt_dofadr[m.joint(f"r{i}_{j}").id] for j in JOINTS]
                               for i in range(self.n)])
         self.chassis = [m.body(f"r{i}_chassis").id for i in range(self.n)]
+        self.tcp = [m.site(f"r{i}_tcp").id for i in range(self.n)]
         self.robot_geoms = [np.array([g for g in range(m.ngeom) if m.body(m.geom_bodyid[g]).name
                                       .startswith(f"r{i}_")]) for i in range(self.n)]
         self.fingers = np.array([[m.geom(f"r{i}_fl").id, m.geom(f"r{i}_fr").id]
@@ -98,7 +101,7 @@ class PhysicalEnv:
         return self.steps * CONTROL_DT
 
     def step(self, actions: np.ndarray) -> None:
-        """Apply one control step of (n, 8) actions, simulate 4 physics steps, score phases."""
+        """Apply one control step of (n, 9) actions, simulate 4 physics steps, score phases."""
         a = np.asarray(actions, dtype=float)
         if a.shape != (self.n, ACTION_DIM):
             raise ActionError(f"actions must have shape ({self.n}, {ACTION_DIM}), got {a.shape}")
@@ -108,11 +111,11 @@ class PhysicalEnv:
         d = self.data
         yaw = d.qpos[self.qadr[:, 2]]
         c, s = np.cos(yaw), np.sin(yaw)
-        ctrl = np.empty((self.n, 9))
+        ctrl = np.empty((self.n, 10))
         ctrl[:, 0] = c * a[:, 0] - s * a[:, 1]  # robot-frame velocity -> world slides
         ctrl[:, 1] = s * a[:, 0] + c * a[:, 1]
-        ctrl[:, 2:7] = a[:, 2:7]
-        ctrl[:, 7] = ctrl[:, 8] = np.where(a[:, 7] >= 0.5, FINGER_CLOSED, 0.0)
+        ctrl[:, 2:8] = a[:, 2:8]
+        ctrl[:, 8] = ctrl[:, 9] = np.where(a[:, 8] >= 0.5, FINGER_CLOSED, 0.0)
         d.ctrl[self.act_ids.ravel()] = ctrl.ravel()
         mujoco.mj_step(self.model, d, nstep=SUBSTEPS)
         self.steps += 1
@@ -179,27 +182,30 @@ class PhysicalEnv:
         q = d.qpos[self.qadr[i]]
         return Sensing(
             base_xy=d.xpos[self.chassis[i]][:2].copy(), yaw=float(q[2]),
-            joints=np.array([q[3], q[4], q[5], q[6], FINGER_CLOSED - 0.5 * (q[7] + q[8])]),
+            joints=np.array([q[3], q[4], q[5], q[6], q[7], FINGER_CLOSED - 0.5 * (q[8] + q[9])]),
             handle=d.site_xpos[self.handle_sites[i]].copy(),
             obj_pos=d.xpos[self.obj].copy(), obj_up=d.xmat[self.obj].reshape(3, 3)[:, 2].copy(),
             obj_lift=float(d.xpos[self.obj][2] - self.obj_z0),
-            goal=self.goal.copy(), holding=bool(self.holds()[i]), t=self.t)
+            goal=self.goal.copy(), holding=bool(self.holds()[i]), t=self.t,
+            hand=d.site_xpos[self.tcp[i]].copy(),
+            partner_hands=np.array([d.site_xpos[self.tcp[j]] for j in range(self.n) if j != i]))
 
     def proprio(self) -> np.ndarray:
-        """Return (n, 16): base x, y, yaw, lift, shoulder, elbow, wrist, finger; velocities."""
+        """Return (n, 18): base x, y, yaw, lift, shoulder, elbow, wrist pitch and roll, finger;
+        then their velocities."""
         d = self.data
         out = np.zeros((self.n, PROPRIO_DIM))
         for i in range(self.n):
             q, v = d.qpos[self.qadr[i]], d.qvel[self.vadr[i]]
             out[i, :2] = d.xpos[self.chassis[i]][:2]
-            out[i, 2:7] = q[2:7]
-            out[i, 7] = 0.5 * (q[7] + q[8])
-            out[i, 8:15] = v[:7]
-            out[i, 15] = 0.5 * (v[7] + v[8])
+            out[i, 2:8] = q[2:8]
+            out[i, 8] = 0.5 * (q[8] + q[9])
+            out[i, 9:17] = v[:8]
+            out[i, 17] = 0.5 * (v[8] + v[9])
         return out
 
     def local_obs(self) -> np.ndarray:
-        """Return (n, 30) state observations, each in its own robot's frame: proprio (16),
+        """Return (n, 32) state observations, each in its own robot's frame: proprio (18),
         object position (3) and up axis (3), own grasp point (3), goal (3), own touch (1),
         time (1)."""
         pro = self.proprio()

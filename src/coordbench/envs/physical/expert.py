@@ -16,7 +16,7 @@ import math
 import numpy as np
 
 from .env import Sensing
-from .robot import SH_H, SH_X, ik2
+from .robot import SH_H, SH_X, ik2, level
 
 STANDOFF = 0.62  # base-to-grasp-point distance while holding (m)
 LIFT = 0.15  # torso rise that lifts the object (m)
@@ -57,7 +57,7 @@ class CarryExpert:
         return self.t_stage >= after + self.latency[self.k % len(self.latency)]
 
     def act(self, s: Sensing, dt: float) -> np.ndarray:
-        """Return this robot's 8-D action."""
+        """Return this robot's 9-D action."""
         self.t_stage += dt
         h = s.to_robot(s.handle)
         fwd, lat = float(h[0]), float(h[1])
@@ -111,4 +111,5 @@ class CarryExpert:
         elif self.stage == "retreat":
             vx = -0.15 if self.t_stage < 1.0 else 0.0
             self.arm = (1.2, -2.4)
-        return np.array([vx, vy, wz, self.lift, self.arm[0], self.arm[1], 0.0, grip])
+        return np.array([vx, vy, wz, self.lift, self.arm[0], self.arm[1],
+                         level(*self.arm), 0.0, grip])

@@ -2,14 +2,15 @@
 
 A holonomic base (world-axis slides x, y and a yaw hinge, driven by force-limited velocity
 servos, so partners can push and drag each other), a torso lift, a planar two-link arm
-(shoulder and elbow pitch), a wrist roll and a two-finger parallel gripper that grasps by
-friction only. An egocentric camera sits at head height, offset sideways from the arm and
-tilted down to see the hands and the partners.
+(shoulder and elbow pitch), a wrist pitch (which can keep the gripper level, so a held bottle
+stays upright), a wrist roll and a two-finger parallel gripper that grasps by friction only.
+An egocentric camera sits at head height, offset sideways from the arm and tilted down to see
+the hands and the partners.
 
-Action per robot (8): [vx, vy, wz] in the robot frame (m/s, rad/s), torso lift target (m,
-0..LIFT_MAX), shoulder and elbow pitch targets (rad), wrist roll target (rad), grip (>= 0.5
-closes the fingers). Proprioception per robot (16): base x, y, yaw; lift, shoulder, elbow,
-wrist roll, finger opening; and their velocities.
+Action per robot (9): [vx, vy, wz] in the robot frame (m/s, rad/s), torso lift target (m,
+0..LIFT_MAX), shoulder, elbow and wrist pitch targets (rad), wrist roll target (rad), grip
+(>= 0.5 closes the fingers). Proprioception per robot (18): base x, y, yaw; lift, shoulder,
+elbow, wrist pitch, wrist roll, finger opening; and their velocities.
 """
 
 from __future__ import annotations
@@ -23,12 +24,12 @@ SH_H = 0.55  # shoulder height above the floor at zero lift
 SH_X = 0.12  # shoulder forward offset on the base
 LIFT_MAX = 0.30
 FINGER_CLOSED = 0.035
-ACTION_DIM = 8
-PROPRIO_DIM = 16
-ACTION_LOW = np.array([-0.6, -0.6, -1.0, 0.0, -1.6, -2.6, -1.7, 0.0])
-ACTION_HIGH = np.array([0.6, 0.6, 1.0, LIFT_MAX, 1.6, 2.6, 1.7, 1.0])
+ACTION_DIM = 9
+PROPRIO_DIM = 18
+ACTION_LOW = np.array([-0.6, -0.6, -1.0, 0.0, -1.6, -2.6, -2.6, -1.7, 0.0])
+ACTION_HIGH = np.array([0.6, 0.6, 1.0, LIFT_MAX, 1.6, 2.6, 2.6, 1.7, 1.0])
 COLORS = (".8 .3 .3 1", ".3 .3 .8 1", ".3 .7 .3 1")
-JOINTS = ("x", "y", "yaw", "lift", "sh", "el", "wr", "fl", "fr")
+JOINTS = ("x", "y", "yaw", "lift", "sh", "el", "wp", "wr", "fl", "fr")
 
 
 def robot_xml(i: int, x: float, y: float, yaw: float) -> str:
@@ -61,6 +62,8 @@ def robot_xml(i: int, x: float, y: float, yaw: float) -> str:
               <geom type="capsule" fromto="0 0 0 {L2} 0 0" size="0.03" rgba="{c}" mass="1.0"
                     contype="0" conaffinity="0"/>
               <body name="r{i}_hand" pos="{L2} 0 0">
+                <joint name="r{i}_wp" type="hinge" axis="0 -1 0" range="-2.6 2.6" damping="2"
+                       armature="0.02"/>
                 <joint name="r{i}_wr" type="hinge" axis="1 0 0" range="-1.7 1.7" damping="1"
                        armature="0.02"/>
                 <site name="r{i}_tcp" pos="0 0 0" size="0.01"/>
@@ -85,7 +88,7 @@ def robot_xml(i: int, x: float, y: float, yaw: float) -> str:
 
 
 def actuator_xml(i: int) -> str:
-    """Return robot i's actuators (order: vx, vy, wz, lift, sh, el, wr, fl, fr)."""
+    """Return robot i's actuators (order: vx, vy, wz, lift, sh, el, wp, wr, fl, fr)."""
     return f"""
     <velocity name="r{i}_vx" joint="r{i}_x" kv="3000" forcerange="-2000 2000"/>
     <velocity name="r{i}_vy" joint="r{i}_y" kv="3000" forcerange="-2000 2000"/>
@@ -93,9 +96,15 @@ def actuator_xml(i: int) -> str:
     <position name="r{i}_lift" joint="r{i}_lift" kp="20000" kv="2000" forcerange="-3000 3000"/>
     <position name="r{i}_sh" joint="r{i}_sh" kp="600" kv="40" forcerange="-150 150"/>
     <position name="r{i}_el" joint="r{i}_el" kp="400" kv="25" forcerange="-100 100"/>
+    <position name="r{i}_wp" joint="r{i}_wp" kp="150" kv="6" forcerange="-40 40"/>
     <position name="r{i}_wr" joint="r{i}_wr" kp="60" kv="3" forcerange="-20 20"/>
     <position name="r{i}_fl" joint="r{i}_fl" kp="2000" kv="10" forcerange="-60 60"/>
     <position name="r{i}_fr" joint="r{i}_fr" kp="2000" kv="10" forcerange="-60 60"/>"""
+
+
+def level(sh: float, el: float) -> float:
+    """Return the wrist pitch that keeps the gripper level (pitches add along the arm)."""
+    return -(sh + el)
 
 
 def ik2(r: float, z: float) -> tuple[float, float]:

@@ -94,11 +94,11 @@ def default_config(task: str, algo: str, n_robots: int, **kw: Any) -> PolicyConf
 # Policies read joint and base positions, not velocities (as the paper's policies read joint
 # positions): with velocities as inputs, a cloned policy's own small action errors excite the
 # light wrist, whose velocity then leaves the demonstrations' range within a few steps.
-POSITIONS = np.r_[0:8, PROPRIO_DIM:30]
+POSITIONS = np.r_[0:PROPRIO_DIM // 2, PROPRIO_DIM:PROPRIO_DIM + 14]
 
 
 def obs_features(cfg: PolicyConfig, state_obs: np.ndarray, robot: int) -> np.ndarray:
-    """Return robot `robot`'s state input (B, D) from local observations (B, n, 30)."""
+    """Return robot `robot`'s state input (B, D) from local observations (B, n, 32)."""
     state_obs = state_obs[..., POSITIONS]
     x = state_obs[:, robot] if cfg.scope == "local" else state_obs.reshape(len(state_obs), -1)
     if cfg.agent_id:
@@ -111,10 +111,10 @@ def image_features(cfg: PolicyConfig, frames: np.ndarray, state_obs: np.ndarray,
     """Return (images (B, C, H, W) uint8, proprio (B, P)) for robot `robot`."""
     if cfg.scope == "local":
         img = frames[:, robot]
-        pro = state_obs[:, robot, :8]
+        pro = state_obs[:, robot, :PROPRIO_DIM // 2]
     else:
         img = np.concatenate([frames[:, i] for i in range(cfg.n_robots)], axis=-1)
-        pro = state_obs[:, :, :8].reshape(len(state_obs), -1)
+        pro = state_obs[:, :, :PROPRIO_DIM // 2].reshape(len(state_obs), -1)
     if cfg.agent_id:
         pro = np.concatenate([pro, np.tile(np.eye(cfg.n_robots)[robot], (len(pro), 1))], 1)
     return np.moveaxis(img, -1, 1), pro.astype(np.float32)
@@ -414,10 +414,10 @@ class LearnedPolicy:
         self.queue = {id(env): [] for env in envs}
 
     def act(self, envs) -> list[np.ndarray]:
-        """Return one (n, 8) action per environment, querying where the queue is empty."""
+        """Return one (n, 9) action per environment, querying where the queue is empty."""
         need = [env for env in envs if not self.queue[id(env)]]
         if need:
-            state = np.stack([env.local_obs() for env in need])  # (K, n, 30)
+            state = np.stack([env.local_obs() for env in need])  # (K, n, 32)
             frames = None
             if self.cfg.obs == "image":
                 s = self.cfg.image_size

@@ -1,6 +1,6 @@
 """Rollouts of a policy on a physical task, many seeds in lockstep, recorded as trajectories.
 
-A policy maps the current environments to actions: `act(envs) -> [(n, 8) per env]`, after
+A policy maps the current environments to actions: `act(envs) -> [(n, 9) per env]`, after
 `reset(envs)`. Learned policies batch their forward pass over the lockstep environments;
 experts run one decentralized phase machine per robot.
 """
@@ -35,11 +35,12 @@ class Policy(Protocol):
         """Start episodes in `envs` (resume: from a restored mid-task state)."""
 
     def act(self, envs: list[PhysicalEnv]) -> list[np.ndarray]:
-        """Return one (n, 8) action array per environment."""
+        """Return one (n, 9) action array per environment."""
 
 
-# per-dimension scale of executed-action perturbations (base velocity, lift, arm, wrist, grip)
-PERTURB_SCALE = np.array([0.1, 0.1, 0.1, 0.0, 0.08, 0.08, 0.0, 0.0])
+# per-dimension scale of executed-action perturbations (base velocity, lift, arm and wrist
+# pitch, wrist roll, grip)
+PERTURB_SCALE = np.array([0.1, 0.1, 0.1, 0.0, 0.08, 0.08, 0.08, 0.0, 0.0])
 
 
 class ExpertPolicy:

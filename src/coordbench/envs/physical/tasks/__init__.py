@@ -6,8 +6,9 @@ from coordbench.errors import ConfigError
 
 from .base import Phase, Task
 from .carry import BigTable, CoCarry
+from .handover import Handover
 
-TASKS = {cls().name: cls for cls in (CoCarry, BigTable)}
+TASKS = {cls().name: cls for cls in (Handover, CoCarry, BigTable)}
 
 
 def get_task(name: str) -> Task:

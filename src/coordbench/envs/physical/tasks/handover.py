@@ -1,0 +1,258 @@
+"""Handover: robot 0 picks a bottle up and holds it out; robot 1 takes it over the middle
+and sets it upright on its pad. Low base movement, low physical coupling: the two hold the
+bottle together only during the exchange."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..env import Sensing
+from ..robot import SH_H, SH_X, ik2, level
+from ..scene import world_xml
+from .base import Phase, Task
+
+GAP = 0.8  # each robot's base stands this far from the handover point
+BOTTLE_H = 0.10  # half height
+STAND_H = 0.30  # the bottle starts on a stand and ends on another
+GIVER_Z = -0.02  # grasp heights relative to the bottle centre
+TAKER_Z = 0.06
+PICK_FWD = 0.62  # where the bottle starts, in front of the giver
+PAD_FWD = 0.60  # where the pad is, in front of the taker
+
+
+class Handover(Task):
+    """Robot 0 (giver) at -x facing +x, robot 1 (taker) at +x facing -x."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            name="Handover", n_robots=2, movement="low", coupling="low", limit=1000,
+            phases=(Phase("pick", "robot 0 holds the bottle >= 3 cm up", False),
+                    Phase("exchange", "both held it together, then robot 1 alone holds it "
+                          ">= 3 cm up with robot 0's hand off", True),
+                    Phase("place", "released, upright within 15 deg, still, within 6 cm of "
+                          "robot 1's pad, for 0.2 s", False)),
+            instructions={"joint": "Hand the bottle from the left robot to the right robot, "
+                                   "which puts it on its pad.",
+                          "robot0": "Pick up the bottle and hold it out to your partner; let "
+                                    "go once your partner has it.",
+                          "robot1": "Take the bottle from your partner above its hand and put "
+                                    "it upright on your pad."},
+            adaptation="A 20 cm, 0.3 kg bottle; the giver grasps low, the taker high, with "
+                       "parallel grippers; both bases stay put (arm reach and torso lift do the "
+                       "work).")
+        self.both_held = False
+
+    def xml(self) -> str:
+        bottle = (f'<body name="object" pos="{-GAP + PICK_FWD} 0 {STAND_H + BOTTLE_H}">'
+                  '<freejoint name="object"/>'
+                  f'<geom name="bottle" type="cylinder" size="0.028 {BOTTLE_H}" mass="0.4" '
+                  'rgba=".2 .6 .9 1" friction="1.5 0.02 0.002" condim="4"/>'
+                  f'<site name="grip0" pos="0 0 {GIVER_Z}" size="0.01"/>'
+                  f'<site name="grip1" pos="0 0 {TAKER_Z}" size="0.01"/></body>')
+        half = STAND_H / 2
+        pad = (f'<geom name="stand0" type="box" size="0.12 0.16 {half}" '
+               f'pos="{-GAP + PICK_FWD} 0 {half}" rgba=".5 .4 .3 1"/>'
+               f'<geom name="stand1" type="box" size="0.12 0.2 {half}" '
+               f'pos="{GAP - PAD_FWD} 0 {half}" rgba=".5 .4 .3 1"/>'
+               f'<geom name="goal" type="cylinder" size="0.06 0.001" pos="0 0 {STAND_H + 0.001}" '
+               'rgba="0 1 0 .4" contype="0" conaffinity="0"/>')
+        robots = [(-GAP, 0.0, 0.0), (GAP, 0.0, math.pi)]
+        return world_xml(self.name, robots, bottle, statics=pad)
+
+    def grasp_geoms(self) -> list[list[str]]:
+        return [["bottle"], ["bottle"]]
+
+    def handle_sites(self) -> list[str]:
+        return ["grip0", "grip1"]
+
+    def reset(self, env, rng: np.random.Generator) -> None:
+        adr = env.model.jnt_qposadr[env.model.joint("object").id]
+        env.data.qpos[adr:adr + 2] += rng.uniform(-0.03, 0.03, 2)
+        env.goal = np.array([GAP - PAD_FWD + rng.uniform(-0.04, 0.04),
+                             rng.uniform(-0.10, 0.10), STAND_H])
+        env.model.geom_pos[env.model.geom("goal").id][:2] = env.goal[:2]
+        self.both_held = False
+
+    def phase_flags(self, env) -> tuple[bool, bool, bool]:
+        holds = env.holds()
+        lift = env.data.xpos[env.obj][2] - env.obj_z0
+        self.both_held |= bool(holds.all())
+        p1 = bool(holds[0] and lift >= 0.03)
+        p2 = bool(self.both_held and holds[1] and not holds[0] and lift >= 0.03)
+        v, w = env.obj_speed()
+        near = np.linalg.norm(env.data.xpos[env.obj][:2] - env.goal[:2]) <= 0.06
+        p3 = bool(not holds.any() and near and env.obj_tilt_deg() <= 15 and v < 0.05
+                  and w < 0.15 and abs(lift) < 0.02)
+        return p1, p2, p3
+
+    def expert(self, env, i: int, rng: np.random.Generator, noise: float):
+        return (Giver if i == 0 else Taker)(rng, noise)
+
+
+class _Arm:
+    """Shared pieces: operator variability, stage clock, arm IK to a world point."""
+
+    def __init__(self, rng: np.random.Generator, noise: float) -> None:
+        self.latency = rng.uniform(0, 0.3 * noise, size=10)
+        self.speed = 1.0 + rng.uniform(-0.2, 0.2) * noise
+        self.dz = rng.uniform(-0.01, 0.01) * noise
+        self.stage, self.t_stage, self.k = "reach", 0.0, 0
+        self.arm = (1.2, -2.4)
+        self.lift = 0.0
+        self.v = np.zeros(2)
+        self.target = [0.0, 0.0]
+        self.near_for = 0.0
+
+    def _go(self, stage: str) -> None:
+        self.stage, self.t_stage = stage, 0.0
+        self.k += 1
+
+    def _ready(self, after: float) -> bool:
+        return self.t_stage >= after + self.latency[self.k % len(self.latency)]
+
+    def _ik(self, s: Sensing, p: np.ndarray, back: float = 0.0, up: float = 0.0) -> None:
+        h = s.to_robot(p)
+        self.arm = ik2(float(h[0]) - SH_X - back, float(h[2]) + up - (SH_H + s.joints[0]))
+
+    def _reach(self, s: Sensing, p: np.ndarray) -> None:
+        """Approach `p` from above and behind, then close in."""
+        if self.t_stage < 0.6:
+            self._ik(s, p, back=0.15, up=0.12)
+        elif self.t_stage < 1.1:
+            self._ik(s, p, back=0.15)
+        else:
+            self._ik(s, p)
+
+    def base(self, s: Sensing, p: np.ndarray, standoff: float | None) -> None:
+        """Servo the base to face `p` from `standoff` (None: keep the distance, only line up)."""
+        h = s.to_robot(p)
+        self.v = np.array([0.0 if standoff is None else 2.0 * (float(h[0]) - standoff),
+                           2.0 * float(h[1])])
+
+    def out(self, grip: float, wrist: float = 0.0) -> np.ndarray:
+        v, self.v = self.v, np.zeros(2)
+        return np.array([v[0], v[1], 0.0, self.lift, self.arm[0], self.arm[1],
+                         level(*self.arm), wrist, grip])
+
+    def resume(self, s: Sensing) -> None:
+        """Mid-task restart from own sensing (phase-level evaluation)."""
+        self.lift = float(s.joints[0])
+        self.arm = (float(s.joints[1]), float(s.joints[2]))
+        self.stage = self._resume_stage(s)
+        self.t_stage = 0.0
+
+
+class Giver(_Arm):
+    """reach -> grasp -> lift -> offer (arm out to the middle) -> hold until the partner's
+    hand is on the bottle -> release -> retreat."""
+
+    def act(self, s: Sensing, dt: float) -> np.ndarray:
+        self.t_stage += dt
+        grip = 0.0
+        grasp_pt = s.handle + np.array([0, 0, self.dz])
+        mid = np.array([0.0, s.obj_pos[1], grasp_pt[2]])
+        if self.stage == "reach":
+            self.base(s, grasp_pt, PICK_FWD)
+            self._reach(s, grasp_pt)
+            lat = abs(float(s.to_robot(grasp_pt)[1]))
+            if self._ready(1.5) and lat < 0.01:
+                self._go("grasp")
+        elif self.stage == "grasp":
+            grip = 1.0
+            if self._ready(0.5):
+                self._go("lift" if s.holding else "reach")
+        elif self.stage == "lift":
+            grip = 1.0
+            self.lift = min(0.10, self.lift + 0.2 * self.speed * dt)
+            if self.lift >= 0.10 and self._ready(0.2):
+                self._go("offer")
+        elif self.stage == "offer":  # move the hand to the middle at constant height
+            grip = 1.0
+            if self.t_stage <= dt:
+                h = s.to_robot(s.hand)
+                self.target = [float(h[0]), float(s.hand[2]) + 0.02]
+            goal = float(s.to_robot(mid)[0])
+            self.target[0] = min(goal, self.target[0] + 0.3 * self.speed * dt)
+            self.arm = ik2(self.target[0] - SH_X, self.target[1] - (SH_H + s.joints[0]))
+            # let go once the partner's hand has stayed on the bottle's upper part for a while
+            # (seen, not told: the giver cannot feel the partner's grip)
+            upper = s.obj_pos + s.obj_up * TAKER_Z
+            near = np.linalg.norm(s.partner_hands[0] - upper) < 0.04
+            self.near_for = self.near_for + dt if near else 0.0
+            if self.near_for >= 1.2 and self._ready(0.0):
+                self._go("release")
+        elif self.stage == "release":
+            if self._ready(0.4):
+                self._go("retreat")
+        elif self.stage == "retreat":
+            self.arm = (1.2, -2.4)
+        return self.out(grip)
+
+    def _resume_stage(self, s: Sensing) -> str:
+        return ("offer" if s.obj_lift > 0.07 else "lift") if s.holding else "retreat"
+
+
+class Taker(_Arm):
+    """wait until the bottle is held out in the middle -> reach its upper part -> grasp ->
+    wait for the partner's hand to leave -> carry over the pad -> lower -> release."""
+
+    def act(self, s: Sensing, dt: float) -> np.ndarray:
+        self.t_stage += dt
+        grip = 0.0
+        take_pt = s.handle + np.array([0, 0, self.dz])
+        if self.stage == "reach":  # wait (arm folded) until the bottle is offered
+            self.lift = min(0.10, self.lift + 0.2 * dt)
+            offered = s.obj_lift > 0.07 and abs(s.obj_pos[0]) < 0.08
+            if offered and self._ready(0.2):
+                self._go("approach")
+        elif self.stage == "approach":
+            self.base(s, take_pt, None)
+            self._reach(s, take_pt)
+            lat = abs(float(s.to_robot(take_pt)[1]))
+            if self._ready(1.4) and lat < 0.01:
+                self._go("grasp")
+        elif self.stage == "grasp":
+            grip = 1.0
+            self._ik(s, take_pt)
+            if self._ready(0.5):
+                self._go("wait" if s.holding else "approach")
+        elif self.stage == "wait":  # both hold; the giver lets go when it sees our hand
+            grip = 1.0
+            free = np.linalg.norm(s.partner_hands[0] - s.obj_pos) > 0.15
+            if free and self._ready(0.3):
+                self._go("carry")
+        elif self.stage == "carry":  # the bottle over the pad: arm in, base sideways
+            grip = 1.0
+            if self.t_stage <= dt:
+                h = s.to_robot(s.hand)
+                self.target = [float(h[0]), float(s.hand[2]) + 0.02]
+            err = s.to_robot(s.goal)[:2] - s.to_robot(s.obj_pos)[:2]
+            self.target[0] += float(np.clip(err[0], -0.3 * self.speed * dt,
+                                            0.3 * self.speed * dt))
+            self.arm = ik2(self.target[0] - SH_X, self.target[1] - (SH_H + s.joints[0]))
+            self.v = np.array([0.0, 2.0 * float(err[1])])
+            if np.abs(err).max() < 0.01 and self._ready(0.5):
+                self._go("lower")
+        elif self.stage == "lower":  # hand down (arm) until the bottle stands on the pad
+            grip = 1.0
+            if s.obj_lift > 0.003:
+                self.target[1] -= 0.1 * self.speed * dt
+            self.arm = ik2(self.target[0] - SH_X, self.target[1] - (SH_H + s.joints[0]))
+            if s.obj_lift <= 0.003 and self._ready(0.3):
+                self._go("release")
+        elif self.stage == "release":
+            if self._ready(0.4):
+                self._go("retreat")
+        elif self.stage == "retreat":
+            self._ik(s, s.hand, back=0.15, up=0.05)
+            if self.t_stage > 1.0:
+                self.arm = (1.2, -2.4)
+        return self.out(grip)
+
+    def _resume_stage(self, s: Sensing) -> str:
+        if not s.holding:
+            return "reach"
+        free = np.linalg.norm(s.partner_hands[0] - s.obj_pos) > 0.15
+        return "carry" if free else "wait"
