@@ -115,6 +115,7 @@ class PhysicalEnv:
         ctrl[:, 0] = c * a[:, 0] - s * a[:, 1]  # robot-frame velocity -> world slides
         ctrl[:, 1] = s * a[:, 0] + c * a[:, 1]
         ctrl[:, 2:8] = a[:, 2:8]
+        ctrl[:, 6] = a[:, 6] - (a[:, 4] + a[:, 5])  # pitch relative to level (pitches add up)
         ctrl[:, 8] = ctrl[:, 9] = np.where(a[:, 8] >= 0.5, FINGER_CLOSED, 0.0)
         d.ctrl[self.act_ids.ravel()] = ctrl.ravel()
         mujoco.mj_step(self.model, d, nstep=SUBSTEPS)

@@ -16,7 +16,7 @@ import math
 import numpy as np
 
 from .env import Sensing
-from .robot import SH_H, SH_X, ik2, level
+from .robot import SH_H, SH_X, ik2
 
 STANDOFF = 0.62  # base-to-grasp-point distance while holding (m)
 LIFT = 0.15  # torso rise that lifts the object (m)
@@ -112,4 +112,4 @@ class CarryExpert:
             vx = -0.15 if self.t_stage < 1.0 else 0.0
             self.arm = (1.2, -2.4)
         return np.array([vx, vy, wz, self.lift, self.arm[0], self.arm[1],
-                         level(*self.arm), 0.0, grip])
+                         0.0, 0.0, grip])

@@ -8,9 +8,11 @@ An egocentric camera sits at head height, offset sideways from the arm and tilte
 the hands and the partners.
 
 Action per robot (9): [vx, vy, wz] in the robot frame (m/s, rad/s), torso lift target (m,
-0..LIFT_MAX), shoulder, elbow and wrist pitch targets (rad), wrist roll target (rad), grip
-(>= 0.5 closes the fingers). Proprioception per robot (18): base x, y, yaw; lift, shoulder,
-elbow, wrist pitch, wrist roll, finger opening; and their velocities.
+0..LIFT_MAX), shoulder and elbow targets (rad), wrist pitch relative to level (rad: 0 keeps
+the gripper level whatever the arm does; the wrist's low-level controller adds -(shoulder +
+elbow)), wrist roll target (rad), grip (>= 0.5 closes the fingers). Proprioception per
+robot (18): base x, y, yaw; lift, shoulder, elbow, wrist pitch, wrist roll, finger opening;
+and their velocities.
 """
 
 from __future__ import annotations
@@ -26,8 +28,8 @@ LIFT_MAX = 0.30
 FINGER_CLOSED = 0.035
 ACTION_DIM = 9
 PROPRIO_DIM = 18
-ACTION_LOW = np.array([-0.6, -0.6, -1.0, 0.0, -1.6, -2.6, -2.6, -1.7, 0.0])
-ACTION_HIGH = np.array([0.6, 0.6, 1.0, LIFT_MAX, 1.6, 2.6, 2.6, 1.7, 1.0])
+ACTION_LOW = np.array([-0.6, -0.6, -1.0, 0.0, -1.6, -2.6, -1.0, -1.7, 0.0])
+ACTION_HIGH = np.array([0.6, 0.6, 1.0, LIFT_MAX, 1.6, 2.6, 1.0, 1.7, 1.0])
 COLORS = (".8 .3 .3 1", ".3 .3 .8 1", ".3 .7 .3 1")
 JOINTS = ("x", "y", "yaw", "lift", "sh", "el", "wp", "wr", "fl", "fr")
 
@@ -100,11 +102,6 @@ def actuator_xml(i: int) -> str:
     <position name="r{i}_wr" joint="r{i}_wr" kp="60" kv="3" forcerange="-20 20"/>
     <position name="r{i}_fl" joint="r{i}_fl" kp="2000" kv="10" forcerange="-60 60"/>
     <position name="r{i}_fr" joint="r{i}_fr" kp="2000" kv="10" forcerange="-60 60"/>"""
-
-
-def level(sh: float, el: float) -> float:
-    """Return the wrist pitch that keeps the gripper level (pitches add along the arm)."""
-    return -(sh + el)
 
 
 def ik2(r: float, z: float) -> tuple[float, float]:

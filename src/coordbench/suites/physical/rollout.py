@@ -38,9 +38,9 @@ class Policy(Protocol):
         """Return one (n, 9) action array per environment."""
 
 
-# per-dimension scale of executed-action perturbations (base velocity, lift, arm and wrist
-# pitch, wrist roll, grip)
-PERTURB_SCALE = np.array([0.1, 0.1, 0.1, 0.0, 0.08, 0.08, 0.08, 0.0, 0.0])
+# per-dimension scale of executed-action perturbations (base velocity, lift, arm, wrist pitch
+# and roll, grip)
+PERTURB_SCALE = np.array([0.1, 0.1, 0.1, 0.0, 0.08, 0.08, 0.0, 0.0, 0.0])
 
 
 class ExpertPolicy:

@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from ..env import Sensing
-from ..robot import SH_H, SH_X, ik2, level
+from ..robot import SH_H, SH_X, ik2
 from ..scene import world_xml
 from .base import Phase, Task
 
@@ -134,7 +134,7 @@ class _Arm:
     def out(self, grip: float, wrist: float = 0.0) -> np.ndarray:
         v, self.v = self.v, np.zeros(2)
         return np.array([v[0], v[1], 0.0, self.lift, self.arm[0], self.arm[1],
-                         level(*self.arm), wrist, grip])
+                         0.0, wrist, grip])
 
     def resume(self, s: Sensing) -> None:
         """Mid-task restart from own sensing (phase-level evaluation)."""
