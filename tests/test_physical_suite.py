@@ -138,3 +138,13 @@ def test_cli_contract(tmp_path, demos):
         res = cli(*args)
         assert res.returncode == 2 and msg in res.stderr, (args, res.stderr)
         assert len(res.stderr.strip().splitlines()) == 1
+
+
+def test_a_retrained_checkpoint_is_never_resumed_as_the_old_one(tmp_path, demos):
+    run_dir = RunDir.create_or_open(tmp_path / "run")
+    path = tmp_path / "p.pt"
+    for seed in (0, 1):
+        train_policy(default_config("CoCarry", "bc", 2, steps=2, batch=4, hidden=16,
+                                    seed=seed), demos, path)
+        evaluate_main("CoCarry", str(path), 1, run_dir)
+    assert len(run_dir.conditions) == 2

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 from functools import lru_cache
 from pathlib import Path
@@ -26,3 +27,9 @@ def git_sha() -> str | None:
 def version() -> str:
     """Return the installed coordbench version."""
     return __version__
+
+
+def file_digest(path: str | Path, length: int = 10) -> str:
+    """Return the first `length` hex digits of a file's sha256 (names a file's content in run
+    conditions, so a changed checkpoint is never mistaken for a finished one)."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:length]

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from coordbench.agents.stat_policies import get_policy, is_checkpoint
-from coordbench.core.provenance import git_sha, version
+from coordbench.core.provenance import file_digest, git_sha, version
 from coordbench.core.rundir import RunDir
 from coordbench.core.stats import Estimate, mean_ci
 from coordbench.core.trajectory import (
@@ -53,7 +53,8 @@ class StatEvalSpec:
     @property
     def condition(self) -> str:
         """Return the condition's directory name inside a run."""
-        policy = Path(self.policy).stem if is_checkpoint(self.policy) else self.policy
+        policy = (f"{Path(self.policy).stem}-{file_digest(self.policy)}"
+                  if is_checkpoint(self.policy) else self.policy)
         return (f"stat_{self.config}_{policy}_{self.layouts}_seed{self.seed}"
                 f"_limit{self.episode_limit}")
 

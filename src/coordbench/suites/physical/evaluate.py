@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from coordbench.core.provenance import file_digest
 from coordbench.core.rundir import RunDir
 from coordbench.core.stats import Estimate, mean_ci
 from coordbench.core.trajectory import Trajectory
@@ -43,8 +44,11 @@ def make_policy(spec: str, task: str) -> Policy:
 
 
 def policy_label(spec: str) -> str:
-    """Return a name usable in a condition id."""
-    return spec if spec in ("expert", "expert_noisy") else f"ckpt-{Path(spec).stem}"
+    """Return a name usable in a condition id (a checkpoint's includes its content digest, so
+    retraining into the same path starts a new condition instead of resuming stale ones)."""
+    if spec in ("expert", "expert_noisy") or not Path(spec).is_file():
+        return spec if spec in ("expert", "expert_noisy") else f"ckpt-{Path(spec).stem}"
+    return f"ckpt-{Path(spec).stem}-{file_digest(spec)}"
 
 
 def _episodes(run_dir: RunDir, condition: str, keys: list[str],
