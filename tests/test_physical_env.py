@@ -75,3 +75,27 @@ def test_bad_input_is_a_one_line_error():
         env.step(np.full((2, 9), np.nan))
     with pytest.raises(ConfigError, match="unknown physical task 'Juggle'"):
         get_task("Juggle")
+
+
+def test_a_partner_letting_go_mid_carry_is_a_drop_but_a_handover_is_not():
+    from coordbench.suites.physical.rollout import CouplingMonitor
+
+    task = get_task("CoCarry")
+    env = PhysicalEnv(task)
+    env.reset(4)
+    pol = ExpertPolicy(0.0)
+    pol.reset([env])
+    mon = CouplingMonitor(2)
+    carried = 0
+    while env.steps < 600:
+        a = pol.act([env])[0]
+        if env.phase >= 1:
+            carried += 1
+            if carried > 50:
+                a[1, 8] = 0.0  # robot 1 opens its hand while the basket is up
+        env.step(a)
+        mon.update(env)
+    drops = [e for e in mon.events if e.kind == "drop"]
+    assert len(drops) == 1 and drops[0].robots == [1]
+    trs, _ = run("Handover", ExpertPolicy(0.0), [1, 2])
+    assert all(e.kind != "drop" for t in trs for e in t.events if e.type == "physical_event")

@@ -101,6 +101,7 @@ class CouplingMonitor:
     first_hold: int | None = None
     lag_done: bool = False
     lost_for: int = 0
+    armed: bool = False
     contact_run: int = 0
     events: list[PhysicalCouplingEvent] = field(default_factory=list)
 
@@ -115,9 +116,12 @@ class CouplingMonitor:
                 t=t, kind="partner_lag", robots=list(range(self.n)),
                 value=round((t - self.first_hold) * CONTROL_DT, 3)))
         lifted = env.data.xpos[env.obj][2] - env.obj_z0 > 0.03
-        # a drop: some robot without hold for 0.1 s while the object is up (touch sensing
-        # flickers for a step or two while the fingers slide; that is not a drop)
-        if self.lag_done and lifted and not holds.all() and env.phase < 3:
+        # a drop: fewer robots hold than the task needs (all of them when carrying together,
+        # one in a handover), for 0.1 s while the object is up (touch sensing flickers for a
+        # step or two while the fingers slide; that is not a drop)
+        needed = env.task.holders_needed or env.n
+        self.armed |= int(holds.sum()) >= needed
+        if self.armed and lifted and int(holds.sum()) < needed and env.phase < 3:
             self.lost_for += 1
             if self.lost_for == DROP_STEPS:
                 self.events.append(PhysicalCouplingEvent(

@@ -31,6 +31,7 @@ class Task:
     instructions: dict[str, str] = field(default_factory=dict)
     adaptation: str = ""  # how the paper's task was adapted to the CoBot embodiment
     object_body: str = "object"
+    holders_needed: int | None = None  # robots that must hold a lifted object (None: all)
 
     def xml(self) -> str:
         """Return the task's MJCF model."""

@@ -41,7 +41,8 @@ class Handover(Task):
                                     "it upright on your pad."},
             adaptation="A 20 cm, 0.3 kg bottle; the giver grasps low, the taker high, with "
                        "parallel grippers; both bases stay put (arm reach and torso lift do the "
-                       "work).")
+                       "work).",
+            holders_needed=1)
         self.both_held = False
 
     def xml(self) -> str:
