@@ -4,7 +4,6 @@ dispatch (off-policy core or a method's own loop) and policy checkpoints."""
 from __future__ import annotations
 
 import functools
-import io
 from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
@@ -12,6 +11,8 @@ from typing import Any
 import torch
 
 from coordbench.core.atomic import write_atomic_bytes
+from coordbench.core.checkpoint import checkpoint_bytes as serialize
+from coordbench.core.checkpoint import read_checkpoint
 from coordbench.envs.stat.config import get_config
 from coordbench.errors import ConfigError, CoordbenchError
 
@@ -102,11 +103,9 @@ def train(tc: TrainConfig, method=None, log=None) -> dict[str, Any]:
 
 def checkpoint_bytes(tc: TrainConfig, method) -> bytes:
     """Return a checkpoint (online networks and TrainConfig) as bytes."""
-    buf = io.BytesIO()
-    torch.save({"format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION,
-                "train_config": asdict(tc),
-                "networks": {k: v.state_dict() for k, v in method.networks().items()}}, buf)
-    return buf.getvalue()
+    return serialize({"format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION,
+                      "train_config": asdict(tc),
+                      "networks": {k: v.state_dict() for k, v in method.networks().items()}})
 
 
 def save_checkpoint(path: Path, tc: TrainConfig, method) -> None:
@@ -116,16 +115,7 @@ def save_checkpoint(path: Path, tc: TrainConfig, method) -> None:
 
 def load_checkpoint(path: Path) -> tuple[TrainConfig, Any]:
     """Return (TrainConfig, method with the saved weights) from a checkpoint file."""
-    path = Path(path)
-    if not path.is_file():
-        raise CheckpointError(f"checkpoint {path} does not exist")
-    try:
-        blob = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:  # torch raises many types for damaged files
-        raise CheckpointError(f"checkpoint {path} is corrupt or not a checkpoint "
-                              f"({type(exc).__name__})") from None
-    if not isinstance(blob, dict) or blob.get("format") != CHECKPOINT_FORMAT:
-        raise CheckpointError(f"checkpoint {path} is not a coordbench STAT policy")
+    blob = read_checkpoint(path, CHECKPOINT_FORMAT, "coordbench STAT policy", CheckpointError)
     if blob.get("version") != CHECKPOINT_VERSION:
         raise CheckpointError(f"checkpoint {path} has version {blob.get('version')!r}; "
                               f"this coordbench reads version {CHECKPOINT_VERSION}")

@@ -16,7 +16,6 @@ one network for all robots (with or without a one-hot agent id).
 
 from __future__ import annotations
 
-import io
 import math
 import time
 from dataclasses import asdict, dataclass, fields
@@ -27,7 +26,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from coordbench.core.atomic import write_atomic_bytes
+from coordbench.core.checkpoint import read_checkpoint, write_checkpoint
 from coordbench.envs.physical.robot import ACTION_DIM, ACTION_HIGH, ACTION_LOW, PROPRIO_DIM
 from coordbench.errors import ConfigError, CoordbenchError
 
@@ -365,24 +364,14 @@ def _batch(data: RobotData, idx: np.ndarray):
 def save_policy(path: Path, cfg: PolicyConfig, nets: list[nn.Module], dims: list[int],
                 channels: list[int]) -> None:
     """Write a checkpoint atomically."""
-    buf = io.BytesIO()
-    torch.save({"format": FORMAT, "version": 1, "config": asdict(cfg), "dims": dims,
-                "channels": channels, "nets": [n.state_dict() for n in nets]}, buf)
-    write_atomic_bytes(Path(path), buf.getvalue())
+    write_checkpoint(path, {"format": FORMAT, "version": 1, "config": asdict(cfg),
+                            "dims": dims, "channels": channels,
+                            "nets": [n.state_dict() for n in nets]})
 
 
 def load_nets(path: Path) -> tuple[PolicyConfig, list[nn.Module]]:
     """Return (config, networks) of a checkpoint, or raise PolicyCheckpointError."""
-    path = Path(path)
-    if not path.is_file():
-        raise PolicyCheckpointError(f"policy checkpoint {path} does not exist")
-    try:
-        blob = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:  # torch raises many types for damaged files
-        raise PolicyCheckpointError(f"policy checkpoint {path} is corrupt or not a checkpoint "
-                                    f"({type(exc).__name__})") from None
-    if not isinstance(blob, dict) or blob.get("format") != FORMAT:
-        raise PolicyCheckpointError(f"{path} is not a coordbench physical policy")
+    blob = read_checkpoint(path, FORMAT, "coordbench physical policy", PolicyCheckpointError)
     try:
         known = {f.name for f in fields(PolicyConfig)}
         cfg = PolicyConfig(**{k: v for k, v in blob["config"].items() if k in known})
