@@ -93,7 +93,6 @@ class PhysicalEnv:
         self.phase_step = [None, None, None]
         self.hold_timer = 0.0
         self.steps = 0
-        self.task.after_reset(self)
 
     @property
     def t(self) -> float:

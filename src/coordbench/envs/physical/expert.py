@@ -22,20 +22,35 @@ STANDOFF = 0.62  # base-to-grasp-point distance while holding (m)
 LIFT = 0.15  # torso rise that lifts the object (m)
 
 
-class CarryExpert:
-    """reach -> grasp -> lift -> carry (to the goal) -> lower -> release -> retreat."""
+class Operator:
+    """One robot's phase machine clock and its operator variability: a reaction latency per
+    stage change, a speed factor and a grasp height offset, all drawn once per episode."""
 
-    def __init__(self, rng: np.random.Generator, noise: float, carry_speed: float = 0.35,
-                 turn: float = 0.0) -> None:
+    def __init__(self, rng: np.random.Generator, noise: float) -> None:
         self.latency = rng.uniform(0, 0.3 * noise, size=8)
         self.speed = 1.0 + rng.uniform(-0.2, 0.2) * noise
         self.dz = rng.uniform(-0.01, 0.01) * noise
-        self.dr = rng.uniform(-0.02, 0.02) * noise
-        self.carry_speed = carry_speed
-        self.turn = turn
         self.stage, self.t_stage, self.k = "reach", 0.0, 0
         self.arm = (1.2, -2.4)
         self.lift = 0.0
+
+    def _go(self, stage: str) -> None:
+        self.stage, self.t_stage = stage, 0.0
+        self.k += 1
+
+    def _ready(self, after: float) -> bool:
+        """Return True once `after` seconds plus this robot's reaction latency have passed."""
+        return self.t_stage >= after + self.latency[self.k % len(self.latency)]
+
+
+class CarryExpert(Operator):
+    """reach -> grasp -> lift -> carry (to the goal) -> lower -> release -> retreat."""
+
+    def __init__(self, rng: np.random.Generator, noise: float,
+                 carry_speed: float = 0.35) -> None:
+        super().__init__(rng, noise)
+        self.dr = rng.uniform(-0.02, 0.02) * noise
+        self.carry_speed = carry_speed
 
     def resume(self, s: Sensing) -> None:
         """Pick up mid-task (phase-level evaluation from a restored state): infer the stage
@@ -47,14 +62,6 @@ class CarryExpert:
         else:
             self.stage = "reach"
         self.t_stage = 0.0
-
-    def _go(self, stage: str) -> None:
-        self.stage, self.t_stage = stage, 0.0
-        self.k += 1
-
-    def _ready(self, after: float) -> bool:
-        """Return True once `after` seconds plus this robot's reaction latency have passed."""
-        return self.t_stage >= after + self.latency[self.k % len(self.latency)]
 
     def act(self, s: Sensing, dt: float) -> np.ndarray:
         """Return this robot's 9-D action."""

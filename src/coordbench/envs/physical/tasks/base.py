@@ -3,6 +3,7 @@ language instructions, and a decentralized scripted expert per robot."""
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -18,8 +19,8 @@ class Phase:
 
 
 @dataclass
-class Task:
-    """Base class; subclasses fill in the geometry, the phases and the expert."""
+class Task(ABC):
+    """Abstract base; subclasses fill in the geometry, the phases and the expert."""
 
     name: str = ""
     n_robots: int = 2
@@ -33,29 +34,26 @@ class Task:
     object_body: str = "object"
     holders_needed: int | None = None  # robots that must hold a lifted object (None: all)
 
+    @abstractmethod
     def xml(self) -> str:
         """Return the task's MJCF model."""
-        raise NotImplementedError
 
+    @abstractmethod
     def grasp_geoms(self) -> list[list[str]]:
         """Return, per robot, the geoms its fingers must both touch to count as holding."""
-        raise NotImplementedError
 
+    @abstractmethod
     def handle_sites(self) -> list[str]:
         """Return, per robot, the site marking its grasp point."""
-        raise NotImplementedError
 
+    @abstractmethod
     def reset(self, env, rng: np.random.Generator) -> None:
         """Randomize object and goal poses (writes env.data.qpos and env.goal)."""
-        raise NotImplementedError
 
-    def after_reset(self, env) -> None:
-        """Hook after the first forward pass (e.g. record rest heights)."""
-
+    @abstractmethod
     def phase_flags(self, env) -> tuple[bool, bool, bool]:
         """Return the raw predicates of p1, p2 and p3 in the current state."""
-        raise NotImplementedError
 
+    @abstractmethod
     def expert(self, env, i: int, rng: np.random.Generator, noise: float):
         """Return robot i's scripted expert (noise 0 = nominal; 1 = full operator noise)."""
-        raise NotImplementedError

@@ -9,6 +9,7 @@ import math
 import numpy as np
 
 from ..env import Sensing
+from ..expert import Operator
 from ..robot import SH_H, SH_X, ik2
 from ..scene import world_xml
 from .base import Phase, Task
@@ -92,26 +93,14 @@ class Handover(Task):
         return (Giver if i == 0 else Taker)(rng, noise)
 
 
-class _Arm:
-    """Shared pieces: operator variability, stage clock, arm IK to a world point."""
+class _Arm(Operator):
+    """Shared pieces of the handover experts: base line-up and arm IK to a world point."""
 
     def __init__(self, rng: np.random.Generator, noise: float) -> None:
-        self.latency = rng.uniform(0, 0.3 * noise, size=10)
-        self.speed = 1.0 + rng.uniform(-0.2, 0.2) * noise
-        self.dz = rng.uniform(-0.01, 0.01) * noise
-        self.stage, self.t_stage, self.k = "reach", 0.0, 0
-        self.arm = (1.2, -2.4)
-        self.lift = 0.0
+        super().__init__(rng, noise)
         self.v = np.zeros(2)
         self.target = [0.0, 0.0]
         self.near_for = 0.0
-
-    def _go(self, stage: str) -> None:
-        self.stage, self.t_stage = stage, 0.0
-        self.k += 1
-
-    def _ready(self, after: float) -> bool:
-        return self.t_stage >= after + self.latency[self.k % len(self.latency)]
 
     def _ik(self, s: Sensing, p: np.ndarray, back: float = 0.0, up: float = 0.0) -> None:
         h = s.to_robot(p)
