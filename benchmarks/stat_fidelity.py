@@ -48,6 +48,7 @@ def main() -> None:
     ap.add_argument("--configs", default=",".join(BASELINE))
     ap.add_argument("--algos", default=",".join(ALGOS))
     ap.add_argument("--dirs", nargs="*", type=Path, default=None)
+    ap.add_argument("--workers", type=int, default=2)
     args = ap.parse_args()
     if args.run:
         from coordbench.learn.registry import paper_config
@@ -59,7 +60,7 @@ def main() -> None:
                 if algo == "dqn" and config.startswith("5A"):
                     continue
                 sweep([paper_config(config, algo, seed=s, utd=args.utd) for s in range(5)],
-                      out, workers=2)
+                      out, workers=args.workers)
         dirs = [out]
     else:
         dirs = args.dirs or sorted(Path("runs/fidelity").glob("utd*"))

@@ -35,6 +35,8 @@ class Sensing:
     t: float  # seconds since reset
     hand: np.ndarray  # (3,) own hand (between the fingers), world
     partner_hands: np.ndarray  # (n-1, 3) the other robots' hands, world (seen, not told)
+    extras: np.ndarray  # (k, 3) world positions of the task's other bodies in view
+    obj_x: np.ndarray  # (3,) the main object's local x axis in world (its heading)
 
     def to_robot(self, p: np.ndarray) -> np.ndarray:
         """Return world point p (x, y[, z]) in this robot's frame (forward, left[, up])."""
@@ -71,6 +73,7 @@ class PhysicalEnv:
         self.handle_sites = [m.site(s).id for s in task.handle_sites()]
         self.obj = m.body(task.object_body).id
         self.obj_dof = m.jnt_dofadr[m.body_jntadr[self.obj]]
+        self.extras = [m.body(b).id for b in task.extra_bodies]
         self._renderer = None
         self.goal = np.zeros(3)
         self.rng = np.random.default_rng(0)
@@ -89,6 +92,7 @@ class PhysicalEnv:
         mujoco.mj_forward(self.model, self.data)
         self.obj_z0 = float(self.data.xpos[self.obj][2])
         self.obj_pos0 = self.data.xpos[self.obj].copy()
+        self.extra_pos0 = self.data.xpos[self.extras].copy()
         self.phase = 0
         self.phase_step = [None, None, None]
         self.hold_timer = 0.0
@@ -186,9 +190,11 @@ class PhysicalEnv:
             handle=d.site_xpos[self.handle_sites[i]].copy(),
             obj_pos=d.xpos[self.obj].copy(), obj_up=d.xmat[self.obj].reshape(3, 3)[:, 2].copy(),
             obj_lift=float(d.xpos[self.obj][2] - self.obj_z0),
-            goal=self.goal.copy(), holding=bool(self.holds()[i]), t=self.t,
+            goal=np.array(self.task.robot_goal(self, i), dtype=float),
+            holding=bool(self.holds()[i]), t=self.t,
             hand=d.site_xpos[self.tcp[i]].copy(),
-            partner_hands=np.array([d.site_xpos[self.tcp[j]] for j in range(self.n) if j != i]))
+            partner_hands=np.array([d.site_xpos[self.tcp[j]] for j in range(self.n) if j != i]),
+            extras=d.xpos[self.extras].copy(), obj_x=d.xmat[self.obj].reshape(3, 3)[:, 0].copy())
 
     def proprio(self) -> np.ndarray:
         """Return (n, 18): base x, y, yaw, lift, shoulder, elbow, wrist pitch and roll, finger;
@@ -204,10 +210,15 @@ class PhysicalEnv:
             out[i, 17] = 0.5 * (v[8] + v[9])
         return out
 
+    @property
+    def obs_dim(self) -> int:
+        """Return the width of one robot's state observation (32 + 3 per extra body)."""
+        return 32 + 3 * len(self.extras)
+
     def local_obs(self) -> np.ndarray:
-        """Return (n, 32) state observations, each in its own robot's frame: proprio (18),
-        object position (3) and up axis (3), own grasp point (3), goal (3), own touch (1),
-        time (1)."""
+        """Return (n, obs_dim) state observations, each in its own robot's frame: proprio
+        (18), object position (3) and up axis (3), own grasp point (3), goal (3), own touch
+        (1), time (1), then the task's extra bodies' positions (3 each)."""
         pro = self.proprio()
         rows = []
         for i in range(self.n):
@@ -216,7 +227,8 @@ class PhysicalEnv:
             up = np.array([c * s.obj_up[0] + sn * s.obj_up[1], -sn * s.obj_up[0] + c * s.obj_up[1],
                            s.obj_up[2]])
             rows.append(np.concatenate([pro[i], s.to_robot(s.obj_pos), up, s.to_robot(s.handle),
-                                        s.to_robot(s.goal), [float(s.holding), s.t]]))
+                                        s.to_robot(s.goal), [float(s.holding), s.t],
+                                        *[s.to_robot(p) for p in s.extras]]))
         return np.asarray(rows, dtype=np.float32)
 
     def get_state(self) -> np.ndarray:

@@ -17,6 +17,7 @@ import numpy as np
 
 from .env import Sensing
 from .robot import SH_H, SH_X, ik2
+from .scene import CONTROL_DT
 
 STANDOFF = 0.62  # base-to-grasp-point distance while holding (m)
 LIFT = 0.15  # torso rise that lifts the object (m)
@@ -120,3 +121,70 @@ class CarryExpert(Operator):
             self.arm = (1.2, -2.4)
         return np.array([vx, vy, wz, self.lift, self.arm[0], self.arm[1],
                          0.0, 0.0, grip])
+
+
+class ArmOperator(Operator):
+    """An operator that works at arm's length: base line-up and arm IK to a world point
+    (the handover, pouring and serving experts)."""
+
+    def __init__(self, rng: np.random.Generator, noise: float) -> None:
+        super().__init__(rng, noise)
+        self.v = np.zeros(2)
+        self.target = [0.0, 0.0]
+        self.near_for = 0.0
+        self.back, self.closed_for = 0.15, 0.0
+
+    def _ik(self, s: Sensing, p: np.ndarray, back: float = 0.0, up: float = 0.0) -> None:
+        h = s.to_robot(p)
+        self.arm = ik2(float(h[0]) - SH_X - back, float(h[2]) + up - (SH_H + s.joints[0]))
+
+    def _reach(self, s: Sensing, p: np.ndarray) -> None:
+        """Approach `p` from above and behind, then close in once lined up with it."""
+        if self.t_stage < 0.6:
+            self.back, self.closed_for = 0.15, 0.0
+            self._ik(s, p, back=0.15, up=0.12)
+        elif self.t_stage < 1.1 or abs(float(s.to_robot(p)[1])) > 0.01:
+            # close in only when lined up: an open finger would knock the object over
+            self._ik(s, p, back=self.back)
+        else:  # and at a steady pace: a jump in the arm target swings the hand through it
+            self.back = max(0.0, self.back - 0.4 * CONTROL_DT)
+            self.closed_for = self.closed_for + CONTROL_DT if self.back == 0.0 else 0.0
+            self._ik(s, p, back=self.back)
+
+    def grasp_at(self, s: Sensing, p: np.ndarray, standoff: float, then: str) -> float:
+        """Run the "reach" and "grasp" stages toward grasp point `p` (base `standoff` behind
+        it), then go to stage `then` (back to "reach" if the grasp missed). Return the grip
+        command (0 in any other stage)."""
+        if self.stage == "reach":
+            self.base(s, p, standoff)
+            self._reach(s, p)
+            if self._ready(1.5) and abs(float(s.to_robot(p)[1])) < 0.01 and self._closed_in():
+                self._go("grasp")
+        elif self.stage == "grasp":
+            if self._ready(0.5):
+                self._go(then if s.holding else "reach")
+            return 1.0
+        return 0.0
+
+    def _closed_in(self) -> bool:
+        """Return True once the hand has been at the grasp point for 0.3 s."""
+        return self.closed_for >= 0.3
+
+    def base(self, s: Sensing, p: np.ndarray, standoff: float | None) -> None:
+        """Servo the base to face `p` from `standoff` (None: keep the distance, only line up)."""
+        h = s.to_robot(p)
+        self.v = np.array([0.0 if standoff is None else 2.0 * (float(h[0]) - standoff),
+                           2.0 * float(h[1])])
+
+    def out(self, grip: float, roll: float = 0.0, pitch: float = 0.0) -> np.ndarray:
+        """Return the 9-D action: the base velocity set this step, torso, arm, wrist, grip."""
+        v, self.v = self.v, np.zeros(2)
+        return np.array([v[0], v[1], 0.0, self.lift, self.arm[0], self.arm[1],
+                         pitch, roll, grip])
+
+    def resume(self, s: Sensing) -> None:
+        """Mid-task restart from own sensing (phase-level evaluation)."""
+        self.lift = float(s.joints[0])
+        self.arm = (float(s.joints[1]), float(s.joints[2]))
+        self.stage = self._resume_stage(s)
+        self.t_stage = 0.0

@@ -28,8 +28,8 @@ LIFT_MAX = 0.30
 FINGER_CLOSED = 0.035
 ACTION_DIM = 9
 PROPRIO_DIM = 18
-ACTION_LOW = np.array([-0.6, -0.6, -1.0, 0.0, -1.6, -2.6, -1.0, -1.7, 0.0])
-ACTION_HIGH = np.array([0.6, 0.6, 1.0, LIFT_MAX, 1.6, 2.6, 1.0, 1.7, 1.0])
+ACTION_LOW = np.array([-0.6, -0.6, -1.0, 0.0, -1.6, -2.6, -2.0, -1.7, 0.0])
+ACTION_HIGH = np.array([0.6, 0.6, 1.0, LIFT_MAX, 1.6, 2.6, 2.0, 1.7, 1.0])
 COLORS = (".8 .3 .3 1", ".3 .3 .8 1", ".3 .7 .3 1")
 JOINTS = ("x", "y", "yaw", "lift", "sh", "el", "wp", "wr", "fl", "fr")
 

@@ -93,12 +93,14 @@ def default_config(task: str, algo: str, n_robots: int, **kw: Any) -> PolicyConf
 # Policies read joint and base positions, not velocities (as the paper's policies read joint
 # positions): with velocities as inputs, a cloned policy's own small action errors excite the
 # light wrist, whose velocity then leaves the demonstrations' range within a few steps.
-POSITIONS = np.r_[0:PROPRIO_DIM // 2, PROPRIO_DIM:PROPRIO_DIM + 14]
+def positions(obs_dim: int) -> np.ndarray:
+    """Return the indices of a state observation that policies read (all but velocities)."""
+    return np.r_[0:PROPRIO_DIM // 2, PROPRIO_DIM:obs_dim]
 
 
 def obs_features(cfg: PolicyConfig, state_obs: np.ndarray, robot: int) -> np.ndarray:
-    """Return robot `robot`'s state input (B, D) from local observations (B, n, 32)."""
-    state_obs = state_obs[..., POSITIONS]
+    """Return robot `robot`'s state input (B, D) from local observations (B, n, obs_dim)."""
+    state_obs = state_obs[..., positions(state_obs.shape[-1])]
     x = state_obs[:, robot] if cfg.scope == "local" else state_obs.reshape(len(state_obs), -1)
     if cfg.agent_id:
         x = np.concatenate([x, np.tile(np.eye(cfg.n_robots)[robot], (len(x), 1))], axis=1)
@@ -406,7 +408,7 @@ class LearnedPolicy:
         """Return one (n, 9) action per environment, querying where the queue is empty."""
         need = [env for env in envs if not self.queue[id(env)]]
         if need:
-            state = np.stack([env.local_obs() for env in need])  # (K, n, 32)
+            state = np.stack([env.local_obs() for env in need])  # (K, n, obs_dim)
             frames = None
             if self.cfg.obs == "image":
                 s = self.cfg.image_size

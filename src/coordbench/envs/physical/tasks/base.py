@@ -33,6 +33,7 @@ class Task(ABC):
     adaptation: str = ""  # how the paper's task was adapted to the CoBot embodiment
     object_body: str = "object"
     holders_needed: int | None = None  # robots that must hold a lifted object (None: all)
+    extra_bodies: tuple[str, ...] = ()  # other bodies every robot sees (second vessel, cart)
 
     @abstractmethod
     def xml(self) -> str:
@@ -53,6 +54,10 @@ class Task(ABC):
     @abstractmethod
     def phase_flags(self, env) -> tuple[bool, bool, bool]:
         """Return the raw predicates of p1, p2 and p3 in the current state."""
+
+    def robot_goal(self, env, i: int) -> np.ndarray:
+        """Return the goal robot i's instruction names (default: the task's one goal)."""
+        return env.goal
 
     @abstractmethod
     def expert(self, env, i: int, rng: np.random.Generator, noise: float):

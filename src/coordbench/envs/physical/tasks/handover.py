@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from ..env import Sensing
-from ..expert import Operator
+from ..expert import ArmOperator
 from ..robot import SH_H, SH_X, ik2
 from ..scene import world_xml
 from .base import Phase, Task
@@ -93,67 +93,16 @@ class Handover(Task):
         return (Giver if i == 0 else Taker)(rng, noise)
 
 
-class _Arm(Operator):
-    """Shared pieces of the handover experts: base line-up and arm IK to a world point."""
-
-    def __init__(self, rng: np.random.Generator, noise: float) -> None:
-        super().__init__(rng, noise)
-        self.v = np.zeros(2)
-        self.target = [0.0, 0.0]
-        self.near_for = 0.0
-
-    def _ik(self, s: Sensing, p: np.ndarray, back: float = 0.0, up: float = 0.0) -> None:
-        h = s.to_robot(p)
-        self.arm = ik2(float(h[0]) - SH_X - back, float(h[2]) + up - (SH_H + s.joints[0]))
-
-    def _reach(self, s: Sensing, p: np.ndarray) -> None:
-        """Approach `p` from above and behind, then close in."""
-        if self.t_stage < 0.6:
-            self._ik(s, p, back=0.15, up=0.12)
-        elif self.t_stage < 1.1:
-            self._ik(s, p, back=0.15)
-        else:
-            self._ik(s, p)
-
-    def base(self, s: Sensing, p: np.ndarray, standoff: float | None) -> None:
-        """Servo the base to face `p` from `standoff` (None: keep the distance, only line up)."""
-        h = s.to_robot(p)
-        self.v = np.array([0.0 if standoff is None else 2.0 * (float(h[0]) - standoff),
-                           2.0 * float(h[1])])
-
-    def out(self, grip: float, wrist: float = 0.0) -> np.ndarray:
-        v, self.v = self.v, np.zeros(2)
-        return np.array([v[0], v[1], 0.0, self.lift, self.arm[0], self.arm[1],
-                         0.0, wrist, grip])
-
-    def resume(self, s: Sensing) -> None:
-        """Mid-task restart from own sensing (phase-level evaluation)."""
-        self.lift = float(s.joints[0])
-        self.arm = (float(s.joints[1]), float(s.joints[2]))
-        self.stage = self._resume_stage(s)
-        self.t_stage = 0.0
-
-
-class Giver(_Arm):
+class Giver(ArmOperator):
     """reach -> grasp -> lift -> offer (arm out to the middle) -> hold until the partner's
     hand is on the bottle -> release -> retreat."""
 
     def act(self, s: Sensing, dt: float) -> np.ndarray:
         self.t_stage += dt
-        grip = 0.0
         grasp_pt = s.handle + np.array([0, 0, self.dz])
         mid = np.array([0.0, s.obj_pos[1], grasp_pt[2]])
-        if self.stage == "reach":
-            self.base(s, grasp_pt, PICK_FWD)
-            self._reach(s, grasp_pt)
-            lat = abs(float(s.to_robot(grasp_pt)[1]))
-            if self._ready(1.5) and lat < 0.01:
-                self._go("grasp")
-        elif self.stage == "grasp":
-            grip = 1.0
-            if self._ready(0.5):
-                self._go("lift" if s.holding else "reach")
-        elif self.stage == "lift":
+        grip = self.grasp_at(s, grasp_pt, PICK_FWD, "lift")
+        if self.stage == "lift":
             grip = 1.0
             self.lift = min(0.10, self.lift + 0.2 * self.speed * dt)
             if self.lift >= 0.10 and self._ready(0.2):
@@ -184,9 +133,15 @@ class Giver(_Arm):
         return ("offer" if s.obj_lift > 0.07 else "lift") if s.holding else "retreat"
 
 
-class Taker(_Arm):
+class Taker(ArmOperator):
     """wait until the bottle is held out in the middle -> reach its upper part -> grasp ->
     wait for the partner's hand to leave -> carry over the pad -> lower -> release."""
+
+    after_grasp = "wait"
+
+    def _offered(self, s: Sensing) -> bool:
+        """Return True once the bottle is held out over the middle."""
+        return s.obj_lift > 0.07 and abs(s.obj_pos[0]) < 0.08
 
     def act(self, s: Sensing, dt: float) -> np.ndarray:
         self.t_stage += dt
@@ -194,20 +149,19 @@ class Taker(_Arm):
         take_pt = s.handle + np.array([0, 0, self.dz])
         if self.stage == "reach":  # wait (arm folded) until the bottle is offered
             self.lift = min(0.10, self.lift + 0.2 * dt)
-            offered = s.obj_lift > 0.07 and abs(s.obj_pos[0]) < 0.08
-            if offered and self._ready(0.2):
+            if self._offered(s) and self._ready(0.2):
                 self._go("approach")
         elif self.stage == "approach":
             self.base(s, take_pt, None)
             self._reach(s, take_pt)
             lat = abs(float(s.to_robot(take_pt)[1]))
-            if self._ready(1.4) and lat < 0.01:
+            if self._ready(1.4) and lat < 0.01 and self._closed_in():
                 self._go("grasp")
         elif self.stage == "grasp":
             grip = 1.0
             self._ik(s, take_pt)
             if self._ready(0.5):
-                self._go("wait" if s.holding else "approach")
+                self._go(self.after_grasp if s.holding else "approach")
         elif self.stage == "wait":  # both hold; the giver lets go when it sees our hand
             grip = 1.0
             free = np.linalg.norm(s.partner_hands[0] - s.obj_pos) > 0.15

@@ -1,0 +1,185 @@
+"""CartService: robot 0 pushes a service trolley with a bottle on it to a parking mark beside
+a table; robot 1, waiting at the table, takes the bottle off the parked trolley and sets it
+on the table's goal. High base movement, low physical coupling: each robot handles its own
+object, but robot 1 can only serve once robot 0 has delivered."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..env import Sensing
+from ..expert import ArmOperator
+from ..scene import world_xml
+from .base import Phase, Task
+from .handover import BOTTLE_H, Taker
+from .shapes import FRICTION
+
+TOP = 0.40  # trolley deck and table top height
+MARK = np.array([0.70, -0.40])  # where the trolley's centre parks
+START_Y = -1.25  # trolley start (before randomization)
+DECK = (0.22, 0.18)  # deck half sizes
+BOTTLE_AT = -0.08  # bottle position on the deck (x, trolley frame): toward robot 1
+PUSH_FWD = 0.62  # robot 0's base stays this far behind its grasp point
+GOAL = np.array([0.62, 0.45])
+
+
+class CartService(Task):
+    """Robot 1 at the origin faces +x with the table to its front left; robot 0 starts
+    behind the trolley, facing +y."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            name="CartService", n_robots=2, movement="high", coupling="low", limit=2000,
+            phases=(Phase("park", "the trolley's centre within 35 cm of the parking mark",
+                          False),
+                    Phase("lift bottle", "robot 1 lifts the bottle >= 10 cm above where it "
+                          "stood on the trolley", False),
+                    Phase("serve", "released upright (<= 15 deg), still, within 6 cm of the "
+                          "table goal on each axis, for 0.2 s", False)),
+            instructions={"joint": "Bring the trolley to the table and serve the bottle onto "
+                                   "the green mark.",
+                          "robot0": "Push the trolley to the parking mark beside the table, "
+                                    "then let go and step back.",
+                          "robot1": "Once the trolley is parked, take the bottle from it and "
+                                    "set it upright on the green mark on the table."},
+            adaptation="A 6 kg four-wheeled trolley (low-friction spheres for wheels) with a "
+                       "vertical push handle and a bottle in a holder on its deck; robot 0 "
+                       "holds the handle and drives its base; the table top and the deck are "
+                       "at the same height. As in the paper, every phase is done by one robot; "
+                       "the task is collaborative as a whole (robot 1 serves from the trolley "
+                       "robot 0 delivers).",
+            extra_bodies=("trolley",))
+
+    def xml(self) -> str:
+        dx, dy = DECK
+        wheel = ('type="sphere" size="0.03" mass="0.2" rgba=".1 .1 .1 1" friction="0.05 0 0" '
+                 'priority="1"')  # priority: the wheels, not the floor, set the friction
+        legs = "".join(
+            f'<geom type="box" size="0.015 0.015 {(TOP - 0.08) / 2:.3f}" '
+            f'pos="{sx * (dx - 0.03):.3f} {sy * (dy - 0.03):.3f} {-(TOP - 0.08) / 2 - 0.02:.3f}" '
+            f'mass="0.3" rgba=".6 .6 .6 1"/>'
+            f'<geom name="wheel{k}" {wheel} pos="{sx * (dx - 0.03):.3f} {sy * (dy - 0.03):.3f} '
+            f'{-(TOP - 0.03) - 0.0:.3f}"/>'
+            for k, (sx, sy) in enumerate(((1, 1), (1, -1), (-1, 1), (-1, -1))))
+        holder = "".join(
+            f'<geom type="box" size="{hx} {hy} 0.015" pos="{BOTTLE_AT + px} {py} 0.015" '
+            'mass="0.02" rgba=".6 .6 .6 1"/>'
+            for hx, hy, px, py in ((0.004, 0.04, 0.036, 0), (0.004, 0.04, -0.036, 0),
+                                   (0.04, 0.004, 0, 0.036), (0.04, 0.004, 0, -0.036)))
+        trolley = (f'<body name="trolley" pos="{MARK[0]} {START_Y} {TOP}">'
+                   '<freejoint name="trolley"/>'
+                   f'<geom name="deck" type="box" size="{dx} {dy} 0.02" pos="0 0 -0.02" '
+                   f'mass="4" rgba=".7 .5 .3 1"/>{legs}{holder}'
+                   f'<geom name="push_handle" type="box" size="0.02 0.025 0.12" '
+                   f'pos="0 {-dy - 0.025} 0.16" mass="0.3" rgba=".9 .9 .9 1" {FRICTION}/>'
+                   f'<site name="grip0" pos="0 {-dy - 0.025} 0.16" size="0.01"/></body>')
+        bottle = (f'<body name="object" pos="{MARK[0] + BOTTLE_AT} {START_Y} '
+                  f'{TOP + BOTTLE_H + 0.001}"><freejoint name="object"/>'
+                  f'<geom name="bottle" type="cylinder" size="0.028 {BOTTLE_H}" mass="0.4" '
+                  f'rgba=".3 .1 .4 1" {FRICTION}/>'
+                  '<site name="grip1" pos="0 0 0.06" size="0.01"/></body>')
+        table = (f'<geom name="table" type="box" size="0.30 0.35 {TOP / 2}" '
+                 f'pos="0.75 0.55 {TOP / 2}" rgba=".5 .4 .3 1"/>'
+                 f'<geom name="goal" type="cylinder" size="0.06 0.001" '
+                 f'pos="{GOAL[0]} {GOAL[1]} {TOP + 0.001}" rgba="0 1 0 .4" contype="0" '
+                 'conaffinity="0"/>'
+                 f'<geom name="mark" type="box" size="{dx} {dy} 0.001" '
+                 f'pos="{MARK[0]} {MARK[1]} 0.001" rgba="1 1 0 .3" contype="0" conaffinity="0"/>')
+        handle_y = START_Y - dy - 0.025
+        robots = [(MARK[0], handle_y - PUSH_FWD, math.pi / 2), (0.0, 0.0, 0.0)]
+        return world_xml(self.name, robots, trolley + bottle, statics=table)
+
+    def grasp_geoms(self) -> list[list[str]]:
+        return [["push_handle"], ["bottle"]]
+
+    def handle_sites(self) -> list[str]:
+        return ["grip0", "grip1"]
+
+    def reset(self, env, rng: np.random.Generator) -> None:
+        m = env.model
+        shift = np.array([rng.uniform(-0.10, 0.10), rng.uniform(-0.30, 0.08)])
+        for j in ("trolley", "object"):
+            adr = m.jnt_qposadr[m.joint(j).id]
+            env.data.qpos[adr:adr + 2] += shift
+        env.data.qpos[env.qadr[0, :2]] += shift  # robot 0 starts behind the handle
+        env.goal = np.array([GOAL[0] + rng.uniform(-0.04, 0.04),
+                             GOAL[1] + rng.uniform(-0.04, 0.04), TOP])
+        env.model.geom_pos[env.model.geom("goal").id][:2] = env.goal[:2]
+
+    def robot_goal(self, env, i: int) -> np.ndarray:
+        return np.array([MARK[0], MARK[1], 0.0]) if i == 0 else env.goal
+
+    def phase_flags(self, env) -> tuple[bool, bool, bool]:
+        d = env.data
+        cart = d.xpos[env.extras[0]]
+        p1 = bool(np.linalg.norm(cart[:2] - MARK) <= 0.35)
+        bottle = d.xpos[env.obj]
+        p2 = bool(env.holds()[1] and bottle[2] - env.obj_z0 >= 0.10)
+        v, w = env.obj_speed()
+        off = np.abs(bottle[:2] - env.goal[:2])
+        p3 = bool(not env.holds().any() and (off <= 0.06).all() and env.obj_tilt_deg() <= 15
+                  and v < 0.05 and w < 0.15 and abs(bottle[2] - (TOP + BOTTLE_H)) < 0.02)
+        return p1, p2, p3
+
+    def expert(self, env, i: int, rng: np.random.Generator, noise: float):
+        return (Pusher if i == 0 else Server)(rng, noise)
+
+
+class Pusher(ArmOperator):
+    """reach the trolley's handle -> grasp -> push it to the mark -> release -> back off."""
+
+    def act(self, s: Sensing, dt: float) -> np.ndarray:
+        self.t_stage += dt
+        grasp_pt = s.handle + np.array([0, 0, self.dz])
+        grip = self.grasp_at(s, grasp_pt, PUSH_FWD, "push")
+        if self.stage == "push":
+            grip = 1.0
+            err = s.goal[:2] - s.extras[0][:2]
+            dist = max(float(np.linalg.norm(err)), 1e-9)
+            # ramp up and ease in: the bottle rides loose in its holder
+            speed = min(0.3 * self.speed * min(1.0, self.t_stage), 1.0 * dist)
+            rel = s.to_robot(s.base_xy + err / dist * speed)
+            h = s.to_robot(grasp_pt)
+            self.v = np.array([float(rel[0]), float(rel[1]) + 1.5 * float(h[1])])
+            if np.linalg.norm(err) < 0.02 and self._ready(0.5):
+                self._go("release")
+        elif self.stage == "release":
+            if self._ready(0.4):
+                self._go("retreat")
+        elif self.stage == "retreat":
+            self._ik(s, s.hand, back=0.15, up=0.05)
+            self.v = np.array([-0.15 if self.t_stage < 1.5 else 0.0, 0.0])
+            if self.t_stage > 1.0:
+                self.arm = (1.2, -2.4)
+        return self.out(grip)
+
+    def _resume_stage(self, s: Sensing) -> str:
+        if not s.holding:
+            return "retreat" if np.linalg.norm(s.goal[:2] - s.extras[0][:2]) < 0.05 else "reach"
+        return "push"
+
+
+class Server(Taker):
+    """wait for the trolley to stop at the mark -> reach the bottle -> grasp -> lift ->
+    carry it over the table goal -> lower -> release -> retreat."""
+
+    after_grasp = "lift"
+
+    def _offered(self, s: Sensing) -> bool:
+        return bool(np.linalg.norm(s.extras[0][:2] - MARK) < 0.03)
+
+    def act(self, s: Sensing, dt: float) -> np.ndarray:
+        if self.stage == "lift":
+            self.t_stage += dt
+            self.lift = min(0.22, self.lift + 0.2 * self.speed * dt)
+            if self.lift >= 0.22 and s.obj_lift > 0.10 and self._ready(0.2):
+                self._go("carry")
+            return self.out(1.0)
+        return super().act(s, dt)
+
+    def _resume_stage(self, s: Sensing) -> str:
+        if not s.holding:
+            return "reach"
+        return "carry" if s.obj_lift > 0.10 else "lift"
