@@ -7,11 +7,12 @@ from coordbench.errors import ConfigError
 from .base import Phase, Task
 from .carry import BigTable, CoCarry
 from .cart_service import CartService
+from .co_pouring import CoPouring
 from .frame_hang import FrameHang
 from .handover import Handover
 from .pouring import Pouring
 
-TASKS = {cls().name: cls for cls in (Handover, Pouring, FrameHang, CartService, CoCarry, BigTable)}
+TASKS = {cls().name: cls for cls in (Handover, Pouring, FrameHang, CoPouring, CartService, CoCarry, BigTable)}
 
 
 def get_task(name: str) -> Task:

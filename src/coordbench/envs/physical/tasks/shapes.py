@@ -29,9 +29,10 @@ def hollow_cylinder(name: str, r: float, half_h: float, wall: float, mass: float
 
 
 def open_box(name: str, half: tuple[float, float, float], wall: float, mass: float,
-             rgba: str, z: float = 0.0) -> tuple[str, list[str]]:
+             rgba: str, z: float = 0.0, lip: float | None = None) -> tuple[str, list[str]]:
     """Return (geoms, geom names) of an open-top box (a tub, a bin, a crate) centred at
-    height `z` with outer half sizes `half`."""
+    height `z` with outer half sizes `half`; `lip` makes the +y wall that low (a pouring
+    edge)."""
     hx, hy, hz = half
     m = mass / 5
     w = wall / 2
@@ -40,6 +41,8 @@ def open_box(name: str, half: tuple[float, float, float], wall: float, mass: flo
              ("yp", (hx - wall, w, hz), (0, hy - w, z)),
              ("yn", (hx - wall, w, hz), (0, -hy + w, z))]
     geoms, names = [], []
+    if lip is not None:
+        parts[3] = ("yp", (hx - wall, w, lip / 2), (0, hy - w, z - hz + lip / 2))
     for part, size, pos in parts:
         names.append(f"{name}_{part}")
         geoms.append(f'<geom name="{name}_{part}" type="box" size="{size[0]:.4f} {size[1]:.4f} '
