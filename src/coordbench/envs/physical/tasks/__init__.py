@@ -11,10 +11,11 @@ from .co_pouring import CoPouring
 from .frame_hang import FrameHang
 from .handover import Handover
 from .pouring import Pouring
+from .trash_collection import TrashCollection
 
 # the paper's order: low movement (low, high coupling), high movement (low, high), 3 robots
-TASKS = {cls().name: cls for cls in (Handover, Pouring, FrameHang, CoPouring, CartService,
-                                     CoCarry, BigTable)}
+TASKS = {cls().name: cls for cls in (Handover, Pouring, FrameHang, CoPouring, TrashCollection,
+                                     CartService, CoCarry, BigTable)}
 
 
 def get_task(name: str) -> Task:
