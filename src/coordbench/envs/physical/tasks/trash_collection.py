@@ -13,7 +13,7 @@ from ..env import Sensing
 from ..expert import ArmOperator
 from ..scene import world_xml
 from .base import Phase, Task
-from .shapes import FRICTION, open_box
+from .shapes import open_box
 
 BENCH_TOP = 0.40
 BENCH = (0.50, 0.20)  # half sizes (x, y); the bench spans x in [-0.5, 0.5]
