@@ -37,6 +37,7 @@ class Sensing:
     partner_hands: np.ndarray  # (n-1, 3) the other robots' hands, world (seen, not told)
     extras: np.ndarray  # (k, 3) world positions of the task's other bodies in view
     obj_x: np.ndarray  # (3,) the main object's local x axis in world (its heading)
+    goal_yaw: float | None = None  # the object's goal heading (rad), where the task has one
 
     def to_robot(self, p: np.ndarray) -> np.ndarray:
         """Return world point p (x, y[, z]) in this robot's frame (forward, left[, up])."""
@@ -76,6 +77,7 @@ class PhysicalEnv:
         self.extras = [m.body(b).id for b in task.extra_bodies]
         self._renderer = None
         self.goal = np.zeros(3)
+        self.goal_yaw: float | None = None
         self.rng = np.random.default_rng(0)
         self.seed = 0
 
@@ -85,6 +87,7 @@ class PhysicalEnv:
         self.seed = int(seed)
         self.rng = np.random.default_rng(self.seed)
         mujoco.mj_resetData(self.model, self.data)
+        self.goal_yaw = None
         for i in range(self.n):  # folded arms at start
             self.data.qpos[self.qadr[i, 4]] = 1.2
             self.data.qpos[self.qadr[i, 5]] = -2.4
@@ -194,7 +197,8 @@ class PhysicalEnv:
             holding=bool(self.holds()[i]), t=self.t,
             hand=d.site_xpos[self.tcp[i]].copy(),
             partner_hands=np.array([d.site_xpos[self.tcp[j]] for j in range(self.n) if j != i]),
-            extras=d.xpos[self.extras].copy(), obj_x=d.xmat[self.obj].reshape(3, 3)[:, 0].copy())
+            extras=d.xpos[self.extras].copy(), obj_x=d.xmat[self.obj].reshape(3, 3)[:, 0].copy(),
+            goal_yaw=self.goal_yaw)
 
     def proprio(self) -> np.ndarray:
         """Return (n, 18): base x, y, yaw, lift, shoulder, elbow, wrist pitch and roll, finger;
@@ -212,22 +216,25 @@ class PhysicalEnv:
 
     @property
     def obs_dim(self) -> int:
-        """Return the width of one robot's state observation (32 + 3 per extra body)."""
-        return 32 + 3 * len(self.extras)
+        """Return the width of one robot's state observation (37 + 3 per extra body)."""
+        return 37 + 3 * len(self.extras)
 
     def local_obs(self) -> np.ndarray:
         """Return (n, obs_dim) state observations, each in its own robot's frame: proprio
         (18), object position (3) and up axis (3), own grasp point (3), goal (3), own touch
-        (1), time (1), then the task's extra bodies' positions (3 each)."""
+        (1), time (1), object heading (3), goal heading as cos, sin (2; zeros where the task
+        sets none), then the task's extra bodies' positions (3 each)."""
         pro = self.proprio()
         rows = []
         for i in range(self.n):
             s = self.sense(i)
             c, sn = math.cos(s.yaw), math.sin(s.yaw)
-            up = np.array([c * s.obj_up[0] + sn * s.obj_up[1], -sn * s.obj_up[0] + c * s.obj_up[1],
-                           s.obj_up[2]])
+            up, fwd = (np.array([c * a[0] + sn * a[1], -sn * a[0] + c * a[1], a[2]])
+                       for a in (s.obj_up, s.obj_x))
+            gy = [0.0, 0.0] if s.goal_yaw is None else [math.cos(s.goal_yaw - s.yaw),
+                                                          math.sin(s.goal_yaw - s.yaw)]
             rows.append(np.concatenate([pro[i], s.to_robot(s.obj_pos), up, s.to_robot(s.handle),
-                                        s.to_robot(s.goal), [float(s.holding), s.t],
+                                        s.to_robot(s.goal), [float(s.holding), s.t], fwd, gy,
                                         *[s.to_robot(p) for p in s.extras]]))
         return np.asarray(rows, dtype=np.float32)
 

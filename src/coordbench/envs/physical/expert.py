@@ -23,6 +23,11 @@ STANDOFF = 0.62  # base-to-grasp-point distance while holding (m)
 LIFT = 0.15  # torso rise that lifts the object (m)
 
 
+def wrap(a: float) -> float:
+    """Return angle `a` wrapped to [-pi, pi)."""
+    return (a + math.pi) % (2 * math.pi) - math.pi
+
+
 class Operator:
     """One robot's phase machine clock and its operator variability: a reaction latency per
     stage change, a speed factor and a grasp height offset, all drawn once per episode."""
@@ -52,6 +57,7 @@ class CarryExpert(Operator):
         super().__init__(rng, noise)
         self.dr = rng.uniform(-0.02, 0.02) * noise
         self.carry_speed = carry_speed
+        self.yaw_offset = 0.0
 
     def resume(self, s: Sensing) -> None:
         """Pick up mid-task (phase-level evaluation from a restored state): infer the stage
@@ -101,12 +107,23 @@ class CarryExpert(Operator):
             grip = 1.0
             err = s.goal[:2] - s.obj_pos[:2]
             v = np.clip(1.2 * err, -self.carry_speed * self.speed, self.carry_speed * self.speed)
+            turned = True
+            if s.goal_yaw is not None:  # turn on the way: every handle moves on its arc
+                heading = math.atan2(float(s.obj_x[1]), float(s.obj_x[0]))
+                if self.t_stage <= dt:
+                    self.yaw_offset = s.yaw - heading
+                e_yaw = wrap(s.goal_yaw - heading)
+                omega = float(np.clip(1.0 * e_yaw, -0.25 * self.speed, 0.25 * self.speed))
+                r = s.handle[:2] - s.obj_pos[:2]
+                v = v + omega * np.array([-r[1], r[0]])
+                wz = omega + 2.0 * wrap(heading + self.yaw_offset - s.yaw)
+                turned = abs(e_yaw) < 0.01
             # stay at the grasp point: the object's motion (partners' pull) leads the base
             ex, ey = fwd - (STANDOFF + self.dr), lat
             c, sn = math.cos(s.yaw), math.sin(s.yaw)
             vx = c * v[0] + sn * v[1] + 1.5 * ex
             vy = -sn * v[0] + c * v[1] + 1.5 * ey
-            if np.linalg.norm(err) < 0.02 and self._ready(0.5):
+            if np.linalg.norm(err) < 0.02 and turned and self._ready(0.5):
                 self._go("lower")
         elif self.stage == "lower":
             grip = 1.0

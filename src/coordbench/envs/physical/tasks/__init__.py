@@ -5,7 +5,7 @@ from __future__ import annotations
 from coordbench.errors import ConfigError
 
 from .base import Phase, Task
-from .carry import BigTable, CoCarry
+from .carry import BigTable, CoCarry, TableAlign
 from .cart_service import CartService
 from .co_pouring import CoPouring
 from .frame_hang import FrameHang
@@ -15,7 +15,7 @@ from .trash_collection import TrashCollection
 
 # the paper's order: low movement (low, high coupling), high movement (low, high), 3 robots
 TASKS = {cls().name: cls for cls in (Handover, Pouring, FrameHang, CoPouring, TrashCollection,
-                                     CartService, CoCarry, BigTable)}
+                                     CartService, CoCarry, TableAlign, BigTable)}
 
 
 def get_task(name: str) -> Task:

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from ..expert import STANDOFF, CarryExpert
+from ..expert import STANDOFF, CarryExpert, wrap
 from ..scene import world_xml
 from .base import Phase, Task
 
@@ -137,3 +137,78 @@ class BigTable(CarryTask):
         # foot's rim forever and never counts as still
         self.r_handle, self.handle_z, self.obj_z = 0.55, 0.06, 0.1905
         self.handle_dirs = (math.pi, math.pi / 3, -math.pi / 3)
+
+
+class TableAlign(CarryTask):
+    """Two robots carry a table, turn it on the way and set it down square in front of a
+    chair."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            name="TableAlign", n_robots=2, movement="high", coupling="high", limit=1100,
+            phases=(Phase("lift", "both hold and the table is >= 3 cm above standing height",
+                          True),
+                    Phase("carry", "both hold it inside the goal region (centre within 15 cm) "
+                          "with every foot >= 1 cm off the floor", True),
+                    Phase("align", "released, still, centre 33.5-46.5 cm in front of the "
+                          "chair, within 13 cm sideways and 4 cm of standing height, square "
+                          "to the chair within 4 deg, for 0.2 s", False)),
+            instructions={"joint": "Carry the table to the chair, turning it on the way, and "
+                                   "set it down square in front of the chair.",
+                          "robot0": "Hold the table's left end; carry and turn it with your "
+                                    "partner and put it down in front of the chair.",
+                          "robot1": "Hold the table's right end; carry and turn it with your "
+                                    "partner and put it down in front of the chair."},
+            adaptation="A 1.0 x 0.4 m, 5.6 kg four-legged table with an end handle each side; "
+                       "it turns 30-50 degrees while carried (each robot walks its handle "
+                       "along its arc and turns its base with the table, so the grips see no "
+                       "torsion; a quarter turn made the grip slip). The chair is static.")
+        self.body_geoms = ('<geom name="top" type="box" size="0.5 0.2 0.02" pos="0 0 -0.02" '
+                           'rgba=".8 .7 .4 1" mass="4"/>' + "".join(
+                               f'<geom name="foot{k}" type="box" size="0.02 0.02 0.205" '
+                               f'pos="{sx * 0.46} {sy * 0.16} -0.245" rgba=".6 .5 .3 1" '
+                               'mass="0.4"/>'
+                               for k, (sx, sy) in enumerate(((1, 1), (1, -1), (-1, 1),
+                                                             (-1, -1)))))
+        self.r_handle, self.handle_z, self.obj_z = 0.525, -0.02, 0.4505
+        self.handle_dirs = (math.pi, 0.0)
+
+    def xml(self) -> str:
+        chair = ('<body name="chair" pos="0 3 0">'
+                 '<geom type="box" size="0.18 0.15 0.02" pos="0 0 0.35" rgba=".4 .3 .6 1"/>'
+                 '<geom type="box" size="0.18 0.02 0.2" pos="0 0.13 0.57" rgba=".4 .3 .6 1"/>'
+                 + "".join(f'<geom type="box" size="0.015 0.015 0.165" pos="{sx * 0.15} '
+                           f'{sy * 0.12} 0.165" rgba=".4 .3 .6 1"/>'
+                           for sx in (-1, 1) for sy in (-1, 1)) + '</body>')
+        return super().xml().replace("</worldbody>", chair + "</worldbody>")
+
+    def reset(self, env, rng: np.random.Generator) -> None:
+        super().reset(env, rng)
+        yaw = math.copysign(rng.uniform(math.radians(30), math.radians(50)), rng.uniform(-1, 1))
+        env.goal_yaw = yaw
+        m = env.model
+        chair = m.body("chair").id
+        # the chair stands 40 cm off the table's long side, facing it
+        m.body_pos[chair] = [env.goal[0] - 0.40 * math.sin(yaw),
+                             env.goal[1] + 0.40 * math.cos(yaw), 0.0]
+        m.body_quat[chair] = [math.cos(yaw / 2), 0, 0, math.sin(yaw / 2)]
+
+    def phase_flags(self, env) -> tuple[bool, bool, bool]:
+        holds = env.holds()
+        d = env.data
+        dz = d.xpos[env.obj][2] - env.obj_z0
+        p1 = bool(holds.all() and dz >= 0.03)
+        p2 = bool(holds.all() and self._in_goal(env) and dz >= 0.01)
+        yaw = env.goal_yaw
+        chair = d.xpos[env.model.body("chair").id]
+        rel = d.xpos[env.obj][:2] - chair[:2]
+        ahead = -(-math.sin(yaw) * rel[0] + math.cos(yaw) * rel[1])  # the chair faces -y
+        side = math.cos(yaw) * rel[0] + math.sin(yaw) * rel[1]
+        x = d.xmat[env.obj].reshape(3, 3)[:, 0]
+        off = abs(math.degrees(wrap(math.atan2(x[1], x[0]) - yaw)))
+        square = min(off, 180 - off) <= 4  # the table is symmetric end to end
+        v, w = env.obj_speed()
+        p3 = bool(not holds.any() and 0.335 <= ahead <= 0.465 and abs(side) <= 0.13
+                  and abs(dz) <= 0.04 and square and env.obj_tilt_deg() <= 15 and v < 0.05
+                  and w < 0.15)
+        return p1, p2, p3
