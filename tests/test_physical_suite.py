@@ -37,7 +37,7 @@ def test_demonstrations_hold_states_actions_observations_and_frames(demos):
     d = load_demos(demos / "CoCarry_train.npz")
     t = d["episode_start"][-1]
     assert d["states"].shape[0] == t and d["actions"].shape == (t, 2, 9)
-    assert d["obs"].shape == (t, 2, 32) and d["phase"][-1] == 2  # phase before the last step
+    assert d["obs"].shape == (t, 2, 37) and d["phase"][-1] == 2  # phase before the last step
     assert d["executed"].shape == (t, 2, 9)
     # labels are the clean expert actions; executed ones carry the recovery perturbation
     assert 0 < np.abs(d["executed"] - d["actions"]).mean() < 0.05

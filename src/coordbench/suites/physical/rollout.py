@@ -116,16 +116,19 @@ class CouplingMonitor:
                 t=t, kind="partner_lag", robots=list(range(self.n)),
                 value=round((t - self.first_hold) * CONTROL_DT, 3)))
         lifted = env.data.xpos[env.obj][2] - env.obj_z0 > 0.03
-        # a drop: fewer robots hold than the task needs (all of them when carrying together,
-        # one in a handover), for 0.1 s while the object is up (touch sensing flickers for a
-        # step or two while the fingers slide; that is not a drop)
-        needed = env.task.holders_needed or env.n
-        self.armed |= int(holds.sum()) >= needed
-        if self.armed and lifted and int(holds.sum()) < needed and env.phase < 3:
+        # a drop: fewer of the robots that handle the main object hold it than the task
+        # needs (all of them when carrying together, one in a handover), for 0.1 s while the
+        # object is up (touch sensing flickers for a step or two while the fingers slide;
+        # that is not a drop)
+        who = np.array(env.task.object_holders or range(env.n))
+        needed = env.task.holders_needed or len(who)
+        held = int(holds[who].sum())
+        self.armed |= held >= needed
+        if self.armed and lifted and held < needed and env.phase < 3:
             self.lost_for += 1
             if self.lost_for == DROP_STEPS:
                 self.events.append(PhysicalCouplingEvent(
-                    t=t, kind="drop", robots=[int(i) for i in np.flatnonzero(~holds)]))
+                    t=t, kind="drop", robots=[int(i) for i in who[~holds[who]]]))
         else:
             self.lost_for = 0
         touching = env.robot_contacts() > 0

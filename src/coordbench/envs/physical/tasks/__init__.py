@@ -10,12 +10,14 @@ from .cart_service import CartService
 from .co_pouring import CoPouring
 from .frame_hang import FrameHang
 from .handover import Handover
+from .move_house import MoveHouse
 from .pouring import Pouring
 from .trash_collection import TrashCollection
 
 # the paper's order: low movement (low, high coupling), high movement (low, high), 3 robots
 TASKS = {cls().name: cls for cls in (Handover, Pouring, FrameHang, CoPouring, TrashCollection,
-                                     CartService, CoCarry, TableAlign, BigTable)}
+                                     CartService, CoCarry, TableAlign, MoveHouse,
+                                     BigTable)}
 
 
 def get_task(name: str) -> Task:

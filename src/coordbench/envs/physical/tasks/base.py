@@ -33,6 +33,7 @@ class Task(ABC):
     adaptation: str = ""  # how the paper's task was adapted to the CoBot embodiment
     object_body: str = "object"
     holders_needed: int | None = None  # robots that must hold a lifted object (None: all)
+    object_holders: tuple[int, ...] | None = None  # robots that handle the main object
     extra_bodies: tuple[str, ...] = ()  # other bodies every robot sees (second vessel, cart)
 
     @abstractmethod

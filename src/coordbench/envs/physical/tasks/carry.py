@@ -24,6 +24,10 @@ class CarryTask(Task):
     obj_z: float = 0.12
     handle_dirs: tuple[float, ...] = ()
     goal_dist: tuple[float, float] = (1.0, 1.4)
+    obj_xy: tuple[float, float] = (0.0, 0.0)
+    first_robots: tuple[tuple[float, float, float], ...] = ()  # robots other than carriers
+    scene_objects: str = ""  # MJCF of other movable bodies and of fixed scenery
+    scene_statics: str = ""
 
     def xml(self) -> str:
         handles = []
@@ -33,14 +37,16 @@ class CarryTask(Task):
                            f'{self.handle_z}" euler="0 0 {th:.5f}"/>'
                            f'<site name="hsite{k}" pos="{hx:.4f} {hy:.4f} {self.handle_z}" '
                            f'size="0.01"/>')
-        obj = (f'<body name="object" pos="0 0 {self.obj_z}"><freejoint name="object"/>'
+        x0, y0 = self.obj_xy
+        obj = (f'<body name="object" pos="{x0} {y0} {self.obj_z}"><freejoint name="object"/>'
                f'{self.body_geoms}{"".join(handles)}</body>')
         goal = ('<geom name="goal" type="cylinder" size="0.15 0.001" pos="0 0 0.001" '
                 'rgba="0 1 0 .4" contype="0" conaffinity="0"/>')
         r_base = self.r_handle + STANDOFF + SH_OFFSET
-        robots = [(r_base * math.cos(th), r_base * math.sin(th), th + math.pi)
+        robots = [(x0 + r_base * math.cos(th), y0 + r_base * math.sin(th), th + math.pi)
                   for th in self.handle_dirs]
-        return world_xml(self.name, robots, obj, statics=goal)
+        return world_xml(self.name, list(self.first_robots) + robots, obj + self.scene_objects,
+                         statics=goal + self.scene_statics)
 
     def grasp_geoms(self) -> list[list[str]]:
         return [[f"handle{k}"] for k in range(self.n_robots)]
@@ -76,6 +82,12 @@ class CarryTask(Task):
 
 
 SH_OFFSET = 0.0  # the base stands STANDOFF behind the grasp point
+# a 1.0 x 0.4 m four-legged table, its top's surface at the body origin (TableAlign, MoveHouse)
+TABLE_GEOMS = ('<geom name="top" type="box" size="0.5 0.2 0.02" pos="0 0 -0.02" '
+               'rgba=".8 .7 .4 1" mass="4"/>' + "".join(
+                   f'<geom name="foot{k}" type="box" size="0.02 0.02 0.205" '
+                   f'pos="{sx * 0.46} {sy * 0.16} -0.245" rgba=".6 .5 .3 1" mass="0.4"/>'
+                   for k, (sx, sy) in enumerate(((1, 1), (1, -1), (-1, 1), (-1, -1)))))
 
 
 class CoCarry(CarryTask):
@@ -163,13 +175,7 @@ class TableAlign(CarryTask):
                        "it turns 30-50 degrees while carried (each robot walks its handle "
                        "along its arc and turns its base with the table, so the grips see no "
                        "torsion; a quarter turn made the grip slip). The chair is static.")
-        self.body_geoms = ('<geom name="top" type="box" size="0.5 0.2 0.02" pos="0 0 -0.02" '
-                           'rgba=".8 .7 .4 1" mass="4"/>' + "".join(
-                               f'<geom name="foot{k}" type="box" size="0.02 0.02 0.205" '
-                               f'pos="{sx * 0.46} {sy * 0.16} -0.245" rgba=".6 .5 .3 1" '
-                               'mass="0.4"/>'
-                               for k, (sx, sy) in enumerate(((1, 1), (1, -1), (-1, 1),
-                                                             (-1, -1)))))
+        self.body_geoms = TABLE_GEOMS
         self.r_handle, self.handle_z, self.obj_z = 0.525, -0.02, 0.4505
         self.handle_dirs = (math.pi, 0.0)
 

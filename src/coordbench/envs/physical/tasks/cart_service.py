@@ -50,7 +50,8 @@ class CartService(Task):
                        "at the same height. As in the paper, every phase is done by one robot; "
                        "the task is collaborative as a whole (robot 1 serves from the trolley "
                        "robot 0 delivers).",
-            extra_bodies=("trolley",))
+            extra_bodies=("trolley",),
+            object_holders=(1,))
 
     def xml(self) -> str:
         dx, dy = DECK

@@ -53,7 +53,8 @@ class Pouring(Task):
                        "and thin walls slip through fast-closing fingers); the mug is tipped "
                        "with the wrist pitch. The vessels are symmetric, so their yaw is "
                        "not randomized.",
-            extra_bodies=("beaker",))
+            extra_bodies=("beaker",),
+            object_holders=(0,))
 
     def xml(self) -> str:
         cup, _ = hollow_cylinder("cup", CUP_R, CUP_H, 0.006, 0.12, ".9 .5 .2 1")

@@ -51,7 +51,8 @@ class TrashCollection(Task):
                        "it in the fingers), carried 0.65 m; a light 18 cm plastic "
                        "bottle (friction 0.4) standing on the bench, pushed low with the closed "
                        "gripper so that it slides rather than tips.",
-            extra_bodies=("bottle",))
+            extra_bodies=("bottle",),
+            object_holders=(0,))
 
     def xml(self) -> str:
         bin_geoms, _ = open_box("bin", BIN, 0.012, 0.4, ".3 .5 .3 1")
