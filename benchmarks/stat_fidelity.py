@@ -6,17 +6,22 @@ Usage:
   python benchmarks/stat_fidelity.py --dirs runs/fidelity/utd1 runs/fidelity/utd8
 
 `--run` trains every missing (method, config, seed) into runs/fidelity/utd<R> (resumable;
-one config x method x 5 seeds of QMIX at utd 8 takes ~35 CPU-minutes). Without it, the
-results already on disk are tabled. Writes benchmarks/results/stat_fidelity.md: per cell our
+one config x method x 5 seeds of QMIX at utd 8 takes ~35 CPU-minutes). Every final return
+found in the result directories is merged into the ledger benchmarks/results/stat_fidelity.json
+(per update ratio, config, method and seed), so results from different machines and sessions
+add up; the table benchmarks/results/stat_fidelity.md is rendered from the ledger: per cell our
 final return (mean +- 95% CI over seeds), the paper's, and whether ours lies within, above or
-below the paper's CI.
+below the paper's CI. Cells measured before the ledger existed kept only their summary.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import math
 from pathlib import Path
 
+from coordbench.core.atomic import write_atomic
 from coordbench.core.stats import mean_ci
 from coordbench.report.stat_train_report import group, load_results
 
@@ -64,30 +69,61 @@ def main() -> None:
         dirs = [out]
     else:
         dirs = args.dirs or sorted(Path("runs/fidelity").glob("utd*"))
+    results = Path(__file__).parent / "results"
+    ledger = merge(load_ledger(results / "stat_fidelity.json"),
+                   [r for d in dirs if d.exists() for r in load_results([d])])
+    write_atomic(results / "stat_fidelity.json", json.dumps(ledger, indent=1) + "\n")
+    text = render(ledger)
+    write_atomic(results / "stat_fidelity.md", text)
+    print(text)
+
+
+def load_ledger(path: Path) -> dict:
+    """Return the ledger {"utd<R>": {config: {algo: {"seeds": {seed: final}} | summary}}}."""
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def merge(ledger: dict, runs: list[dict]) -> dict:
+    """Return the ledger with every run's final return added under its utd, config, algo
+    and seed (a seed measured again replaces the old value)."""
+    for r in runs:
+        c = r["config"]
+        cell = ledger.setdefault(f"utd{c['utd']:g}", {}).setdefault(c["config"], {}) \
+            .setdefault(c["algo"], {})
+        cell.pop("summary", None)
+        cell.setdefault("seeds", {})[str(c["seed"])] = r["final_return"]
+    return ledger
+
+
+def render(ledger: dict) -> str:
+    """Return the markdown table of every ledger cell against the paper's Table 5."""
     lines = ["# STAT learners vs the paper's Table 5 (final return at 2M steps)", "",
-             "`python benchmarks/stat_fidelity.py " + " ".join(
-                 ["--dirs", *map(str, dirs)]) + "`. Ours: mean ± 95% CI over the seeds on "
-             "disk (n), each seed's final greedy evaluation on its 20 paper layouts "
+             "`python benchmarks/stat_fidelity.py [--run --utd R]`. Ours: mean ± 95% CI over "
+             "seeds (n), each seed's final greedy evaluation on its 20 paper layouts "
              "(seed*1000+i). Paper: Table 5. Verdict: where our mean lies relative to the "
-             "paper's CI.", ""]
-    for d in dirs:
-        groups = group(load_results([d]))
-        utd = {r["config"]["utd"] for rs in groups.values() for r in rs}
-        lines += [f"## {d.name} (utd {', '.join(f'{u:g}' for u in sorted(utd))})", "",
+             "paper's CI. Per-seed values: stat_fidelity.json.", ""]
+    for utd in sorted(ledger, key=lambda k: float(k[3:])):
+        lines += [f"## update-to-data ratio {utd[3:]}", "",
                   "| config | method | ours | n | paper | verdict |", "|---|---|---|---|---|---|"]
         for config in BASELINE:
             for algo in ALGOS:
-                rs = groups.get((config, algo))
-                if not rs or algo not in PAPER[config]:
+                cell = ledger[utd].get(config, {}).get(algo)
+                if not cell or algo not in PAPER[config]:
                     continue
-                est = mean_ci([r["final_return"] for r in rs])
+                if "seeds" in cell:
+                    est = mean_ci(list(cell["seeds"].values()))
+                    mean, ours, n = est.mean, est.fmt(2), est.n
+                else:  # measured before the ledger; only the summary was kept
+                    sm = cell["summary"]
+                    mean, n = sm["mean"], sm["n"]
+                    ours = f"{mean:.2f} ± {sm['ci95']:.2f}"
+                if math.isnan(mean):
+                    continue
                 p = PAPER[config][algo]
-                lines.append(f"| {config} | {algo} | {est.fmt(2)} | {est.n} | "
-                             f"{p[0]:.2f} ± {p[1]:.1f} | {verdict(est.mean, p)} |")
+                lines.append(f"| {config} | {algo} | {ours} | {n} | "
+                             f"{p[0]:.2f} ± {p[1]:.1f} | {verdict(mean, p)} |")
         lines.append("")
-    out_md = Path(__file__).parent / "results" / "stat_fidelity.md"
-    out_md.write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
