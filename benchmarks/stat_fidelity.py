@@ -23,7 +23,7 @@ from pathlib import Path
 
 from coordbench.core.atomic import write_atomic
 from coordbench.core.stats import mean_ci
-from coordbench.report.stat_train_report import group, load_results
+from coordbench.report.stat_train_report import load_results
 
 BASELINE = ("3A-6T-5x3", "3A-6T-10x6", "3A-12T-10x6", "5A-12T-10x6")
 ALGOS = ("dqn", "fdqn", "vdn", "qmix", "qtran", "iql")
