@@ -177,7 +177,7 @@ class Sweeper(ArmOperator):
             self._ik(s, s.hand, back=0.1, up=0.1)
             if self.t_stage > 1.0:
                 self.arm = (1.2, -2.4)
-        return self.out(1.0 if self.stage != "reach" or self.t_stage > 0.3 else 0.0)
+        return self.out(1.0)  # the hand stays closed: a sweeping fist, never a grasp
 
     def _resume_stage(self, s: Sensing) -> str:
         return "retreat" if s.extras[0][2] < BENCH_TOP - 0.05 else "reach"
