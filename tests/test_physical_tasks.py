@@ -11,12 +11,12 @@ from coordbench.suites.physical.rollout import ExpertPolicy
 
 
 def _phase_start_states(name: str, seed: int) -> dict[int, tuple[np.ndarray, int]]:
-    """Run the noisy expert; return {k: (state, step)} at the start of phases 2 and 3."""
+    """Run the noisy expert; return {k: (state, step)} at the start of phases 1, 2 and 3."""
     env = PhysicalEnv(get_task(name))
     env.reset(seed)
     pol = ExpertPolicy(1.0)
     pol.reset([env])
-    starts = {}
+    starts = {1: (env.get_state(), 0)}
     while not env.done:
         env.step(pol.act([env])[0])
         if env.phase in (1, 2) and env.phase + 1 not in starts:

@@ -29,11 +29,14 @@ TRAIN_SHARE = 5 / 6  # 50 of 60
 
 
 def make_demos(task_name: str, n: int, out: Path, *, images: bool = False,
-               size: int = 64, noise: float = 1.0, perturb: float = 0.5,
+               size: int = 64, noise: float = 1.0, perturb: float | None = None,
                batch: int = 8) -> dict[str, Any]:
     """Record `n` successful noisy-expert demonstrations of `task_name` into `out`; return
     the metadata (including the rejection rate). The executed actions are perturbed
-    (`perturb`, see ExpertPolicy) and the clean expert actions are recorded as labels."""
+    (`perturb`, see ExpertPolicy; default: the task's `demo_perturb`) and the clean expert
+    actions are recorded as labels."""
+    task = get_task(task_name)
+    perturb = task.demo_perturb if perturb is None else perturb
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     kept: list[tuple[int, Any, Any]] = []
@@ -54,7 +57,6 @@ def make_demos(task_name: str, n: int, out: Path, *, images: bool = False,
                               f"{tried} demonstration attempts")
     n_train = max(1, round(n * TRAIN_SHARE)) if n > 1 else 1
     splits = {"train": kept[:n_train], "val": kept[n_train:]}
-    task = get_task(task_name)
     meta = {"task": task_name, "n_robots": task.n_robots, "noise": noise, "perturb": perturb,
             "episodes": {k: len(v) for k, v in splits.items()}, "attempts": tried,
             "rejection_rate": round(1 - n / tried, 4), "action_dim": ACTION_DIM,

@@ -40,7 +40,7 @@ class Policy(Protocol):
 
 # per-dimension scale of executed-action perturbations (base velocity, lift, arm, wrist pitch
 # and roll, grip)
-PERTURB_SCALE = np.array([0.1, 0.1, 0.1, 0.0, 0.08, 0.08, 0.0, 0.0, 0.0])
+PERTURB_SCALE = np.array([0.1, 0.1, 0.0, 0.0, 0.08, 0.08, 0.0, 0.0, 0.0])
 
 
 class ExpertPolicy:

@@ -34,6 +34,7 @@ class Task(ABC):
     object_body: str = "object"
     holders_needed: int | None = None  # robots that must hold a lifted object (None: all)
     object_holders: tuple[int, ...] | None = None  # robots that handle the main object
+    demo_perturb: float = 0.5  # DART perturbation of demonstrations (see ExpertPolicy)
     extra_bodies: tuple[str, ...] = ()  # other bodies every robot sees (second vessel, cart)
 
     @abstractmethod

@@ -130,7 +130,9 @@ class Giver(ArmOperator):
         return self.out(grip)
 
     def _resume_stage(self, s: Sensing) -> str:
-        return ("offer" if s.obj_lift > 0.07 else "lift") if s.holding else "retreat"
+        if not s.holding:  # still on its stand: pick it up; otherwise it has been handed over
+            return "reach" if s.obj_lift < 0.02 else "retreat"
+        return "offer" if s.obj_lift > 0.07 else "lift"
 
 
 class Taker(ArmOperator):
