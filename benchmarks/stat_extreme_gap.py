@@ -16,10 +16,12 @@ Writes benchmarks/results/stat_extreme_gap.md.
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 import numpy as np
 
+from coordbench.core.atomic import write_atomic
 from coordbench.core.stats import mean_ci
 from coordbench.report.stat_train_report import group, load_results, point, reference_samples
 
@@ -39,6 +41,7 @@ def main() -> None:
     ap.add_argument("--seeds", default="0-4")
     ap.add_argument("--utd", type=float, default=4.0)
     ap.add_argument("--dirs", nargs="*", type=Path, default=[Path("runs/extreme")])
+    ap.add_argument("--workers", type=int, default=2)
     args = ap.parse_args()
     if args.run:
         from coordbench.learn.registry import paper_config
@@ -48,41 +51,65 @@ def main() -> None:
         extra = {} if args.arch == "mlp" else {"arch": args.arch}
         sweep([paper_config(args.config, args.algo, seed=s, total_steps=args.steps,
                             utd=args.utd, eval_every=50_000, extra=extra)
-               for s in range(a, b + 1)], args.dirs[0], workers=2)
-    groups = group(load_results(args.dirs))
+               for s in range(a, b + 1)], args.dirs[0], workers=args.workers)
+    groups = group(load_results([d for d in args.dirs if d.exists()])) if any(
+        d.exists() for d in args.dirs) else {}
     spec = {}
     for (config, _), rs in groups.items():
         seeds, eps = spec.get(config, (set(), 20))
         spec[config] = (seeds | {r["config"]["seed"] for r in rs},
                         min(eps, *(r["config"]["eval_episodes"] for r in rs)))
     refs = reference_samples({c: (sorted(s), e) for c, (s, e) in spec.items()})
+    results = Path(__file__).parent / "results"
+    ledger_path = results / "stat_extreme_gap.json"
+    ledger = json.loads(ledger_path.read_text()) if ledger_path.exists() else {}
+    for (config, method), rs in groups.items():
+        seed_idx = {s: k for k, s in enumerate(sorted(spec[config][0]))}
+        for r in rs:
+            k = seed_idx[r["config"]["seed"]]
+            key = f"{config} {method} {r['config']['total_steps']}"
+            ledger.setdefault(key, {}).pop("summary", None)
+            ledger[key].setdefault("seeds", {})[str(r["config"]["seed"])] = {
+                "final": point(r, "final")["return"], "max": point(r, "max")["return"],
+                "random": refs[(config, "random")][k]["return"],
+                "hungarian": refs[(config, "hungarian")][k]["return"]}
+    write_atomic(ledger_path, json.dumps(ledger, indent=1) + "\n")
+    text = render(ledger)
+    write_atomic(results / "stat_extreme_gap.md", text)
+    print(text)
+
+
+def render(ledger: dict) -> str:
+    """Return the markdown table of every ledger row: "config method steps" -> per-seed
+    final, max, random and Hungarian returns (or a summary kept from before the ledger)."""
     lines = ["# Extreme regime: share of the random -> Hungarian gap closed", "",
-             "`python benchmarks/stat_extreme_gap.py --dirs " +
-             " ".join(map(str, args.dirs)) + "`. Per seed, on that seed's 20 paper "
-             "evaluation layouts: gap closed = (learned - random valid) / (Hungarian - random "
-             "valid); mean ± 95% CI over seeds (n). Steps = environment steps trained (the "
-             "paper trains 20M).", "",
+             "`python benchmarks/stat_extreme_gap.py --run --config C [--arch pair|mlp] "
+             "--seeds 0-4` trains into runs/extreme; every run found there is merged into "
+             "the per-seed ledger stat_extreme_gap.json, and this table is rendered from it. "
+             "Per seed, on that seed's 20 paper evaluation layouts: gap closed = (learned - "
+             "random valid) / (Hungarian - random valid); mean ± 95% CI over seeds (n). "
+             "Steps = environment steps trained (the paper trains 20M).", "",
              "| config | method | steps | n | final return | max return | gap closed (final) "
              "| gap closed (max) | random valid | Hungarian | paper's best (gap closed) |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for (config, method), rs in sorted(groups.items()):
-        seed_idx = {s: k for k, s in enumerate(sorted(spec[config][0]))}
-        rand = [refs[(config, "random")][seed_idx[r["config"]["seed"]]]["return"] for r in rs]
-        hung = [refs[(config, "hungarian")][seed_idx[r["config"]["seed"]]]["return"] for r in rs]
-        fin = [point(r, "final")["return"] for r in rs]
-        mx = [point(r, "max")["return"] for r in rs]
-        gap_f = [(f - a) / (h - a) for f, a, h in zip(fin, rand, hung, strict=True)]
-        gap_m = [(m - a) / (h - a) for m, a, h in zip(mx, rand, hung, strict=True)]
-        steps = rs[0]["config"]["total_steps"]
+    for key in sorted(ledger):
+        config, method, steps = key.split()
         best = PAPER_BEST.get(config)
         paper = f"{best[1]} {best[0]:.1f} ({best[2]:.0%})" if best else "–"
-        lines.append(
-            f"| {config} | {method} | {steps / 1e6:.1f}M | {len(rs)} | {mean_ci(fin).fmt(1)} | "
-            f"{mean_ci(mx).fmt(1)} | {_pct(gap_f)} | {_pct(gap_m)} | {np.mean(rand):.1f} | "
-            f"{np.mean(hung):.1f} | {paper} |")
-    out = Path(__file__).parent / "results" / "stat_extreme_gap.md"
-    out.write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+        row = ledger[key]
+        if "seeds" in row:
+            v = list(row["seeds"].values())
+            fin, mx = [x["final"] for x in v], [x["max"] for x in v]
+            rand, hung = [x["random"] for x in v], [x["hungarian"] for x in v]
+            gap_f = [(f - a) / (h - a) for f, a, h in zip(fin, rand, hung, strict=True)]
+            gap_m = [(m - a) / (h - a) for m, a, h in zip(mx, rand, hung, strict=True)]
+            cells = [str(len(v)), mean_ci(fin).fmt(1), mean_ci(mx).fmt(1), _pct(gap_f),
+                     _pct(gap_m), f"{np.mean(rand):.1f}", f"{np.mean(hung):.1f}"]
+        else:  # measured before the ledger existed: only the summary row was kept
+            cells = row["summary"]
+        lines.append(f"| {config} | {method} | {int(steps) / 1e6:.1f}M | " +
+                     " | ".join(cells) + f" | {paper} |")
+    return "\n".join(lines) + "\n"
 
 
 def _pct(values: list[float]) -> str:

@@ -67,7 +67,7 @@ def run(
     layouts: str = typer.Option("paper", help="paper | uniform"),
     seed: int = typer.Option(0, help="Policy seed (and layout seed for uniform layouts)."),
     household: bool = typer.Option(True, help="Also run rule-based household teams (v1)."),
-    physical: int = typer.Option(20, help="Physical suite: expert and noisy-expert rollouts "
+    physical: int = typer.Option(10, help="Physical suite: expert and noisy-expert rollouts "
                                           "per task (0 skips it)."),
 ) -> None:
     """Run the default benchmark and save a report.
