@@ -188,6 +188,19 @@ class ArmOperator(Operator):
             return 1.0
         return 0.0
 
+    def let_go(self, s: Sensing, up: float = 0.05, base_back: float = 0.0) -> None:
+        """Run the "release" stage (open, wait 0.4 s) and the "retreat" stage (hand back 15
+        cm and `up`, base backing off at `base_back` m/s for 1.5 s, arm folded after 1 s)."""
+        if self.stage == "release":
+            if self._ready(0.4):
+                self._go("retreat")
+        elif self.stage == "retreat":
+            self._ik(s, s.hand, back=0.15, up=up)
+            if base_back:
+                self.v = np.array([-base_back if self.t_stage < 1.5 else 0.0, 0.0])
+            if self.t_stage > 1.0:
+                self.arm = (1.2, -2.4)
+
     def _closed_in(self) -> bool:
         """Return True once the hand has been at the grasp point for 0.3 s."""
         return self.closed_for >= 0.3

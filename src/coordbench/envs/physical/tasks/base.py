@@ -45,9 +45,9 @@ class Task(ABC):
     def grasp_geoms(self) -> list[list[str]]:
         """Return, per robot, the geoms its fingers must both touch to count as holding."""
 
-    @abstractmethod
     def handle_sites(self) -> list[str]:
-        """Return, per robot, the site marking its grasp point."""
+        """Return, per robot, the site marking its grasp point (default: grip0, grip1, ...)."""
+        return [f"grip{i}" for i in range(self.n_robots)]
 
     @abstractmethod
     def reset(self, env, rng: np.random.Generator) -> None:

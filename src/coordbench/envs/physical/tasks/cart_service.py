@@ -95,9 +95,6 @@ class CartService(Task):
     def grasp_geoms(self) -> list[list[str]]:
         return [["push_handle"], ["bottle"]]
 
-    def handle_sites(self) -> list[str]:
-        return ["grip0", "grip1"]
-
     def reset(self, env, rng: np.random.Generator) -> None:
         m = env.model
         shift = np.array([rng.uniform(-0.10, 0.10), rng.uniform(-0.30, 0.08)])
@@ -146,14 +143,7 @@ class Pusher(ArmOperator):
             self.v = np.array([float(rel[0]), float(rel[1]) + 1.5 * float(h[1])])
             if np.linalg.norm(err) < 0.02 and self._ready(0.5):
                 self._go("release")
-        elif self.stage == "release":
-            if self._ready(0.4):
-                self._go("retreat")
-        elif self.stage == "retreat":
-            self._ik(s, s.hand, back=0.15, up=0.05)
-            self.v = np.array([-0.15 if self.t_stage < 1.5 else 0.0, 0.0])
-            if self.t_stage > 1.0:
-                self.arm = (1.2, -2.4)
+        self.let_go(s, base_back=0.15)
         return self.out(grip)
 
     def _resume_stage(self, s: Sensing) -> str:

@@ -82,9 +82,6 @@ class CoPouring(Task):
     def grasp_geoms(self) -> list[list[str]]:
         return [["handle0"], ["handle1"]]
 
-    def handle_sites(self) -> list[str]:
-        return ["grip0", "grip1"]
-
     def reset(self, env, rng: np.random.Generator) -> None:
         m, q = env.model, env.data.qpos
         shift = np.array([rng.uniform(-0.02, 0.02), rng.uniform(-0.01, 0.01)])

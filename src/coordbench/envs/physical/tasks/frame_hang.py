@@ -89,9 +89,6 @@ class FrameHang(Task):
     def grasp_geoms(self) -> list[list[str]]:
         return [["side0"], ["side1"]]
 
-    def handle_sites(self) -> list[str]:
-        return ["grip0", "grip1"]
-
     def reset(self, env, rng: np.random.Generator) -> None:
         m = env.model
         shared = rng.uniform(-0.05, 0.05)  # the peg and the frame share a sideways offset
@@ -176,13 +173,7 @@ class FrameHanger(ArmOperator):
             self.lift = max(self.bottom, self.lift - 0.05 * self.speed * dt)
             if self.lift <= self.bottom and self._ready(0.3):
                 self._go("release")
-        elif self.stage == "release":
-            if self._ready(0.4):
-                self._go("retreat")
-        elif self.stage == "retreat":
-            self._ik(s, s.hand, back=0.15, up=-0.05)
-            if self.t_stage > 1.0:
-                self.arm = (1.2, -2.4)
+        self.let_go(s, up=-0.05)
         return self.out(grip)
 
     def _resume_stage(self, s: Sensing) -> str:

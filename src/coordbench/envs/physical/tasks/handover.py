@@ -66,9 +66,6 @@ class Handover(Task):
     def grasp_geoms(self) -> list[list[str]]:
         return [["bottle"], ["bottle"]]
 
-    def handle_sites(self) -> list[str]:
-        return ["grip0", "grip1"]
-
     def reset(self, env, rng: np.random.Generator) -> None:
         adr = env.model.jnt_qposadr[env.model.joint("object").id]
         env.data.qpos[adr:adr + 2] += rng.uniform(-0.03, 0.03, 2)
@@ -122,11 +119,7 @@ class Giver(ArmOperator):
             self.near_for = self.near_for + dt if near else 0.0
             if self.near_for >= 1.2 and self._ready(0.0):
                 self._go("release")
-        elif self.stage == "release":
-            if self._ready(0.4):
-                self._go("retreat")
-        elif self.stage == "retreat":
-            self.arm = (1.2, -2.4)
+        self.let_go(s)
         return self.out(grip)
 
     def _resume_stage(self, s: Sensing) -> str:
@@ -188,13 +181,7 @@ class Taker(ArmOperator):
             self.arm = ik2(self.target[0] - SH_X, self.target[1] - (SH_H + s.joints[0]))
             if s.obj_lift <= 0.003 and self._ready(0.3):
                 self._go("release")
-        elif self.stage == "release":
-            if self._ready(0.4):
-                self._go("retreat")
-        elif self.stage == "retreat":
-            self._ik(s, s.hand, back=0.15, up=0.05)
-            if self.t_stage > 1.0:
-                self.arm = (1.2, -2.4)
+        self.let_go(s)
         return self.out(grip)
 
     def _resume_stage(self, s: Sensing) -> str:

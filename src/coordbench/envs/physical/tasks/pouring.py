@@ -88,9 +88,6 @@ class Pouring(Task):
     def grasp_geoms(self) -> list[list[str]]:
         return [["cup_handle"], ["glass_handle"]]
 
-    def handle_sites(self) -> list[str]:
-        return ["grip0", "grip1"]
-
     def reset(self, env, rng: np.random.Generator) -> None:
         m = env.model
         cup = m.jnt_qposadr[m.joint("object").id]

@@ -79,9 +79,6 @@ class TrashCollection(Task):
     def grasp_geoms(self) -> list[list[str]]:
         return [["bin_handle"], ["bottle"]]  # robot 1 never grasps; it pushes
 
-    def handle_sites(self) -> list[str]:
-        return ["grip0", "grip1"]
-
     def reset(self, env, rng: np.random.Generator) -> None:
         m, q = env.model, env.data.qpos
         d_bin = np.array([rng.uniform(-0.15, 0.15), rng.uniform(-0.05, 0.05)])
@@ -173,10 +170,7 @@ class Sweeper(ArmOperator):
             self.v = np.array([float(rel[0]), float(rel[1])])
             if s.hand[0] > BENCH[0] + 0.02 or bottle[2] < BENCH_TOP - 0.05:
                 self._go("retreat")
-        elif self.stage == "retreat":
-            self._ik(s, s.hand, back=0.1, up=0.1)
-            if self.t_stage > 1.0:
-                self.arm = (1.2, -2.4)
+        self.let_go(s, up=0.1)
         return self.out(1.0)  # the hand stays closed: a sweeping fist, never a grasp
 
     def _resume_stage(self, s: Sensing) -> str:
