@@ -101,6 +101,8 @@ class CouplingMonitor:
     first_hold: int | None = None
     lag_done: bool = False
     lost_for: int = 0
+    lost_z: float = 0.0
+    dropped: bool = False
     armed: bool = False
     contact_run: int = 0
     events: list[PhysicalCouplingEvent] = field(default_factory=list)
@@ -115,22 +117,26 @@ class CouplingMonitor:
             self.events.append(PhysicalCouplingEvent(
                 t=t, kind="partner_lag", robots=list(range(self.n)),
                 value=round((t - self.first_hold) * CONTROL_DT, 3)))
-        lifted = env.data.xpos[env.obj][2] - env.obj_z0 > 0.03
+        z = float(env.data.xpos[env.obj][2])
+        lifted = z - env.obj_z0 > 0.03
         # a drop: fewer of the robots that handle the main object hold it than the task
-        # needs (all of them when carrying together, one in a handover), for 0.1 s while the
-        # object is up (touch sensing flickers for a step or two while the fingers slide;
-        # that is not a drop)
+        # needs (all of them when carrying together, one in a handover) for 0.1 s while it
+        # was up, and it comes down 2 cm (touch sensing flickers for a step or two while the
+        # fingers slide, and a frame let go onto its peg stays up: neither is a drop)
         who = np.array(env.task.object_holders or range(env.n))
         needed = env.task.holders_needed or len(who)
         held = int(holds[who].sum())
         self.armed |= held >= needed
-        if self.armed and lifted and held < needed and env.phase < 3:
+        if self.armed and (lifted or self.lost_for) and held < needed and env.phase < 3:
+            if self.lost_for == 0:
+                self.lost_z = z
             self.lost_for += 1
-            if self.lost_for == DROP_STEPS:
+            if self.lost_for >= DROP_STEPS and not self.dropped and z < self.lost_z - 0.02:
+                self.dropped = True
                 self.events.append(PhysicalCouplingEvent(
                     t=t, kind="drop", robots=[int(i) for i in who[~holds[who]]]))
         else:
-            self.lost_for = 0
+            self.lost_for, self.dropped = 0, False
         touching = env.robot_contacts() > 0
         if touching:
             self.contact_run += 1
