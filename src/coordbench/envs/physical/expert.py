@@ -188,6 +188,19 @@ class ArmOperator(Operator):
             return 1.0
         return 0.0
 
+    def tow(self, s: Sensing, err: np.ndarray, cap: float, ease: float, grasp_pt: np.ndarray,
+            standoff: float | None = None) -> None:
+        """Set the base velocity that moves a held object by `err` (world x, y): up to `cap`
+        m/s, ramped up over the stage's first second and easing in at `ease` x the distance
+        left (a loose load rides along); the hand stays lined up with the grasp point (and
+        `standoff` behind it, where given)."""
+        dist = max(float(np.linalg.norm(err)), 1e-9)
+        speed = min(cap * min(1.0, self.t_stage), ease * dist)
+        rel = s.to_robot(s.base_xy + err / dist * speed)
+        h = s.to_robot(grasp_pt)
+        fwd = 0.0 if standoff is None else 1.5 * (float(h[0]) - standoff)
+        self.v = np.array([float(rel[0]) + fwd, float(rel[1]) + 1.5 * float(h[1])])
+
     def let_go(self, s: Sensing, up: float = 0.05, base_back: float = 0.0) -> None:
         """Run the "release" stage (open, wait 0.4 s) and the "retreat" stage (hand back 15
         cm and `up`, base backing off at `base_back` m/s for 1.5 s, arm folded after 1 s)."""

@@ -135,12 +135,7 @@ class Pusher(ArmOperator):
         if self.stage == "push":
             grip = 1.0
             err = s.goal[:2] - s.extras[0][:2]
-            dist = max(float(np.linalg.norm(err)), 1e-9)
-            # ramp up and ease in: the bottle rides loose in its holder
-            speed = min(0.3 * self.speed * min(1.0, self.t_stage), 1.0 * dist)
-            rel = s.to_robot(s.base_xy + err / dist * speed)
-            h = s.to_robot(grasp_pt)
-            self.v = np.array([float(rel[0]), float(rel[1]) + 1.5 * float(h[1])])
+            self.tow(s, err, 0.3 * self.speed, 1.0, grasp_pt)  # the bottle rides loose
             if np.linalg.norm(err) < 0.02 and self._ready(0.5):
                 self._go("release")
         self.let_go(s, base_back=0.15)

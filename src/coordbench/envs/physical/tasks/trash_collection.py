@@ -128,13 +128,7 @@ class BinCarrier(ArmOperator):
                 self._go("carry")
         elif self.stage == "carry":  # torso keeps the rim just below the bench top
             self.lift = float(np.clip(self.lift + 0.5 * dt * (s.goal[2] - s.obj_pos[2]), 0, 0.3))
-            err = s.goal[:2] - s.obj_pos[:2]
-            dist = max(float(np.linalg.norm(err)), 1e-9)
-            speed = min(0.3 * self.speed * min(1.0, self.t_stage), 1.2 * dist)
-            rel = s.to_robot(s.base_xy + err / dist * speed)
-            h = s.to_robot(grasp_pt)
-            self.v = np.array([float(rel[0]) + 1.5 * (float(h[0]) - 0.62),
-                               float(rel[1]) + 1.5 * float(h[1])])
+            self.tow(s, s.goal[:2] - s.obj_pos[:2], 0.3 * self.speed, 1.2, grasp_pt, 0.62)
         return self.out(grip)
 
     def _resume_stage(self, s: Sensing) -> str:
