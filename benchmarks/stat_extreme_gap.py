@@ -45,13 +45,12 @@ def main() -> None:
     args = ap.parse_args()
     if args.run:
         from coordbench.learn.registry import paper_config
-        from coordbench.learn.sweep import sweep
+        from coordbench.learn.sweep import parse_seeds, sweep
 
-        a, b = (int(x) for x in args.seeds.split("-"))
         extra = {} if args.arch == "mlp" else {"arch": args.arch}
         sweep([paper_config(args.config, args.algo, seed=s, total_steps=args.steps,
                             utd=args.utd, eval_every=50_000, extra=extra)
-               for s in range(a, b + 1)], args.dirs[0], workers=args.workers)
+               for s in parse_seeds(args.seeds)], args.dirs[0], workers=args.workers)
     groups = group(load_results([d for d in args.dirs if d.exists()])) if any(
         d.exists() for d in args.dirs) else {}
     spec = {}

@@ -60,12 +60,11 @@ def main() -> None:
         from coordbench.learn.sweep import sweep
 
         out = Path("runs/fidelity") / f"utd{args.utd:g}"
-        for config in args.configs.split(","):
-            for algo in args.algos.split(","):
-                if algo == "dqn" and config.startswith("5A"):
-                    continue
-                sweep([paper_config(config, algo, seed=s, utd=args.utd) for s in range(5)],
-                      out, workers=args.workers)
+        # one sweep over every cell keeps all workers busy; cells finish in the order given
+        sweep([paper_config(config, algo, seed=s, utd=args.utd)
+               for config in args.configs.split(",") for algo in args.algos.split(",")
+               if not (algo == "dqn" and config.startswith("5A")) for s in range(5)],
+              out, workers=args.workers)
         dirs = [out]
     else:
         dirs = args.dirs or sorted(Path("runs/fidelity").glob("utd*"))

@@ -84,6 +84,14 @@ def cli(*args):
                            text=True, timeout=300)
 
 
+def test_seed_ranges_and_lists():
+    from coordbench.learn.sweep import parse_seeds
+
+    assert parse_seeds("0-4") == [0, 1, 2, 3, 4]
+    assert parse_seeds("3") == [3]
+    assert parse_seeds("0,2,5") == [0, 2, 5]
+
+
 def test_table_and_training_bad_input_is_one_line(tmp_path):
     cases = [
         (["stat", "table", str(tmp_path)], "holds no training results"),
@@ -93,6 +101,8 @@ def test_table_and_training_bad_input_is_one_line(tmp_path):
         (["stat", "train", "--config", "3A-6T-5x3", "--algo", "ppo"], "unknown algorithm"),
         (["stat", "train", "--config", "3A-6T-5x3", "--algo", "qmix", "--executor", "slurm"],
          "unknown executor 'slurm'"),
+        (["stat", "train", "--config", "3A-6T-5x3", "--algo", "qmix", "--seeds", "0..4"],
+         "--seeds must look like 0-4 or 0,2,5"),
         (["stat", "eval", "--config", "3A-6T-5x3", "--policy", str(tmp_path / "x.pt")],
          "does not exist"),
     ]

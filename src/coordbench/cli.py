@@ -244,16 +244,6 @@ def stat_eval(
     out.print(f"run directory: {run_obj.path}")
 
 
-def _seed_list(text: str) -> list[int]:
-    try:
-        if "-" in text:
-            a, b = text.split("-")
-            return list(range(int(a), int(b) + 1))
-        return [int(x) for x in text.split(",")]
-    except ValueError:
-        raise ConfigError(f"--seeds must look like 0-4 or 0,2,5; got {text!r}") from None
-
-
 @stat_app.command("train")
 def stat_train(
     config: str = typer.Option(..., help="STAT config name."),
@@ -279,7 +269,7 @@ def stat_train(
     _need_torch()
     from coordbench.learn.core import ARCHS
     from coordbench.learn.registry import check_algo, paper_config
-    from coordbench.learn.sweep import EXECUTORS, sweep
+    from coordbench.learn.sweep import EXECUTORS, parse_seeds, sweep
     from coordbench.learn.sweep import summarize as summarize_runs
 
     check_algo(algo, config)
@@ -301,7 +291,7 @@ def stat_train(
         overrides["extra"] = {"arch": arch}
     if steps is not None:
         overrides["total_steps"] = steps
-    tcs = [paper_config(config, algo, seed=s, **overrides) for s in _seed_list(seeds)]
+    tcs = [paper_config(config, algo, seed=s, **overrides) for s in parse_seeds(seeds)]
     results = sweep(tcs, out_dir, workers, executor)
     summary = summarize_runs(results)
     if as_json:

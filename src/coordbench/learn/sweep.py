@@ -27,6 +27,17 @@ from .registry import checkpoint_bytes, make, train
 EXECUTORS = ("local", "ray")
 
 
+def parse_seeds(text: str) -> list[int]:
+    """Return the seeds a range ("0-4") or a list ("0,2,5") names; ConfigError otherwise."""
+    try:
+        if "-" in text:
+            a, b = text.split("-")
+            return list(range(int(a), int(b) + 1))
+        return [int(x) for x in text.split(",")]
+    except ValueError:
+        raise ConfigError(f"--seeds must look like 0-4 or 0,2,5; got {text!r}") from None
+
+
 def result_path(out: Path, tc: TrainConfig) -> Path:
     """Return the result file of one (algo, config, seed) run."""
     return Path(out) / f"{method_label(tc.algo, tc.extra)}_{tc.config}_seed{tc.seed}.json"
