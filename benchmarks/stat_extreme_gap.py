@@ -91,7 +91,9 @@ def render(ledger: dict) -> str:
              "| config | method | steps | n | final return | max return | gap closed (final) "
              "| gap closed (max) | random valid | Hungarian | paper's best (gap closed) |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for key in sorted(ledger):
+    order = list(PAPER_BEST)  # the paper's Table 1 order
+    for key in sorted(ledger, key=lambda k: (order.index(k.split()[0]) if k.split()[0] in order
+                                             else len(order), k)):
         config, method, steps = key.split()
         best = PAPER_BEST.get(config)
         paper = f"{best[1]} {best[0]:.1f} ({best[2]:.0%})" if best else "–"
