@@ -67,6 +67,25 @@ def test_joint_action_encoding_and_mask_match_brute_force():
             assert encode(a.unsqueeze(0), 5).item() == idx
 
 
+def test_dqn_chosen_q_equals_the_full_output_and_its_gradient():
+    tc = paper_config("3A-12T-10x6", "dqn", seed=3)
+    cfg = get_config(tc.config)
+    m = make(tc)
+    g = torch.Generator().manual_seed(0)
+    obs = torch.rand(64, cfg.obs_dim, generator=g) * 4
+    actions = torch.randint(0, cfg.num_actions, (64, cfg.agents), generator=g)
+    fast = m.chosen_q(obs, actions)
+    (fast.square().sum()).backward()
+    grads_fast = [p.grad.clone() for p in m.q.parameters()]
+    m.q.zero_grad()
+    full = m.q(obs).gather(1, encode(actions, cfg.num_actions).unsqueeze(1)).squeeze(1)
+    (full.square().sum()).backward()
+    torch.testing.assert_close(fast, full, rtol=1e-5, atol=1e-5)
+    for a, b in zip(grads_fast, [p.grad for p in m.q.parameters()], strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+    assert grads_fast[-2].abs().sum(1).count_nonzero() <= 64  # only chosen rows move
+
+
 def test_lambda_returns_match_a_hand_computation():
     # one env, one agent, 3 steps; episode ends (terminal) after step 1, then a new one starts
     r = np.array([[1.0], [2.0], [4.0]])

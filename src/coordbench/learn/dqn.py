@@ -72,10 +72,21 @@ class DQN(QNetMethod):
         """Return the best valid joint action as per-agent actions (B, n)."""
         return decode(masked_argmax(self.q(obs), joint_mask(masks)), self.n, self.a)
 
+    def chosen_q(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        """Return Q(s, a) (B,) of the taken joint actions, computing only their output units.
+
+        Equal to gathering from the full (B, A^n) output, but the output layer's work (forward
+        and backward) shrinks from A^n units to one per sample, which is most of an update
+        on 3A-12T (3,375 units); the weight gradient is still dense (zero rows elsewhere), so
+        the optimiser sees exactly what the full forward would give it."""
+        h, out = self.q[:-1](obs), self.q[-1]
+        idx = encode(actions, self.a)
+        return (h * out.weight[idx]).sum(-1) + out.bias[idx]
+
     def loss(self, batch: dict[str, torch.Tensor], gamma: float) -> torch.Tensor:
         """Return the squared TD error of the joint value."""
-        q = self.q(batch["obs"]).gather(1, encode(batch["actions"], self.a).unsqueeze(1))
+        q = self.chosen_q(batch["obs"], batch["actions"])
         with torch.no_grad():
             nxt = masked_max(self.q_target(batch["next_obs"]), joint_mask(batch["next_masks"]))
         y = batch["rewards"] + gamma * (1 - batch["term"]) * nxt
-        return nn.functional.mse_loss(q.squeeze(1), y)
+        return nn.functional.mse_loss(q, y)
