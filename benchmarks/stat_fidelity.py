@@ -3,6 +3,7 @@ Baseline configs, 5 seeds).
 
 Usage:
   python benchmarks/stat_fidelity.py --run [--utd 8] [--configs 3A-6T-5x3,...] [--algos ...]
+                                      [--seeds 0-4] [--workers 2]
   python benchmarks/stat_fidelity.py --dirs runs/fidelity/utd1 runs/fidelity/utd8
 
 `--run` trains every missing (method, config, seed) into runs/fidelity/utd<R> (resumable;
@@ -67,16 +68,18 @@ def main() -> None:
     ap.add_argument("--algos", default=",".join(ALGOS))
     ap.add_argument("--dirs", nargs="*", type=Path, default=None)
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--seeds", default="0-4", help="training seeds, e.g. 0-4 or 1,3")
     args = ap.parse_args()
     if args.run:
         from coordbench.learn.registry import paper_config
-        from coordbench.learn.sweep import sweep
+        from coordbench.learn.sweep import parse_seeds, sweep
 
         out = Path("runs/fidelity") / f"utd{args.utd:g}"
         # one sweep over every cell keeps all workers busy; cells finish in the order given
         sweep([paper_config(config, algo, seed=s, utd=args.utd)
                for config in args.configs.split(",") for algo in args.algos.split(",")
-               if not (algo == "dqn" and config.startswith("5A")) for s in range(5)],
+               if not (algo == "dqn" and config.startswith("5A"))
+               for s in parse_seeds(args.seeds)],
               out, workers=args.workers)
         dirs = [out]
     else:
