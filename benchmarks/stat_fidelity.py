@@ -120,7 +120,8 @@ def render(ledger: dict) -> str:
              "(its sd recovered from its CI, taken as a t-interval over 5 seeds); p >= 0.05 "
              "means no significant difference. Per-seed values: stat_fidelity.json.", ""]
     for utd in sorted(ledger, key=lambda k: float(k[3:])):
-        lines += [f"## update-to-data ratio {utd[3:]}", "",
+        note = " (the paper's learners' own ratio)" if float(utd[3:]) == 32 else ""
+        lines += [f"## update-to-data ratio {utd[3:]}{note}", "",
                   "| config | method | ours | n | paper | verdict | Welch p |",
                   "|---|---|---|---|---|---|---|"]
         for config in BASELINE:
