@@ -26,7 +26,7 @@ import torch
 
 from coordbench.core.atomic import write_atomic
 from coordbench.envs.stat.config import get_config
-from coordbench.learn.core import one_thread
+from coordbench.learn.core import TrainConfig, one_thread
 from coordbench.learn.dqn import DQN, encode
 from coordbench.learn.registry import make, paper_config, train
 
@@ -38,12 +38,18 @@ def full_output_q(self: DQN, obs: torch.Tensor, actions: torch.Tensor) -> torch.
     return self.q(obs).gather(1, encode(actions, self.a).unsqueeze(1)).squeeze(1)
 
 
-def time_updates(config: str, full: bool, updates: int = 200) -> float:
-    """Return seconds per learner update (batch 128) on random states and valid actions."""
-    tc = paper_config(config, "dqn", seed=0)
+def dqn(tc: TrainConfig, full: bool) -> DQN:
+    """Return a DQN for `tc`, computing Q(s, a) from the full joint output if `full`."""
     m = make(tc)
     if full:
         m.chosen_q = full_output_q.__get__(m)
+    return m
+
+
+def time_updates(config: str, full: bool, updates: int = 200) -> float:
+    """Return seconds per learner update (batch 128) on random states and valid actions."""
+    tc = paper_config(config, "dqn", seed=0)
+    m = dqn(tc, full)
     cfg = get_config(config)
     g = torch.Generator().manual_seed(0)
     batch = {"obs": torch.rand(128, cfg.obs_dim, generator=g) * 4,
@@ -63,9 +69,7 @@ def time_updates(config: str, full: bool, updates: int = 200) -> float:
 def time_training(config: str, full: bool, steps: int) -> float:
     """Return end-to-end environment steps per second of a DQN run at utd 8."""
     tc = paper_config(config, "dqn", seed=0, total_steps=steps, utd=8.0)
-    m = make(tc)
-    if full:
-        m.chosen_q = full_output_q.__get__(m)
+    m = dqn(tc, full)
     t0 = time.perf_counter()
     train(tc, method=m)
     return steps / (time.perf_counter() - t0)
