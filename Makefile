@@ -42,6 +42,7 @@ bench: install-dev
 	$(BIN)/python benchmarks/llm_harness.py
 	$(BIN)/python benchmarks/stat_train_speed.py --qmix-full
 	$(BIN)/python benchmarks/stat_dqn_update.py
+	$(BIN)/python benchmarks/stat_adam.py
 	$(BIN)/python benchmarks/physical_speed.py
 
 clean:

@@ -26,7 +26,7 @@ import torch
 
 from coordbench.core.atomic import write_atomic
 from coordbench.envs.stat.config import get_config
-from coordbench.learn.core import TrainConfig, one_thread
+from coordbench.learn.core import TrainConfig, adam, one_thread
 from coordbench.learn.dqn import DQN, encode
 from coordbench.learn.registry import make, paper_config, train
 
@@ -57,7 +57,7 @@ def time_updates(config: str, full: bool, updates: int = 200) -> float:
              "actions": torch.randint(0, cfg.num_actions, (128, cfg.agents), generator=g),
              "next_masks": torch.rand(128, cfg.agents, cfg.num_actions, generator=g) < 0.7,
              "rewards": torch.rand(128, generator=g), "term": torch.zeros(128)}
-    opt = torch.optim.Adam(m.q.parameters(), lr=tc.lr)
+    opt = adam(m.q.parameters(), tc.lr)
     t0 = time.perf_counter()
     for _ in range(updates):
         opt.zero_grad()

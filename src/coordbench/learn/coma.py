@@ -27,6 +27,7 @@ from coordbench.envs.stat.vec import StatVecEnv
 from .core import (
     EvalSchedule,
     TrainConfig,
+    adam,
     agent_network,
     chosen,
     clone_frozen,
@@ -124,9 +125,8 @@ def train(tc: TrainConfig, method: COMA, log=None) -> dict[str, Any]:
     per_update = rollout * tc.num_envs
     target_every = max(1, int(tc.extra.get("target_every_steps", 2_560)) // per_update)
     env = StatVecEnv(cfg, tc.num_envs, layouts="uniform", seed=tc.seed + 10_000)
-    actor_opt = torch.optim.Adam(method.actor.parameters(), lr=tc.lr)
-    critic_opt = torch.optim.Adam(method.critic.parameters(),
-                                  lr=float(tc.extra.get("critic_lr", tc.lr)))
+    actor_opt = adam(method.actor.parameters(), tc.lr)
+    critic_opt = adam(method.critic.parameters(), float(tc.extra.get("critic_lr", tc.lr)))
     obs, masks = (x.copy() for x in env.reset())
     n, b = cfg.agents, tc.num_envs
     steps = updates = 0
