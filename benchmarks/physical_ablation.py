@@ -14,10 +14,10 @@ scripted expert with and without operator noise are reference rows on the same s
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
-from coordbench.core.atomic import write_atomic
+from results_io import write_results
+
 from coordbench.core.rundir import RunDir
 from coordbench.envs.physical.tasks import get_task
 from coordbench.suites.physical.baselines import default_config, train_policy
@@ -70,11 +70,8 @@ def main() -> None:
             rows.append(row(f"{args.algo} {cell_name(scope, sharing, agent_id)}", trs))
             print(task, rows[-1]["policy"], rows[-1]["success"], flush=True)
         results[task] = rows
-    out = Path(__file__).parent / "results"
     meta = {"algo": args.algo, "steps": args.steps, "demos": args.demos,
             "rollouts": args.rollouts}
-    write_atomic(out / "physical_ablation.json",
-                 json.dumps({"meta": meta, "tasks": results}, indent=1) + "\n")
     lines = ["# Physical suite: observation scope x policy sharing", "",
              f"`python benchmarks/physical_ablation.py --tasks {args.tasks} --algo {args.algo} "
              f"--steps {args.steps} --demos {args.demos} --rollouts {args.rollouts}`: "
@@ -89,8 +86,7 @@ def main() -> None:
             lines.append(f"| {r['policy']} | " + " | ".join(cells) +
                          f" | {r['drops']['mean']:.2f} |")
         lines.append("")
-    write_atomic(out / "physical_ablation.md", "\n".join(lines))
-    print("\n".join(lines))
+    write_results("physical_ablation", {"meta": meta, "tasks": results}, lines)
 
 
 def fmt(est: dict) -> str:

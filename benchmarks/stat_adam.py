@@ -16,15 +16,13 @@ the two variants round differently, so the same seed may follow a different traj
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import statistics
 import time
-from pathlib import Path
 
 import torch
+from results_io import write_results
 
-from coordbench.core.atomic import write_atomic
 from coordbench.learn.core import one_thread
 from coordbench.learn.registry import paper_config, train
 
@@ -72,11 +70,8 @@ def main() -> None:
                      "steps_per_s_fused": statistics.median(sps[True]),
                      "final_return_loop": ret[False], "final_return_fused": ret[True]})
         print(rows[-1], flush=True)
-    results = Path(__file__).parent / "results"
     meta = {"steps": args.steps, "reps": args.reps, "python": platform.python_version(),
             "torch": torch.__version__}
-    write_atomic(results / "stat_adam.json",
-                 json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
     lines = ["# STAT learners: fused Adam vs the per-tensor loop", "",
              f"`python benchmarks/stat_adam.py --steps {args.steps} --reps {args.reps}`; one "
              f"math thread; medians of {args.reps} alternating runs of {args.steps:,} "
@@ -91,9 +86,7 @@ def main() -> None:
             f"{r['steps_per_s_fused']:,.0f} | "
             f"{r['steps_per_s_fused'] / r['steps_per_s_loop']:.2f}x | "
             f"{r['final_return_loop']:.2f} | {r['final_return_fused']:.2f} |")
-    text = "\n".join(lines) + "\n"
-    write_atomic(results / "stat_adam.md", text)
-    print(text)
+    write_results("stat_adam", {"meta": meta, "rows": rows}, lines)
 
 
 if __name__ == "__main__":

@@ -16,15 +16,13 @@ and end-to-end training (`--steps` environment steps at utd 8, evaluation includ
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import statistics
 import time
-from pathlib import Path
 
 import torch
+from results_io import write_results
 
-from coordbench.core.atomic import write_atomic
 from coordbench.envs.stat.config import get_config
 from coordbench.learn.core import TrainConfig, adam, one_thread
 from coordbench.learn.dqn import DQN, encode
@@ -94,11 +92,8 @@ def main() -> None:
                      "update_ms_chosen": 1e3 * statistics.median(upd[False]),
                      "steps_per_s_full": statistics.median(sps[True]),
                      "steps_per_s_chosen": statistics.median(sps[False])})
-    results = Path(__file__).parent / "results"
     meta = {"steps": args.steps, "reps": args.reps, "python": platform.python_version(),
             "torch": torch.__version__}
-    write_atomic(results / "stat_dqn_update.json",
-                 json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
     lines = ["# DQN learner: chosen-row output vs full joint output", "",
              f"`python benchmarks/stat_dqn_update.py --steps {args.steps} --reps {args.reps}`; "
              "one math thread; medians of alternating repetitions in one process. Update: "
@@ -113,9 +108,7 @@ def main() -> None:
             f"{r['update_ms_chosen']:.2f} | {r['update_ms_full'] / r['update_ms_chosen']:.2f}x | "
             f"{r['steps_per_s_full']:,.0f} | {r['steps_per_s_chosen']:,.0f} | "
             f"{r['steps_per_s_chosen'] / r['steps_per_s_full']:.2f}x |")
-    text = "\n".join(lines) + "\n"
-    write_atomic(results / "stat_dqn_update.md", text)
-    print(text)
+    write_results("stat_dqn_update", {"meta": meta, "rows": rows}, lines)
 
 
 if __name__ == "__main__":

@@ -76,10 +76,10 @@ class DQN(QNetMethod):
         """Return Q(s, a) (B,) of the taken joint actions, computing only their output units.
 
         Equal to gathering from the full (B, A^n) output, but the output layer's work (forward
-        and backward) shrinks from A^n units to one per sample, about 40% of an update on
-        3A-12T (3,375 units; benchmarks/stat_dqn_update.py). The weight gradient is still
-        dense (zero rows elsewhere), so the optimiser sees exactly what the full forward
-        would give it."""
+        and backward) shrinks from A^n units to one per sample, about half of an update on
+        3A-12T (3,375 units, 15.7 ms down to 7.8 ms; benchmarks/stat_dqn_update.py). The
+        weight gradient is still dense (zero rows elsewhere), so the optimiser sees exactly
+        what the full forward would give it."""
         h, out = self.q[:-1](obs), self.q[-1]
         idx = encode(actions, self.a)
         return (h * out.weight[idx]).sum(-1) + out.bias[idx]
