@@ -15,7 +15,7 @@ from coordbench.envs.stat.vec import StatVecEnv
 from coordbench.errors import ConfigError
 from coordbench.learn.coma import lambda_returns, masked_probs
 from coordbench.learn.core import Replay, evaluate, masked_argmax
-from coordbench.learn.dqn import decode, encode, joint_mask
+from coordbench.learn.dqn import DENSE_ROW_AT, decode, encode, joint_mask, valid_max
 from coordbench.learn.registry import (
     METHODS,
     CheckpointError,
@@ -84,6 +84,26 @@ def test_dqn_chosen_q_equals_the_full_output_and_its_gradient():
     for a, b in zip(grads_fast, [p.grad for p in m.q.parameters()], strict=True):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
     assert grads_fast[-2].abs().sum(1).count_nonzero() <= 64  # only chosen rows move
+
+
+def test_dqn_target_max_over_valid_joint_actions_equals_the_full_masked_output():
+    tc = paper_config("3A-12T-10x6", "dqn", seed=1)
+    cfg = get_config(tc.config)
+    m = make(tc)
+    rng = np.random.default_rng(0)
+    # rows from none valid through one per agent to all 3,375 valid, both sides of DENSE_ROW_AT
+    density = rng.choice([0.0, 0.05, 0.2, 0.4, 1.0], size=(96, 1, 1))
+    masks = torch.from_numpy(rng.random((96, cfg.agents, cfg.num_actions)) < density)
+    masks[:8] = False
+    masks[8:16, :, 0] = True  # one valid joint action
+    counts = masks.sum(-1).prod(-1)
+    assert (counts > DENSE_ROW_AT).sum() >= 10 and ((counts > 1) & (counts <= DENSE_ROW_AT)).any()
+    obs = torch.from_numpy(rng.random((96, cfg.obs_dim), dtype=np.float32) * 4)
+    with torch.no_grad():
+        want = m.q_target(obs).masked_fill(~joint_mask(masks), -1e9).max(-1).values
+        got = valid_max(m.q_target, obs, masks)
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    assert (got[:8] == -1e9).all()
 
 
 def test_lambda_returns_match_a_hand_computation():

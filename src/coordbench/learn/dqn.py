@@ -53,6 +53,29 @@ def decode(idx: torch.Tensor, n: int, a: int) -> torch.Tensor:
     return torch.stack(cols[::-1], dim=1)
 
 
+# Rows with more valid joint actions than this take the whole output layer; fewer, a gather.
+DENSE_ROW_AT = 64
+
+
+def valid_max(net: nn.Sequential, obs: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
+    """Return max over valid joint actions of net(obs) (B,), -1e9 where none is valid.
+
+    Equal to masking the whole (B, A^n) output, but the output layer is computed only where
+    needed: most states leave few joint actions valid (an agent moving to or executing its
+    task has one action), on 3A-12T-10x6 a median of 1 and a mean of 56 of 3,375. A row with
+    more than DENSE_ROW_AT valid joint actions gets every unit (one matmul row is cheaper
+    than that many gathered dot products); the others get only their valid units."""
+    h, out = net[:-1](obs), net[-1]
+    best = torch.full((obs.shape[0],), -1e9, dtype=h.dtype)
+    dense = masks.sum(-1).prod(-1) > DENSE_ROW_AT
+    if dense.any():
+        best[dense] = masked_max(out(h[dense]), joint_mask(masks[dense]))
+    sparse = (~dense).nonzero().squeeze(1)
+    row, unit = joint_mask(masks[sparse]).nonzero(as_tuple=True)
+    q = (h[sparse[row]] * out.weight[unit]).sum(-1) + out.bias[unit]
+    return best.scatter_reduce_(0, sparse[row], q, "amax")
+
+
 class DQN(QNetMethod):
     """Q(s, a_1..a_n) with one output unit per joint action; target r + gamma max_valid Q^target."""
 
@@ -84,10 +107,14 @@ class DQN(QNetMethod):
         idx = encode(actions, self.a)
         return (h * out.weight[idx]).sum(-1) + out.bias[idx]
 
+    def next_value(self, next_obs: torch.Tensor, next_masks: torch.Tensor) -> torch.Tensor:
+        """Return max over valid joint actions of the target network (B,)."""
+        return valid_max(self.q_target, next_obs, next_masks)
+
     def loss(self, batch: dict[str, torch.Tensor], gamma: float) -> torch.Tensor:
         """Return the squared TD error of the joint value."""
         q = self.chosen_q(batch["obs"], batch["actions"])
         with torch.no_grad():
-            nxt = masked_max(self.q_target(batch["next_obs"]), joint_mask(batch["next_masks"]))
+            nxt = self.next_value(batch["next_obs"], batch["next_masks"])
         y = batch["rewards"] + gamma * (1 - batch["term"]) * nxt
         return nn.functional.mse_loss(q, y)
