@@ -66,7 +66,7 @@ def valid_max(net: nn.Sequential, obs: torch.Tensor, masks: torch.Tensor) -> tor
     more than DENSE_ROW_AT valid joint actions gets every unit (one matmul row is cheaper
     than that many gathered dot products); the others get only their valid units."""
     h, out = net[:-1](obs), net[-1]
-    best = torch.full((obs.shape[0],), -1e9, dtype=h.dtype)
+    best = torch.full((obs.shape[0],), -1e9, dtype=h.dtype, device=h.device)
     dense = masks.sum(-1).prod(-1) > DENSE_ROW_AT
     if dense.any():
         best[dense] = masked_max(out(h[dense]), joint_mask(masks[dense]))
