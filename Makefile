@@ -43,6 +43,7 @@ bench: install-dev
 	$(BIN)/python benchmarks/stat_train_speed.py --qmix-full
 	$(BIN)/python benchmarks/stat_dqn_update.py
 	$(BIN)/python benchmarks/stat_adam.py
+	$(BIN)/python benchmarks/stat_agent_net.py
 	$(BIN)/python benchmarks/physical_speed.py
 
 clean:

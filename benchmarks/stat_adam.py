@@ -15,25 +15,21 @@ the two variants round differently, so the same seed may follow a different traj
 
 from __future__ import annotations
 
-import argparse
 import platform
-import statistics
-import time
 
 import torch
+from ab import ab_args, compare, train_rate
 from results_io import write_results
-
-from coordbench.learn.core import one_thread
-from coordbench.learn.registry import paper_config, train
 
 PAIRS = [(a, "3A-6T-10x6") for a in ("dqn", "fdqn", "vdn", "qmix", "qtran", "iql", "coma")]
 PAIRS += [("dqn", "3A-12T-10x6"), ("qmix", "5A-25T-50x30")]
 
 
-def run(algo: str, config: str, fused: bool, steps: int) -> tuple[float, float]:
-    """Return (environment steps per second, final return) of one run with either Adam."""
+def run(algo: str, config: str, variant: str, steps: int) -> tuple[float, float]:
+    """Return (environment steps per second, final return) of one run with the "loop" or
+    the "fused" Adam."""
     adam_class = torch.optim.Adam
-    if not fused:
+    if variant == "loop":
         # the learners build Adam through coordbench.learn.core.adam, which asks for
         # fused=True; this stand-in drops that flag, leaving torch's default loop
         def loop_adam(params, lr: float, **_: object) -> torch.optim.Adam:
@@ -41,35 +37,14 @@ def run(algo: str, config: str, fused: bool, steps: int) -> tuple[float, float]:
 
         torch.optim.Adam = loop_adam  # type: ignore[misc,assignment]
     try:
-        tc = paper_config(config, algo, seed=0, total_steps=steps, utd=8.0)
-        t0 = time.perf_counter()
-        result = train(tc)
-        return steps / (time.perf_counter() - t0), result["final_return"]
+        return train_rate(algo, config, steps)
     finally:
         torch.optim.Adam = adam_class  # type: ignore[misc]
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--steps", type=int, default=20_000)
-    ap.add_argument("--reps", type=int, default=3)
-    args = ap.parse_args()
-    one_thread()
-    for fused in (False, True):  # warm-up: first-call costs must not land on one variant
-        run("qmix", "3A-6T-5x3", fused, 2_000)
-    rows = []
-    for algo, config in PAIRS:
-        sps: dict[bool, list[float]] = {False: [], True: []}
-        ret: dict[bool, float] = {}
-        for _ in range(args.reps):
-            for fused in (False, True):
-                rate, ret[fused] = run(algo, config, fused, args.steps)
-                sps[fused].append(rate)
-        rows.append({"algo": algo, "config": config,
-                     "steps_per_s_loop": statistics.median(sps[False]),
-                     "steps_per_s_fused": statistics.median(sps[True]),
-                     "final_return_loop": ret[False], "final_return_fused": ret[True]})
-        print(rows[-1], flush=True)
+    args = ab_args()
+    rows = compare(PAIRS, run, ("loop", "fused"), args)
     meta = {"steps": args.steps, "reps": args.reps, "python": platform.python_version(),
             "torch": torch.__version__}
     lines = ["# STAT learners: fused Adam vs the per-tensor loop", "",

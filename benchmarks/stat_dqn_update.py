@@ -19,18 +19,18 @@ training (`--steps` environment steps at utd 8, evaluation included).
 
 from __future__ import annotations
 
-import argparse
 import platform
 import statistics
 import time
 
 import numpy as np
 import torch
+from ab import ab_args
 from results_io import write_results
 
 from coordbench.envs.stat.config import get_config
 from coordbench.envs.stat.vec import StatVecEnv
-from coordbench.learn.core import TrainConfig, adam, masked_max, one_thread
+from coordbench.learn.core import TrainConfig, adam, masked_max
 from coordbench.learn.dqn import DQN, encode, joint_mask
 from coordbench.learn.registry import make, paper_config, train
 
@@ -105,11 +105,7 @@ def time_training(config: str, variant: str, steps: int) -> float:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--steps", type=int, default=20_000)
-    ap.add_argument("--reps", type=int, default=3)
-    args = ap.parse_args()
-    one_thread()
+    args = ab_args()
     rows = []
     for config in CONFIGS:
         batch = play_batch(config)

@@ -14,7 +14,13 @@ from coordbench.envs.stat.layouts import paper_layout
 from coordbench.envs.stat.vec import StatVecEnv
 from coordbench.errors import ConfigError
 from coordbench.learn.coma import lambda_returns, masked_probs
-from coordbench.learn.core import Replay, evaluate, masked_argmax
+from coordbench.learn.core import (
+    SPLIT_FIRST_LAYER_AT,
+    Replay,
+    SharedAgentQ,
+    evaluate,
+    masked_argmax,
+)
 from coordbench.learn.dqn import DENSE_ROW_AT, decode, encode, joint_mask, valid_max
 from coordbench.learn.registry import (
     METHODS,
@@ -104,6 +110,24 @@ def test_dqn_target_max_over_valid_joint_actions_equals_the_full_masked_output()
         got = valid_max(m.q_target, obs, masks)
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
     assert (got[:8] == -1e9).all()
+
+
+def test_shared_agent_net_on_large_states_equals_the_concatenated_input_and_its_gradient():
+    net = SharedAgentQ(SPLIT_FIRST_LAYER_AT + 52, 5, 28, 64)
+    obs = torch.rand(32, SPLIT_FIRST_LAYER_AT + 52, generator=torch.Generator().manual_seed(0))
+    fast = net(obs)  # the split first layer
+    fast.square().sum().backward()
+    grads_fast = [p.grad.clone() for p in net.parameters()]
+    net.zero_grad()
+    x = torch.cat([obs.unsqueeze(1).expand(32, 5, obs.shape[1]),
+                   torch.eye(5).unsqueeze(0).expand(32, 5, 5)], dim=-1)
+    ref = net.net(x)
+    ref.square().sum().backward()
+    torch.testing.assert_close(fast, ref, rtol=1e-5, atol=1e-5)
+    for a, b in zip(grads_fast, [p.grad for p in net.parameters()], strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+    assert set(net.state_dict()) == {"ids"} | {f"net.{i}.{w}" for i in (0, 2, 4)
+                                               for w in ("weight", "bias")}
 
 
 def test_lambda_returns_match_a_hand_computation():
