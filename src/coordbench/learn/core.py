@@ -62,8 +62,9 @@ def adam(params, lr: float) -> torch.optim.Adam:
     """Return Adam over `params` with torch's fused CPU kernel.
 
     Same update rule as the default per-tensor loop, computed in one kernel for all
-    tensors: 1.1-1.3x faster end-to-end Q-learning at utd 8 (benchmarks/stat_adam.py). Its float
-    rounding differs, so a seeded run need not repeat the loop version's numbers exactly."""
+    tensors: 1.1-1.3x faster end-to-end Q-learning at utd 8 (benchmarks/stat_adam.py).
+    Its float rounding differs, so a seeded run need not repeat the loop version's
+    numbers exactly."""
     return torch.optim.Adam(params, lr=lr, fused=True)
 
 
@@ -268,7 +269,6 @@ def mlp(inp: int, hidden: int, out: int) -> torch.nn.Sequential:
     return torch.nn.Sequential(torch.nn.Linear(inp, hidden), torch.nn.ReLU(),
                                torch.nn.Linear(hidden, hidden), torch.nn.ReLU(),
                                torch.nn.Linear(hidden, out))
-
 
 
 # State sizes from which SharedAgentQ applies its first layer to the state once per sample

@@ -62,7 +62,8 @@ def valid_max(net: nn.Sequential, obs: torch.Tensor, masks: torch.Tensor) -> tor
 
     Equal to masking the whole (B, A^n) output, but the output layer is computed only where
     needed: most states leave few joint actions valid (an agent moving to or executing its
-    task has one action), on 3A-12T-10x6 a median of 1 and a mean of 56 of 3,375. A row with
+    task has one action): on 3A-12T-10x6 under random valid play, a median of 1 and a mean
+    of 56 of 3,375. A row with
     more than DENSE_ROW_AT valid joint actions gets every unit (one matmul row is cheaper
     than that many gathered dot products); the others get only their valid units."""
     h, out = net[:-1](obs), net[-1]
@@ -100,7 +101,7 @@ class DQN(QNetMethod):
 
         Equal to gathering from the full (B, A^n) output, but the output layer's work (forward
         and backward) shrinks from A^n units to one per sample, about half of an update on
-        3A-12T (3,375 units, 15.7 ms down to 7.8 ms; benchmarks/stat_dqn_update.py). The
+        3A-12T (3,375 units, 14.7 ms down to 6.9 ms; benchmarks/stat_dqn_update.py). The
         weight gradient is still dense (zero rows elsewhere), so the optimiser sees exactly
         what the full forward would give it."""
         h, out = self.q[:-1](obs), self.q[-1]
