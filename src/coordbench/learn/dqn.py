@@ -63,9 +63,9 @@ def valid_max(net: nn.Sequential, obs: torch.Tensor, masks: torch.Tensor) -> tor
     Equal to masking the whole (B, A^n) output, but the output layer is computed only where
     needed: most states leave few joint actions valid (an agent moving to or executing its
     task has one action): on 3A-12T-10x6 under random valid play, a median of 1 and a mean
-    of 56 of 3,375. A row with
-    more than DENSE_ROW_AT valid joint actions gets every unit (one matmul row is cheaper
-    than that many gathered dot products); the others get only their valid units."""
+    of 56 of 3,375. A row with more than DENSE_ROW_AT valid joint actions gets every unit
+    (one matmul row is cheaper than that many gathered dot products); the others get only
+    their valid units."""
     h, out = net[:-1](obs), net[-1]
     best = torch.full((obs.shape[0],), -1e9, dtype=h.dtype, device=h.device)
     dense = masks.sum(-1).prod(-1) > DENSE_ROW_AT
