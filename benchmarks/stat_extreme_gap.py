@@ -23,7 +23,13 @@ import numpy as np
 
 from coordbench.core.atomic import write_atomic
 from coordbench.core.stats import mean_ci
-from coordbench.report.stat_train_report import group, load_results, point, reference_samples
+from coordbench.report.stat_train_report import (
+    gap_closed,
+    group,
+    load_results,
+    point,
+    reference_samples,
+)
 
 # the paper's best learned final return and the gap it closes (research notes, section 6)
 PAPER_BEST = {"5A-25T-25x15": (1266.00, "VDN", 0.06), "5A-25T-50x30": (866.90, "VDN", 0.07),
@@ -102,8 +108,8 @@ def render(ledger: dict) -> str:
             v = list(row["seeds"].values())
             fin, mx = [x["final"] for x in v], [x["max"] for x in v]
             rand, hung = [x["random"] for x in v], [x["hungarian"] for x in v]
-            gap_f = [(f - a) / (h - a) for f, a, h in zip(fin, rand, hung, strict=True)]
-            gap_m = [(m - a) / (h - a) for m, a, h in zip(mx, rand, hung, strict=True)]
+            gap_f = [gap_closed(f, a, h) for f, a, h in zip(fin, rand, hung, strict=True)]
+            gap_m = [gap_closed(m, a, h) for m, a, h in zip(mx, rand, hung, strict=True)]
             cells = [str(len(v)), mean_ci(fin).fmt(1), mean_ci(mx).fmt(1), _pct(gap_f),
                      _pct(gap_m), f"{np.mean(rand):.1f}", f"{np.mean(hung):.1f}"]
         else:  # measured before the ledger existed: only the summary row was kept

@@ -74,6 +74,16 @@ def test_reference_rows_and_plots_from_the_cli(tmp_path):
     hung = built["tables"]["final_return"][("hungarian", "3A-6T-5x3")]
     rand = built["tables"]["final_return"][("random", "3A-6T-5x3")]
     assert hung.est.n == 3 and hung.est.mean > rand.est.mean
+    # gap closed, per seed against that seed's references: random 0%, Hungarian 100%
+    gap = built["tables"]["gap_closed"]
+    assert gap[("random", "3A-6T-5x3")].samples == [0.0, 0.0, 0.0]
+    assert gap[("hungarian", "3A-6T-5x3")].samples == pytest.approx([100.0] * 3)
+    refs = built["reference_samples"]
+    want = [100 * (214.0 + s - refs[("3A-6T-5x3", "random")][s]["return"])
+            / (refs[("3A-6T-5x3", "hungarian")][s]["return"]
+               - refs[("3A-6T-5x3", "random")][s]["return"]) for s in range(3)]
+    assert gap[("qmix", "3A-6T-5x3")].samples == pytest.approx(want)
+    assert "Share of the gap from random valid play" in res.stdout
     res = CliRunner().invoke(app, ["stat", "table", str(tmp_path), "--format", "csv",
                                    "--no-references"])
     assert res.exit_code == 0 and res.stdout.startswith("table,config,method")

@@ -53,6 +53,11 @@ TABLES = (
     TableSpec("throughput", "Final throughput, tasks completed per step (paper Table 10)",
               "throughput", "final", "high", 4),
 )
+# Beyond the paper: per seed, (final return - random valid) / (Hungarian - random valid) on that
+# seed's layouts, in percent; only with reference rows.
+GAP_TABLE = TableSpec("gap_closed", "Share of the gap from random valid play to the Hungarian "
+                      "allocator closed by the final return, % (beyond the paper)", "return",
+                      "final", "high", 1)
 
 
 def load_results(dirs: list[Path]) -> list[dict[str, Any]]:
@@ -143,8 +148,8 @@ def build(results: list[dict[str, Any]], references: bool = True) -> dict[str, A
     methods = [m for m in METHOD_ORDER if any(a == m for _, a in groups)]
     methods += sorted({a for _, a in groups} - set(methods))
     refs = {}
+    spec: dict[str, tuple[list[int], int]] = {}
     if references:
-        spec = {}
         for c in configs:
             seeds = sorted({r["config"]["seed"] for (cc, _), rs in groups.items() if cc == c
                             for r in rs})
@@ -165,14 +170,44 @@ def build(results: list[dict[str, Any]], references: bool = True) -> dict[str, A
         for (config, name), rows in refs.items():
             vals = [float(r[t.metric]) for r in rows]
             cells[(name, config)] = Cell(mean_ci(vals), vals)
-        if t.better:
-            for config in configs:
-                _mark_best(cells, [m for m in methods if (m, config) in cells], config,
-                           t.better)
         tables[t.name] = cells
+    if refs:
+        tables[GAP_TABLE.name] = _gap_cells(groups, refs, {c: s for c, (s, _) in spec.items()})
+    for t in (*TABLES, GAP_TABLE):
+        if t.better and t.name in tables:
+            for config in configs:
+                _mark_best(tables[t.name], [m for m in methods if (m, config) in
+                                            tables[t.name]], config, t.better)
     return {"configs": configs, "methods": methods,
             "references": [r for r in REFERENCES if references], "tables": tables,
             "reference_samples": refs}
+
+
+def gap_closed(value: float, random: float, hungarian: float) -> float:
+    """Return the share of the gap from random valid play to Hungarian that `value` closes."""
+    return (value - random) / (hungarian - random)
+
+
+def _gap_cells(groups: dict[tuple[str, str], list[dict[str, Any]]],
+               refs: dict[tuple[str, str], list[dict[str, float]]],
+               seeds: dict[str, list[int]]) -> dict[tuple[str, str], Cell]:
+    """Return the gap-closed cells (percent) of every method and reference allocator, each
+    seed against the references evaluated on that seed's layouts (`seeds[config]` orders
+    the reference rows)."""
+    cells: dict[tuple[str, str], Cell] = {}
+    for (config, algo), rs in groups.items():
+        rand, hung = refs[(config, "random")], refs[(config, "hungarian")]
+        vals = []
+        for r in rs:
+            k = seeds[config].index(r["config"]["seed"])
+            vals.append(100 * gap_closed(point(r, "final")["return"], rand[k]["return"],
+                                         hung[k]["return"]))
+        cells[(algo, config)] = Cell(mean_ci(vals), vals)
+    for (config, name), rows in refs.items():
+        vals = [100 * gap_closed(row["return"], a["return"], h["return"]) for row, a, h in
+                zip(rows, refs[(config, "random")], refs[(config, "hungarian")], strict=True)]
+        cells[(name, config)] = Cell(mean_ci(vals), vals)
+    return cells
 
 
 def _mark_best(cells: dict[tuple[str, str], Cell], methods: list[str], config: str,
@@ -225,7 +260,7 @@ def markdown(built: dict[str, Any]) -> str:
              "method; †: not significantly different from it (Welch's t-test, alpha 0.05). "
              "Reference rows: scripted allocators on the same evaluation layouts.", ""]
     configs = built["configs"]
-    for t in TABLES:
+    for t in _tables(built):
         cells = built["tables"][t.name]
         lines += [f"### {t.title}", "", "| method | " + " | ".join(configs) + " |",
                   "|---" * (len(configs) + 1) + "|"]
@@ -245,7 +280,7 @@ def csv_text(built: dict[str, Any]) -> str:
     w = csv.writer(buf)
     w.writerow(["table", "config", "method", "kind", "mean", "ci95", "n", "best",
                 "not_different_from_best", "welch_p", "peak_step"])
-    for t in TABLES:
+    for t in _tables(built):
         cells = built["tables"][t.name]
         for c in built["configs"]:
             for m in built["methods"] + built["references"]:
@@ -257,6 +292,11 @@ def csv_text(built: dict[str, Any]) -> str:
                             int(cell.best), int(cell.tied), _num(cell.p),
                             _num(cell.peak_step)])
     return buf.getvalue()
+
+
+def _tables(built: dict[str, Any]) -> list[TableSpec]:
+    """Return the specs of the tables `built` holds, in print order."""
+    return [t for t in (*TABLES, GAP_TABLE) if t.name in built["tables"]]
 
 
 def _num(x: float | None) -> str:
