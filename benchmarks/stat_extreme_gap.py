@@ -11,6 +11,10 @@ valid play, greedy and Hungarian on exactly the layouts each learner was evaluat
 seed's 20 paper layouts), and reports per method and config: final and maximum return, and
 gap closed = (learned - random) / (Hungarian - random), per seed, then mean +- 95% CI.
 Writes benchmarks/results/stat_extreme_gap.md.
+
+Result files are named by method, config and seed, not length, so runs of another length go in
+their own directory: the 1.2M-step rows come from
+`--run --config 5A-50T-50x30 --steps 1200000 --dirs runs/extreme_long`.
 """
 
 from __future__ import annotations
