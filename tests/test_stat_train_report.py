@@ -84,6 +84,7 @@ def test_reference_rows_and_plots_from_the_cli(tmp_path):
                - refs[("3A-6T-5x3", "random")][s]["return"]) for s in range(3)]
     assert gap[("qmix", "3A-6T-5x3")].samples == pytest.approx(want)
     assert "Share of the gap from random valid play" in res.stdout
+    assert np.isnan(rep.gap_closed(200.0, 210.0, 210.0)) and rep.gap_closed(5, 0, 10) == 0.5
     res = CliRunner().invoke(app, ["stat", "table", str(tmp_path), "--format", "csv",
                                    "--no-references"])
     assert res.exit_code == 0 and res.stdout.startswith("table,config,method")

@@ -184,8 +184,9 @@ def build(results: list[dict[str, Any]], references: bool = True) -> dict[str, A
 
 
 def gap_closed(value: float, random: float, hungarian: float) -> float:
-    """Return the share of the gap from random valid play to Hungarian that `value` closes."""
-    return (value - random) / (hungarian - random)
+    """Return the share of the gap from random valid play to Hungarian that `value` closes
+    (NaN when the two allocators score the same, so there is no gap to close)."""
+    return (value - random) / (hungarian - random) if hungarian != random else math.nan
 
 
 def _gap_cells(groups: dict[tuple[str, str], list[dict[str, Any]]],
