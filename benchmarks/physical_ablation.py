@@ -20,9 +20,10 @@ from results_io import write_results
 
 from coordbench.core.rundir import RunDir
 from coordbench.envs.physical.tasks import get_task
-from coordbench.suites.physical.baselines import default_config, train_policy
+from coordbench.learn.imitation import default_config, train_policy
+from coordbench.report.physical_report import main_summary
 from coordbench.suites.physical.demos import make_demos
-from coordbench.suites.physical.evaluate import evaluate_main, main_summary
+from coordbench.suites.physical.suite import evaluate_main
 
 CELLS = (("local", "separate", False), ("local", "shared", False), ("local", "shared", True),
          ("global", "separate", False), ("global", "shared", False), ("global", "shared", True))

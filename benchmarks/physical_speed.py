@@ -23,7 +23,8 @@ from pathlib import Path
 
 def evaluate(task: str, rollouts: int) -> dict:
     """Run the expert on seeds 1..N; return timing and success."""
-    from coordbench.suites.physical.rollout import ExpertPolicy, run
+    from coordbench.agents.physical.expert import ExpertPolicy
+    from coordbench.suites.physical.runner import run
 
     start = time.perf_counter()
     steps = wins = 0

@@ -34,7 +34,7 @@ from coordbench.envs.stat.config import get_config
 from coordbench.envs.stat.gym_env import StatGymEnv
 from coordbench.envs.stat.layouts import LayoutStream
 from coordbench.envs.stat.reference import ReferenceStatEnv
-from coordbench.suites.stat_speed import measure_speed
+from coordbench.envs.stat.speed import measure_speed
 
 CONFIGS = ["3A-6T-10x6", "5A-25T-50x30", "5A-100T-50x30"]
 # Documented step rates of the released environment on one core of this machine kind.

@@ -50,10 +50,22 @@ def test_run_and_report_write_a_run_directory(tmp_path):
     report = (out / "report.md").read_text()
     assert "| 3A-6T-5x3 | hungarian | 10 |" in report and "Welch" in report
     results = json.loads((out / "results.json").read_text())
-    assert len(results["conditions"]) == 4
+    suites = [c["suite"] for c in results["conditions"].values()]
+    assert suites.count("stat") == 4 and suites.count("mecobench") == 4
+    assert suites.count("constructs") == 3 and suites.count("physical") == 20
+    # the console shows every family's table, not only STAT's and the household's
+    for title in ("STAT scripted allocators", "MECoBench household teams", "constructs:",
+                  "physical collaboration"):
+        assert title in res.stdout
+    written = (out / "report.md").read_text()
+    assert written.startswith("# coordbench report: STAT, MECoBench household teams, "
+                              "coordination constructs, physical collaboration")
     (out / "report.md").unlink()
     res = runner.invoke(app, ["report", str(out)])
-    assert res.exit_code == 0 and (out / "report.md").read_text().count("hungarian") >= 2
+    assert res.exit_code == 0
+    # `report` rebuilds exactly what `run` wrote, the physical section included
+    assert (out / "report.md").read_text() == written
+    assert "## Physical collaboration" in written
 
 
 def test_schema_command(tmp_path):

@@ -8,6 +8,7 @@ import random
 import pytest
 from typer.testing import CliRunner
 
+from coordbench.agents.constructs.oracle import delivery_cost, optimal_assignment
 from coordbench.cli import app
 from coordbench.core.trajectory import (
     ActionRecord,
@@ -22,9 +23,8 @@ from coordbench.envs.household.engine import HouseholdEnv
 from coordbench.envs.household.task import task_from_dict
 from coordbench.metrics import constructs as C
 from coordbench.suites.constructs.families import FAMILIES
-from coordbench.suites.constructs.oracle import delivery_cost, optimal_assignment
+from coordbench.suites.constructs.instances import V1_SHA256, fingerprint, select, v1
 from coordbench.suites.constructs.runner import ConstructSpec, run_construct
-from coordbench.suites.constructs.suite import V1_SHA256, fingerprint, select, v1
 
 W = Action("wait")
 

@@ -8,14 +8,16 @@ from coordbench.core.atomic import write_atomic
 from coordbench.core.rundir import RunDir
 from coordbench.core.trajectory import SCHEMA_VERSION, Trajectory, json_schema
 from coordbench.errors import RunDirError
-from coordbench.suites.stat_eval import (
-    StatEvalSpec,
-    condition_metrics,
-    episode_key,
-    run_condition,
-    run_episodes,
-)
+from coordbench.runner import Case, PlayContext, run_condition
+from coordbench.suites.stat.suite import SUITE, StatEvalSpec, condition_metrics, episode_key
 from tests.test_metrics_stat import hand_made
+
+
+def play(run: RunDir, spec: StatEvalSpec, episodes: int) -> int:
+    """Play the missing episodes of `spec`; return how many were new."""
+    before = len(run.episode_keys(spec.condition))
+    run_condition(run, SUITE, spec, limit=episodes)
+    return len(run.episode_keys(spec.condition)) - before
 
 
 def test_jsonl_round_trip_and_schema():
@@ -48,30 +50,31 @@ def test_atomic_write_leaves_no_temp_files(tmp_path):
 def test_run_resumes_and_skips_finished_episodes(tmp_path):
     spec = StatEvalSpec("3A-6T-5x3", "random", "paper", seed=4)
     run = RunDir.create_or_open(tmp_path / "run")
-    assert run_condition(run, spec, 5) == 5
+    assert play(run, spec, 5) == 5
     first = condition_metrics(run, spec.condition)["return"]
     # lose one episode (as if the process died before writing it) and rerun
     run.episode_path(spec.condition, episode_key(2)).unlink()
     run2 = RunDir.open(tmp_path / "run")
-    assert run_condition(run2, spec, 5) == 1
+    assert play(run2, spec, 5) == 1
     assert condition_metrics(run2, spec.condition)["return"] == first
-    assert run_condition(run2, spec, 7) == 2  # extending plays only the new ones
+    assert play(run2, spec, 7) == 2  # extending plays only the new ones
 
 
 def test_episode_results_do_not_depend_on_batching():
     spec = StatEvalSpec("5A-12T-10x6", "random", "uniform", seed=2)
     got: dict[int, list] = {}
+    cases = [Case(episode_key(k), k) for k in range(4)]
     for batch in (1, 3):
-        got[batch] = []
-        run_episodes(spec, [0, 1, 2, 3], batch=batch,
-                     on_episode=lambda k, t, out=got[batch]: out.append((k, t.events)))
+        suite = type(SUITE)()
+        suite.batch = batch
+        got[batch] = [(c.data, t.events) for c, t in suite.play(spec, cases, PlayContext("."))]
     assert sorted(got[1]) == sorted(got[3])
 
 
 def test_spec_mismatch_and_corruption_are_clear_errors(tmp_path):
     run = RunDir.create_or_open(tmp_path / "run")
     spec = StatEvalSpec("3A-6T-5x3", "greedy")
-    run_condition(run, spec, 2)
+    play(run, spec, 2)
     run.conditions[spec.condition]["seed"] = 99
     with pytest.raises(RunDirError, match="different spec"):
         run.register(spec.condition, {"config": "3A-6T-5x3"})
@@ -98,7 +101,7 @@ def test_saved_trajectory_replays_to_the_same_rewards(tmp_path):
 
     run = RunDir.create_or_open(tmp_path / "run")
     spec = StatEvalSpec("5A-25T-25x15", "random", "paper")
-    run_condition(run, spec, 1)
+    play(run, spec, 1)
     traj = run.load_episode(spec.condition, episode_key(0))
     cfg = get_config("5A-25T-25x15")
     env = StatVecEnv(cfg, 1, auto_reset=False)

@@ -4,12 +4,12 @@ import json
 
 import pytest
 
-from coordbench.agents.household_oracle import OracleTeam
+from coordbench.agents.household.oracle import OracleTeam
 from coordbench.envs.household.actions import Action
 from coordbench.envs.household.engine import HouseholdEnv
 from coordbench.envs.household.task import load_tasks
 from coordbench.errors import ConfigError
-from coordbench.suites.mecobench_data import EXAMPLES as DATA
+from coordbench.suites.mecobench.instances import EXAMPLES as DATA
 
 
 def tasks(kind):

@@ -4,11 +4,11 @@ import statistics
 
 import pytest
 
-from coordbench.agents.protocols import PROTOCOLS
+from coordbench.agents.household.protocols import PROTOCOLS
 from coordbench.envs.household.task import load_tasks
 from coordbench.metrics.household import episode_metrics
+from coordbench.suites.mecobench.instances import PARALLEL_EXAMPLES, SEQUENTIAL_EXAMPLES
 from coordbench.suites.mecobench.runner import HouseholdSpec, run_case
-from coordbench.suites.mecobench_data import PARALLEL_EXAMPLES, SEQUENTIAL_EXAMPLES
 
 
 def mean_metric(path, structure, n, protocol, key, seeds=range(4)):
@@ -63,7 +63,7 @@ def test_oracle_team_solves_every_real_case():
 
 @pytest.mark.parametrize("prior", ["none", "no_location", "noisy", "no_appearance"])
 def test_rule_teams_work_under_every_prior(prior):
-    from coordbench.suites.mecobench.suite import load_suite
+    from coordbench.suites.mecobench.instances import load_suite
 
     tasks = [t for t in load_suite("v1") if t.structure == "parallel"][:16]
     crs = []

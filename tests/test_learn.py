@@ -247,7 +247,7 @@ def test_train_cli_json_and_resume(tmp_path):
     assert set(payload["final_return"]) == {"mean", "ci95", "n"}
     assert payload["final_return"]["n"] == 2 and "conflict_rate" in payload
     files = sorted(p.name for p in tmp_path.iterdir())
-    assert files == ["vdn_3A-6T-5x3_seed0.json", "vdn_3A-6T-5x3_seed0.pt",
+    assert files == ["manifest.json", "vdn_3A-6T-5x3_seed0.json", "vdn_3A-6T-5x3_seed0.pt",
                      "vdn_3A-6T-5x3_seed1.json", "vdn_3A-6T-5x3_seed1.pt"]
     again = CliRunner().invoke(app, args)  # resumed: nothing retrained, same numbers
     assert json.loads(again.stdout.strip().splitlines()[-1]) == payload

@@ -9,7 +9,7 @@ from coordbench.envs.household.engine import HouseholdEnv
 from coordbench.envs.household.observe import observe
 from coordbench.envs.household.task import load_tasks
 from coordbench.llm.parse import extract_json, parse_action
-from coordbench.suites.mecobench_data import PARALLEL_EXAMPLES
+from coordbench.suites.mecobench.instances import PARALLEL_EXAMPLES
 
 TASK = load_tasks(PARALLEL_EXAMPLES)[0]
 ENV = HouseholdEnv(TASK, 2, 0)

@@ -5,8 +5,7 @@ import json
 
 from coordbench.suites.mecobench.catalog import OBJECTS, TEMPLATES
 from coordbench.suites.mecobench.generator import draw_task, placement_gate
-from coordbench.suites.mecobench.runner import HouseholdSpec, run_case
-from coordbench.suites.mecobench.suite import (
+from coordbench.suites.mecobench.instances import (
     V1_SHA256,
     fingerprint,
     load_suite,
@@ -14,6 +13,7 @@ from coordbench.suites.mecobench.suite import (
     v1_plan,
     v1_raw,
 )
+from coordbench.suites.mecobench.runner import HouseholdSpec, run_case
 
 
 def test_v1_is_regenerated_bit_for_bit():

@@ -4,11 +4,12 @@ exactly, frames render headless, bad actions are one-line errors."""
 import numpy as np
 import pytest
 
+from coordbench.agents.physical.expert import ExpertPolicy
 from coordbench.envs.physical.env import PhysicalEnv
 from coordbench.envs.physical.scene import CONTROL_DT
 from coordbench.envs.physical.tasks import TASKS, get_task
 from coordbench.errors import ActionError, ConfigError
-from coordbench.suites.physical.rollout import ExpertPolicy, run
+from coordbench.suites.physical.runner import run
 
 
 @pytest.mark.parametrize("name", sorted(TASKS))
@@ -78,7 +79,7 @@ def test_bad_input_is_a_one_line_error():
 
 
 def test_a_partner_letting_go_mid_carry_is_a_drop_but_a_handover_is_not():
-    from coordbench.suites.physical.rollout import CouplingMonitor
+    from coordbench.suites.physical.runner import CouplingMonitor
 
     task = get_task("CoCarry")
     env = PhysicalEnv(task)

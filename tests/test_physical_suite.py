@@ -8,20 +8,20 @@ import numpy as np
 import pytest
 
 from coordbench.core.rundir import RunDir
-from coordbench.suites.physical.baselines import (
+from coordbench.envs.physical.demo_files import load_demos
+from coordbench.learn.imitation import (
     PolicyCheckpointError,
     default_config,
     load_nets,
     train_policy,
 )
-from coordbench.suites.physical.demos import load_demos, make_demos
-from coordbench.suites.physical.evaluate import (
+from coordbench.report.physical_report import main_summary, phase_summary
+from coordbench.suites.physical.demos import make_demos
+from coordbench.suites.physical.runner import run
+from coordbench.suites.physical.suite import (
     evaluate_main,
     evaluate_phases,
-    main_summary,
-    phase_summary,
 )
-from coordbench.suites.physical.rollout import run
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +89,7 @@ def test_baselines_train_save_load_and_act(tmp_path, demos, algo, obs, scope, sh
     assert np.isfinite(res["train_loss"]) and res["val_loss"] is not None
     cfg2, nets = load_nets(tmp_path / "p.pt")
     assert cfg2 == cfg and len(nets) == (2 if sharing == "separate" else 1)
-    from coordbench.suites.physical.baselines import load_policy
+    from coordbench.learn.imitation import load_policy
 
     trs, recs = run("CoCarry", load_policy(tmp_path / "p.pt"), [1, 2], budget=12, record=True)
     acts = np.stack(recs[0].actions)

@@ -4,10 +4,10 @@ criteria demand what makes it collaborative."""
 import numpy as np
 import pytest
 
+from coordbench.agents.physical.expert import ExpertPolicy
 from coordbench.envs.physical.env import PhysicalEnv
 from coordbench.envs.physical.scene import CONTROL_DT
 from coordbench.envs.physical.tasks import TASKS, get_task
-from coordbench.suites.physical.rollout import ExpertPolicy
 
 
 def _phase_start_states(name: str, seed: int) -> dict[int, tuple[np.ndarray, int]]:

@@ -3,13 +3,13 @@
 import numpy as np
 import pytest
 
-from coordbench.agents.stat_policies import POLICIES, get_policy
+from coordbench.agents.stat.scripted import POLICIES, get_policy
 from coordbench.core.stats import mean_ci
 from coordbench.envs.stat.config import SELECT0, get_config
 from coordbench.envs.stat.layouts import make_layouts
 from coordbench.envs.stat.vec import StatVecEnv
 from coordbench.errors import ConfigError
-from coordbench.suites.stat_reference import RELEASED_ENV_RETURNS
+from coordbench.report.stat_reference import RELEASED_ENV_RETURNS
 
 
 def play(name, policy, episodes=100, seed=0):

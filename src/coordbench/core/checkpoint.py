@@ -10,17 +10,7 @@ import io
 from pathlib import Path
 from typing import Any
 
-from coordbench.core.atomic import write_atomic_bytes
 from coordbench.errors import CoordbenchError
-
-
-def write_checkpoint(path: Path, blob: dict[str, Any]) -> None:
-    """Write a checkpoint dict to `path` atomically."""
-    import torch
-
-    buf = io.BytesIO()
-    torch.save(blob, buf)
-    write_atomic_bytes(Path(path), buf.getvalue())
 
 
 def checkpoint_bytes(blob: dict[str, Any]) -> bytes:

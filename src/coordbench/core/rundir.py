@@ -31,10 +31,19 @@ FORMAT_VERSION = 1
 _SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.=+-]*$")
 
 
+def safe_name(text: str) -> str:
+    """Return `text` with every character a condition name cannot hold replaced by '-'."""
+    return re.sub(r"[^A-Za-z0-9_.=+-]", "-", text)
+
+
 def _check_name(kind: str, name: str) -> str:
     if not _SAFE.match(name):
         raise RunDirError(f"{kind} name {name!r} has characters a run directory cannot store")
     return name
+
+
+def _training_file(p: Path) -> bool:
+    return p.is_file() and "_seed" in p.name and p.suffix in (".json", ".pt")
 
 
 class RunDir:
@@ -68,14 +77,18 @@ class RunDir:
         return cls(path, manifest)
 
     @classmethod
-    def create_or_open(cls, path: str | Path, command: str = "") -> RunDir:
-        """Return the run directory at `path`, creating it (and its manifest) if needed."""
+    def create_or_open(cls, path: str | Path, command: str = "", adopt: bool = False
+                       ) -> RunDir:
+        """Return the run directory at `path`, creating it (and its manifest) if needed.
+
+        `adopt`: a directory holding only training results (`*_seed*.json`, `*.pt`) may be
+        given a manifest too."""
         path = Path(path)
         if (path / "manifest.json").exists():
             return cls.open(path)
         if path.exists() and not path.is_dir():
             raise RunDirError(f"{path} exists and is not a directory")
-        if path.is_dir() and any(path.iterdir()):
+        if path.is_dir() and any(not (adopt and _training_file(p)) for p in path.iterdir()):
             raise RunDirError(f"{path} is not empty and has no manifest.json; "
                               "choose a new --out directory")
         manifest = {
@@ -89,10 +102,11 @@ class RunDir:
             "conditions": {},
         }
         run = cls(path, manifest)
-        run._save_manifest()
+        run.save_manifest()
         return run
 
-    def _save_manifest(self) -> None:
+    def save_manifest(self) -> None:
+        """Write the manifest atomically."""
         write_atomic(self.path / "manifest.json", json.dumps(self.manifest, indent=2) + "\n")
 
     # -- conditions ---------------------------------------------------------------------------
@@ -111,7 +125,7 @@ class RunDir:
                                   f"spec ({old} != {spec}); use a new --out directory")
             return
         self.conditions[condition] = spec
-        self._save_manifest()
+        self.save_manifest()
 
     # -- episodes -----------------------------------------------------------------------------
     def episode_path(self, condition: str, key: str) -> Path:

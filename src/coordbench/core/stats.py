@@ -47,6 +47,11 @@ def mean_ci(values: Sequence[float] | np.ndarray, confidence: float = 0.95) -> E
     return Estimate(mean, half, n)
 
 
+def summarize(values: dict[str, Sequence[float | None]]) -> dict[str, Estimate]:
+    """Return {metric: mean with 95% CI over the units where it applies} (None = n/a)."""
+    return {k: mean_ci([v for v in vs if v is not None]) for k, vs in values.items()}
+
+
 @dataclass(frozen=True)
 class WelchResult:
     """Welch's unequal-variance t-test of mean(a) - mean(b)."""

@@ -21,7 +21,7 @@ import torch
 
 from coordbench.envs.stat.config import StatConfig, get_config
 from coordbench.envs.stat.layouts import paper_layout
-from coordbench.envs.stat.vec import StatVecEnv
+from coordbench.envs.stat.vec import StatVecEnv, steps
 from coordbench.metrics.stat import StatEpisodeArrays, episode_metrics
 
 
@@ -147,9 +147,8 @@ def evaluate_policy(act, cfg: StatConfig, seed: int, episodes: int) -> dict[str,
     cols: dict[str, list[np.ndarray]] = {k: [] for k in (
         "rewards", "conflicts", "forced_idle", "unique_assigned", "decision_pre",
         "decision_post", "completions", "active")}
-    while env.active.any():
-        active = env.active.copy()
-        _, _, reward, info = env.step(act(env))
+
+    for active, _, _, reward, info in steps(env, act):
         cols["rewards"].append(reward.copy())
         cols["conflicts"].append(info.conflicts.copy())
         cols["forced_idle"].append(info.forced_idle.copy())

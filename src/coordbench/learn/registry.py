@@ -93,6 +93,33 @@ def paper_config(config: str, algo: str, **overrides) -> TrainConfig:
     return TrainConfig(**{**base, **overrides})
 
 
+def train_configs(config: str, algo: str, seeds: list[int], *, steps: int | None = None,
+                  utd: float = 8.0, num_envs: int | None = None, eval_every: int = 10_000,
+                  eval_episodes: int = 20, arch: str = "mlp") -> list[TrainConfig]:
+    """Return one TrainConfig per seed for a sweep (the paper's settings, then these);
+    ConfigError names a bad choice."""
+    from .core import ARCHS
+
+    check_algo(algo, config)
+    num_envs = num_envs or (8 if algo == "coma" else 32)
+    if steps is not None and steps < num_envs:
+        raise ConfigError(f"--steps must be at least --num-envs ({num_envs})")
+    if eval_episodes < 1 or eval_every < 1 or not utd > 0:
+        raise ConfigError("--eval-episodes, --eval-every and --utd must be positive")
+    overrides: dict[str, Any] = {"utd": utd, "num_envs": num_envs, "eval_every": eval_every,
+                                 "eval_episodes": eval_episodes}
+    if arch != "mlp":
+        if arch not in ARCHS:
+            raise ConfigError(f"unknown --arch {arch!r}; choose from {', '.join(ARCHS)}")
+        if algo in ("dqn", "fdqn"):
+            raise ConfigError(f"--arch {arch} needs per-agent networks; {algo} has its own "
+                              f"(joint or multi-head) network")
+        overrides["extra"] = {"arch": arch}
+    if steps is not None:
+        overrides["total_steps"] = steps
+    return [paper_config(config, algo, seed=s, **overrides) for s in seeds]
+
+
 def train(tc: TrainConfig, method=None, log=None) -> dict[str, Any]:
     """Train (a new method for `tc`, or `method`); return the curve and summary numbers."""
     method = method if method is not None else make(tc)

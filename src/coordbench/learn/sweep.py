@@ -1,6 +1,6 @@
 """Training sweeps over seeds: one result file (and one policy checkpoint) per
-(method, config, seed), resumable, run in local worker processes or on Ray, summarized with
-95% CIs over seeds.
+(method, config, seed), resumable, run on the runner's executors (here, worker processes, or
+Ray), summarized with 95% CIs over seeds.
 
 Workers return their result and checkpoint to the driver, which writes them atomically as
 each run finishes; so a Ray cluster's workers need no shared file system, and an interrupted
@@ -10,21 +10,18 @@ sweep loses only the runs in flight.
 from __future__ import annotations
 
 import json
-import multiprocessing as mp
-import os
-from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from coordbench.core.atomic import write_atomic, write_atomic_bytes
+from coordbench.core.rundir import RunDir
 from coordbench.core.stats import Estimate, mean_ci
 from coordbench.errors import ConfigError, RunDirError
+from coordbench.runner.executors import check_executor, make_executor
 
 from .core import TrainConfig, method_label
 from .registry import checkpoint_bytes, make, train
-
-EXECUTORS = ("local", "ray")
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -56,52 +53,35 @@ def train_one(fields: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
     return res, checkpoint_bytes(tc, method)
 
 
-def _local(todo: list[dict[str, Any]], workers: int) -> Iterator[tuple[dict[str, Any], bytes]]:
-    if workers > 1 and len(todo) > 1:
-        with mp.get_context("spawn").Pool(min(workers, len(todo))) as pool:
-            yield from pool.imap_unordered(train_one, todo)
-    else:
-        for fields in todo:
-            yield train_one(fields)
+def train_condition(algo_label: str, config: str) -> str:
+    """Return the manifest name of a training sweep's (method, configuration) pair."""
+    return f"train_{algo_label}_{config}"
 
 
-def _ray(todo: list[dict[str, Any]], workers: int) -> Iterator[tuple[dict[str, Any], bytes]]:
-    try:
-        import ray
-    except ImportError:
-        raise ConfigError("--executor ray needs Ray: pip install 'coordbench[ray]'") from None
-    address = os.environ.get("RAY_ADDRESS")
-    started = not ray.is_initialized()
-    if started:
-        # a cluster brings its own CPUs; a local instance gets one per worker
-        ray.init(address=address, num_cpus=None if address else workers,
-                 include_dashboard=False, log_to_driver=False, configure_logging=False)
-    try:
-        remote = ray.remote(num_cpus=1)(train_one)
-        pending = [remote.remote(f) for f in todo]
-        while pending:
-            done, pending = ray.wait(pending, num_returns=1)
-            yield ray.get(done[0])
-    finally:
-        if started:
-            ray.shutdown()
+def register_training(run: RunDir, algo_label: str, config: str) -> None:
+    """Record a training sweep's (method, configuration) in the run's manifest."""
+    run.register(train_condition(algo_label, config),
+                 {"suite": "stat_train", "algo": algo_label, "config": config})
 
 
 def sweep(configs: list[TrainConfig], out: Path, workers: int = 2,
-          executor: str = "local") -> list[dict[str, Any]]:
-    """Train every config not yet on disk; return all results (in `configs` order)."""
-    if executor not in EXECUTORS:
-        raise ConfigError(f"unknown executor {executor!r}; choose from {', '.join(EXECUTORS)}")
+          executor: str = "process", command: str = "") -> list[dict[str, Any]]:
+    """Train every config not yet on disk (one seed per worker); return all results (in
+    `configs` order). `out` is a run directory: its manifest records each (method,
+    configuration) as a condition of suite stat_train, beside the result files."""
+    check_executor(executor, workers)
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    run = RunDir.create_or_open(out, command=command, adopt=True)
+    for tc in configs:
+        register_training(run, method_label(tc.algo, tc.extra), tc.config)
     todo = [asdict(tc) for tc in configs if not result_path(out, tc).is_file()]
     if todo:
-        runs = _ray(todo, workers) if executor == "ray" else _local(todo, workers)
-        for res, ckpt in runs:
-            tc = TrainConfig(**res["config"])
-            # checkpoint first: the result file marks the run finished
-            write_atomic_bytes(checkpoint_path(out, tc), ckpt)
-            write_atomic(result_path(out, tc), json.dumps(res, indent=1) + "\n")
+        with make_executor(executor, min(workers, len(todo))) as ex:
+            for res, ckpt in ex.map(train_one, todo):
+                tc = TrainConfig(**res["config"])
+                # checkpoint first: the result file marks the run finished
+                write_atomic_bytes(checkpoint_path(out, tc), ckpt)
+                write_atomic(result_path(out, tc), json.dumps(res, indent=1) + "\n")
     return [read_result(result_path(out, tc)) for tc in configs]
 
 

@@ -17,8 +17,10 @@ import time
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from coordbench.errors import ConfigError
+from coordbench.runner.episode import record_model_call
 
 from .cache import ResponseCache, request_key
 from .registry import ModelSpec, Registry
@@ -48,6 +50,7 @@ class Completion:
     request_hash: str = ""
     cost: float = 0.0
     error: str | None = None
+    event: dict[str, Any] | None = field(default=None, repr=False)  # its model_call record
 
     @property
     def tokens(self) -> int:
@@ -220,7 +223,7 @@ class ModelHarness:
         self.max_connections = max_connections
         self.stats = HarnessStats()
         self._providers: dict[str, Provider] = {}
-        self._caps: dict[str, asyncio.Semaphore] = {}
+        self._caps: WeakKeyDictionary[Any, dict[str, asyncio.Semaphore]] = WeakKeyDictionary()
         self._rng = random.Random(seed)
 
     def spec(self, alias: str) -> ModelSpec:
@@ -236,16 +239,30 @@ class ModelHarness:
         return self._providers[alias]
 
     def _cap(self, alias: str) -> asyncio.Semaphore:
-        if alias not in self._caps:
+        # one semaphore per event loop: a harness can outlive the loop it was first used on
+        caps = self._caps.setdefault(asyncio.get_running_loop(), {})
+        if alias not in caps:
             limit = self.spec(alias).max_connections
             if self.max_connections is not None:
                 limit = min(limit, self.max_connections)
-            self._caps[alias] = asyncio.Semaphore(limit)
-        return self._caps[alias]
+            caps[alias] = asyncio.Semaphore(limit)
+        return caps[alias]
 
     async def complete(self, alias: str, messages: list[dict[str, Any]],
-                       max_tokens: int | None = None) -> Completion:
-        """Return the model's reply to `messages` (see the module docstring)."""
+                       max_tokens: int | None = None, *,
+                       who: tuple[int, str, str] | None = None) -> Completion:
+        """Return the model's reply to `messages` (see the module docstring).
+
+        With `who` = (agent, role, phase), the call is recorded into the episode running in
+        this context (its `event` is that record, for the caller to add a parse status).
+        """
+        done = await self._complete(alias, messages, max_tokens)
+        if who is not None:
+            done.event = record_model_call(done.record(*who))
+        return done
+
+    async def _complete(self, alias: str, messages: list[dict[str, Any]],
+                        max_tokens: int | None) -> Completion:
         spec = self.spec(alias)
         generation = dict(spec.generation)
         if max_tokens is not None:
@@ -317,3 +334,52 @@ class ModelHarness:
                                        max_tokens=8)
         finally:
             self.cache = cache
+
+
+@dataclass(frozen=True)
+class HarnessSettings:
+    """How to build a run's model harness: picklable, so every worker builds its own."""
+
+    models_file: str | None = None
+    cache: bool = True
+    cache_path: str | None = None
+    max_connections: int | None = None
+    seed: int | None = None
+    models_digest: str = ""  # of the registry file's bytes: an edited file is another harness
+
+    def __post_init__(self) -> None:
+        if self.max_connections is not None and self.max_connections < 1:
+            raise ConfigError(f"--max-connections must be >= 1, got {self.max_connections}")
+        if self.models_file and not self.models_digest:
+            import hashlib
+            from pathlib import Path
+
+            try:
+                data = Path(self.models_file).read_bytes()
+            except OSError:
+                data = b""  # load_registry names the problem when the harness is built
+            object.__setattr__(self, "models_digest", hashlib.sha256(data).hexdigest())
+
+    def build(self) -> ModelHarness:
+        """Return a new harness with these settings."""
+        from pathlib import Path
+
+        from .cache import DEFAULT_CACHE
+        from .registry import load_registry
+
+        store = ResponseCache(Path(self.cache_path) if self.cache_path else DEFAULT_CACHE) \
+            if self.cache else None
+        return ModelHarness(load_registry(Path(self.models_file) if self.models_file else None),
+                            store, seed=self.seed, max_connections=self.max_connections)
+
+
+_HARNESSES: dict[HarnessSettings, ModelHarness] = {}
+
+
+def harness_for(source: HarnessSettings | ModelHarness) -> ModelHarness:
+    """Return `source` if it is a harness, else this process's harness for those settings."""
+    if isinstance(source, ModelHarness):
+        return source
+    if source not in _HARNESSES:
+        _HARNESSES[source] = source.build()
+    return _HARNESSES[source]

@@ -198,3 +198,11 @@ def parse_action(text: str, obs: Observation) -> Grounded:
     if obj is None:
         return Grounded(None, why, memory)
     return Grounded(Action(name, obj=obj), None, memory)
+
+
+def parse_menu_id(text: str) -> str | None:
+    """Return the digits of the menu id a planner's reply names (`ACTION: <id>`, else its
+    first integer), or None if it names none."""
+    text = text[:MAX_REPLY]
+    m = re.search(r"ACTION:\s*(\d+)", text) or re.search(r"\b(\d+)\b", text)
+    return m.group(1) if m else None

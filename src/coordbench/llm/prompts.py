@@ -64,3 +64,13 @@ Shared team memory (JSON), written by your teammates in turn:
 Update the shared memory for the team: your location, what you hold, objects you found and \
 where, which object you claim ("claims": {{"object id": agent}}). Reply with the whole updated \
 memory as one JSON object."""
+
+# The construct planners (CoCoBench): one menu choice per decision.
+CONSTRUCT_PLAN = """You are {who}. Coordinate the team to reach the goal with few actions; \
+avoid contention for shared objects.
+{state}
+{board}
+ACTION MENU (id: agent: action):
+{menu}
+
+Reply with two lines: REASON: ... and ACTION: <id>"""

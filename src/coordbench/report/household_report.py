@@ -4,39 +4,38 @@ from __future__ import annotations
 
 from rich.table import Table
 
+from coordbench.agents.household.protocols import get_protocol
 from coordbench.core.rundir import RunDir
-from coordbench.core.stats import Estimate
+from coordbench.core.stats import Estimate, summarize
 from coordbench.metrics.behaviour import TAG_RULES_VERSION, tag_table
 from coordbench.metrics.household import (
     duplicate_grabs,
     hallucinated_completion,
     wrong_class_grabs,
 )
-from coordbench.suites.mecobench.eval import HEADLINE, condition_values, summarize
+from coordbench.suites.mecobench.suite import HEADLINE
+from coordbench.suites.mecobench.suite import condition_values_of as condition_values
+
+from .format import estimate_json, fmt, signed
+from .section import Section
 
 COLUMNS = ("SR", "CR", "AUC", "DOL", "CAR", "HFR", "spatial_error", "duplicate_grabs")
 
 
-def collect(run: RunDir) -> list[tuple[dict, dict[str, Estimate]]]:
-    """Return (spec, summary) for every MECoBench condition of `run`."""
-    out = []
-    for cond, spec in run.conditions.items():
-        if cond.startswith("mecobench_") and run.episode_keys(cond):
-            out.append((spec, summarize(condition_values(run, cond))))
-    return out
+def collect(run: RunDir, conditions: list[str]) -> list[tuple[str, dict, dict[str, Estimate]]]:
+    """Return (condition, spec, summary) for the household `conditions` with episodes."""
+    return [(cond, run.conditions[cond], summarize(condition_values(run, cond)))
+            for cond in conditions if run.episode_keys(cond)]
 
 
-def _pct(x: float | None) -> str:
-    return "n/a" if x is None else f"{x:+.3f}"
-
-
-def model_usage(run: RunDir) -> str:
+def model_usage(run: RunDir, conditions: list[str]) -> str:
     """Return markdown: model calls, tokens, cost and cache hits per condition, role and model."""
     from coordbench.core.trajectory import ModelCallEvent
 
     lines = []
-    for cond, spec in run.conditions.items():
-        if not cond.startswith("mecobench_") or spec.get("agents") != "llm":
+    for cond in conditions:
+        spec = run.conditions[cond]
+        if spec.get("agents") != "llm":
             continue
         rows: dict[tuple[str, str], list[float]] = {}
         episodes = run.load_episodes(cond)
@@ -61,12 +60,13 @@ def model_usage(run: RunDir) -> str:
                       "|---|---|---|---|---|---|---|---|---|---|---|", *lines]) + "\n"
 
 
-def tags_and_failures(run: RunDir) -> str:
+def tags_and_failures(run: RunDir, conditions: list[str]) -> str:
     """Return markdown: behaviour tags with SR/CR with vs without (paper Table 2) and failure
     modes with their lift (rate in failed episodes / rate in successful ones, Table 22)."""
     lines: list[str] = []
-    for cond, spec in run.conditions.items():
-        if not cond.startswith("mecobench_") or spec.get("protocol") in (None, "none"):
+    for cond in conditions:
+        spec = run.conditions[cond]
+        if not get_protocol(spec.get("protocol", "none")).talks:
             continue
         trajs = run.load_episodes(cond)
         if not trajs:
@@ -82,11 +82,10 @@ def tags_and_failures(run: RunDir) -> str:
             sr_w = "n/a" if r["SR_with"] is None else f"{r['SR_with']:.3f}"
             sr_o = "n/a" if r["SR_without"] is None else f"{r['SR_without']:.3f}"
             lines.append(f"| {r['tag']} | {r['share']:.2f} | {r['per_episode']:.2f} | {sr_w} | "
-                         f"{sr_o} | {_pct(r['delta_SR'])} | {_pct(r['delta_CR'])} |")
+                         f"{sr_o} | {signed(r['delta_SR'])} | {signed(r['delta_CR'])} |")
     fail_lines = []
-    for cond, spec in run.conditions.items():
-        if not cond.startswith("mecobench_"):
-            continue
+    for cond in conditions:
+        spec = run.conditions[cond]
         trajs = run.load_episodes(cond)
         ok = [t for t in trajs if t.end and t.end.success]
         bad = [t for t in trajs if not (t.end and t.end.success)]
@@ -108,22 +107,18 @@ def tags_and_failures(run: RunDir) -> str:
     return "\n".join(lines) + "\n" if lines else ""
 
 
-def _fmt(e: Estimate) -> str:
-    return "n/a" if e.n == 0 else e.fmt(3)
-
-
-def console_table(results: list[tuple[dict, dict[str, Estimate]]]) -> Table:
+def console_table(results: list[tuple[str, dict, dict[str, Estimate]]]) -> Table:
     """Return a rich table: one row per condition, mean ± 95% CI over cases."""
     table = Table(title="MECoBench household teams", title_justify="left")
     for col in ("structure", "team", "protocol", "agents", "cases", *COLUMNS):
         table.add_column(col, no_wrap=col in ("structure", "protocol"))
-    for spec, s in results:
+    for _, spec, s in results:
         table.add_row(spec["structure"], str(spec["team"]), spec["protocol"], spec["agents"],
-                      str(s["SR"].n), *(_fmt(s[k]) for k in COLUMNS))
+                      str(s["SR"].n), *(fmt(s[k]) for k in COLUMNS))
     return table
 
 
-def markdown(results: list[tuple[dict, dict[str, Estimate]]]) -> str:
+def markdown(results: list[tuple[str, dict, dict[str, Estimate]]]) -> str:
     """Return the household section of a run report."""
     lines = ["## MECoBench household teams", "",
              "Mean ± 95% t-interval over cases; n/a where a metric does not apply "
@@ -131,8 +126,21 @@ def markdown(results: list[tuple[dict, dict[str, Estimate]]]) -> str:
              "| structure | team | protocol | agents | prior | source | cases | "
              + " | ".join(HEADLINE) + " |",
              "|---|---|---|---|---|---|---|" + "---|" * len(HEADLINE)]
-    for spec, s in results:
+    for _, spec, s in results:
         lines.append(f"| {spec['structure']} | {spec['team']} | {spec['protocol']} | "
                      f"{spec['agents']} | {spec['prior']} | {spec['source']} | {s['SR'].n} | "
-                     + " | ".join(_fmt(s[k]) for k in HEADLINE) + " |")
+                     + " | ".join(fmt(s[k]) for k in HEADLINE) + " |")
     return "\n".join(lines) + "\n"
+
+
+def section(run: RunDir, conditions: list[str]) -> Section:
+    """Return the household section of a run report."""
+    results = collect(run, conditions)
+    if not results:
+        return Section("MECoBench household teams")
+    text = (markdown(results) + tags_and_failures(run, conditions)
+            + model_usage(run, conditions))
+    return Section("MECoBench household teams", text, [console_table(results)],
+                   {cond: {"suite": "mecobench", "spec": spec,
+                           "metrics": {k: estimate_json(e) for k, e in s.items()}}
+                    for cond, spec, s in results})

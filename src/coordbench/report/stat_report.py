@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import json
-import math
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 from rich.table import Table
 
 from coordbench.core.rundir import RunDir
-from coordbench.core.stats import Estimate, bootstrap_diff_ci, welch_test
-from coordbench.suites.stat_eval import condition_metrics, summarize
-from coordbench.suites.stat_reference import BEST_LEARNED_FINAL, RELEASED_ENV_RETURNS
+from coordbench.core.stats import Estimate, bootstrap_diff_ci, summarize, welch_test
+from coordbench.report.stat_reference import BEST_LEARNED_FINAL, RELEASED_ENV_RETURNS
+from coordbench.suites.stat.suite import condition_metrics
+
+from .format import estimate_json
+from .section import Section
 
 TABLE_METRICS = ("return", "length", "conflict_rate", "conflicts_per_task", "throughput",
                  "forced_idle_rate", "decision_active_frac", "diversity_per_decision_agent")
@@ -28,30 +28,16 @@ class ConditionResult:
     summary: dict[str, Estimate]
 
 
-def collect(run: RunDir, episodes: int | None = None) -> list[ConditionResult]:
-    """Return the results of every STAT condition in `run`, recomputed from its trajectories."""
+def collect(run: RunDir, conditions: list[str], episodes: int | None = None
+            ) -> list[ConditionResult]:
+    """Return the results of the STAT `conditions` of `run`, recomputed from trajectories."""
     out = []
-    for cond, spec in run.conditions.items():
-        if not cond.startswith("stat_"):
-            continue
+    for cond in conditions:
+        spec = run.conditions[cond]
         values = condition_metrics(run, cond, episodes)
         if values:
             out.append(ConditionResult(cond, spec, values, summarize(values)))
     return out
-
-
-def results_json(results: list[ConditionResult]) -> str:
-    """Return results as JSON: per condition its spec and {metric: {mean, ci95, n}}."""
-    def clean(d):
-        return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in d.items()}
-    payload = {
-        "generated": datetime.now(UTC).isoformat(),
-        "conditions": {r.condition: {"spec": r.spec,
-                                     "metrics": {k: clean(e.as_dict())
-                                                 for k, e in r.summary.items()}}
-                       for r in results},
-    }
-    return json.dumps(payload, indent=2) + "\n"
 
 
 def _ref(cfg: str, policy: str) -> str:
@@ -76,18 +62,13 @@ def console_table(results: list[ConditionResult], title: str = "STAT scripted al
     return table
 
 
-def markdown_report(run: RunDir, results: list[ConditionResult]) -> str:
-    """Return the markdown report: tables with 95% CIs and Welch tests against random play."""
-    m = run.manifest
+def markdown(results: list[ConditionResult]) -> str:
+    """Return the STAT section: tables with 95% CIs and Welch tests against random play."""
     lines = [
-        "# coordbench report: STAT",
+        "## STAT: returns",
         "",
-        f"- run: `{run.path.name}`; coordbench {m.get('coordbench_version')}, "
-        f"git {m.get('git_sha') or 'unknown'}; trajectory schema {m.get('schema_version')}",
-        "- every number is recomputed from the saved trajectories (`coordbench report DIR`)",
-        "- ± is the half-width of a 95% t-interval over episodes; n = episodes",
+        "± is the half-width of a 95% t-interval over episodes; n = episodes.",
         "",
-        "## Returns",
         "",
         "| config | policy | n | return | released env | best learned (paper) | H | success |",
         "|---|---|---|---|---|---|---|---|",
@@ -98,7 +79,7 @@ def markdown_report(run: RunDir, results: list[ConditionResult]) -> str:
         lines.append(f"| {cfg} | {pol} | {s['return'].n} | {s['return'].fmt(1)} | "
                      f"{_ref(cfg, pol)} | {f'{best[0]:.1f} ({best[1]})' if best else '-'} | "
                      f"{s['length'].fmt(1)} | {s['success'].fmt(2)} |")
-    lines += ["", "## Coordination diagnostics", "",
+    lines += ["", "### STAT coordination diagnostics", "",
               "| config | policy | " + " | ".join(TABLE_METRICS[2:]) + " | D/DA (post) |",
               "|---|---|" + "---|" * (len(TABLE_METRICS) - 1)]
     for r in results:
@@ -106,7 +87,7 @@ def markdown_report(run: RunDir, results: list[ConditionResult]) -> str:
         cells = [s[k].fmt(4) for k in TABLE_METRICS[2:]]
         cells.append(s["diversity_per_decision_agent_post"].fmt(4))
         lines.append(f"| {r.spec['config']} | {r.spec['policy']} | " + " | ".join(cells) + " |")
-    lines += ["", "## Each policy against random valid play (return)", "",
+    lines += ["", "### STAT: each policy against random valid play (return)", "",
               "| config | policy | difference | bootstrap 95% CI | Welch t | df | p |",
               "|---|---|---|---|---|---|---|"]
     for r in results:
@@ -126,7 +107,11 @@ def markdown_report(run: RunDir, results: list[ConditionResult]) -> str:
     return "\n".join(lines)
 
 
-def write_report(run: RunDir, results: list[ConditionResult], extra: str = "") -> None:
-    """Write results.json and report.md (plus any `extra` markdown sections) atomically."""
-    run.write_text("results.json", results_json(results))
-    run.write_text("report.md", markdown_report(run, results) + ("\n" + extra if extra else ""))
+def section(run: RunDir, conditions: list[str], episodes: int | None = None) -> Section:
+    """Return the STAT section of a run report."""
+    results = collect(run, conditions, episodes)
+    return Section("STAT", markdown(results) if results else "",
+                   [console_table(results)] if results else [],
+                   {r.condition: {"suite": "stat", "spec": r.spec,
+                                  "metrics": {k: estimate_json(e) for k, e in r.summary.items()}}
+                    for r in results})

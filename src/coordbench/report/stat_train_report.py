@@ -111,7 +111,7 @@ def reference_samples(configs: dict[str, tuple[list[int], int]]) -> dict[tuple[s
     `configs` maps config -> (training seeds, evaluation episodes); each seed is evaluated on
     the paper layouts seed*1000 + i, i < episodes, like a learner's checkpoint.
     """
-    from coordbench.agents.stat_policies import get_policy
+    from coordbench.agents.stat.scripted import get_policy
     from coordbench.envs.stat.config import get_config
     from coordbench.learn.core import evaluate_policy
 
@@ -361,3 +361,39 @@ def check_format(fmt: str) -> str:
     if fmt not in ("md", "csv"):
         raise ConfigError(f"--format must be md or csv, got {fmt!r}")
     return fmt
+
+
+def adopt(path: Path):
+    """Give a training directory written without a manifest one; return it as a run."""
+    from coordbench.core.rundir import RunDir
+
+    run = RunDir.create_or_open(path, command="coordbench report", adopt=True)
+    from coordbench.learn.sweep import register_training
+
+    for config, algo in group(load_results([path])):
+        register_training(run, algo, config)
+    return run
+
+
+def section(run, conditions: list[str]):
+    """Return the training section of a run report: the paper's tables over the sweep's
+    result files, and final/maximum return per (method, configuration)."""
+    from coordbench.learn.sweep import train_condition
+
+    from .format import estimate_json
+    from .section import Section
+
+    if not conditions:
+        return Section("STAT training")
+    results = load_results([run.path])
+    built = build(results, references=True)
+    out = {}
+    for (config, algo), rs in group(results).items():
+        cond = train_condition(algo, config)
+        spec = run.conditions.get(cond, {"suite": "stat_train", "algo": algo,
+                                         "config": config})
+        out[cond] = {"suite": "stat_train", "spec": spec, "metrics": {
+            "final_return": estimate_json(mean_ci([r["final_return"] for r in rs])),
+            "max_return": estimate_json(mean_ci([r["max_return"] for r in rs]))}}
+    text = "## STAT training\n\nMean ± 95% t-interval over seeds.\n\n" + markdown(built)
+    return Section("STAT training", text, [], out)

@@ -6,6 +6,7 @@ serves batch 1 (evaluation, the PettingZoo and Gymnasium wrappers) and batch 409
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -206,3 +207,21 @@ class StatVecEnv:
         kernels.random_valid_kernel(s.pos, s.target, s.task_pos, s.completed, s.selected,
                                     rng.random((self.batch, self.cfg.agents)), out)
         return out
+
+
+
+def steps(env: StatVecEnv, act: Callable[[StatVecEnv], np.ndarray]) -> Iterator[
+        tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, StepInfo]]:
+    """Step `env` (auto_reset off) until every episode has ended; yield after each step
+    (was_active, t, actions, team_reward, info): which rows were running, their step index
+    before the step, the actions `act(env)` chose, and what happened.
+
+    Evaluation with trajectories and the learners' fast evaluation both run on this loop, so
+    "an evaluation episode" is defined once.
+    """
+    while env.active.any():
+        was_active = env.active.copy()
+        t = env.state.t.copy()
+        actions = act(env)
+        _, _, reward, info = env.step(actions)
+        yield was_active, t, actions, reward, info

@@ -1,134 +1,121 @@
-"""The versioned construct instance set: generation, reference numbers, quality gates.
-
-v1: 900 instances, 75 per (construct, team size) for constructs D1-D4 and teams of 2, 3, 4,
-spread evenly over each construct's families; rep240 takes the first 20 of every cell. Each
-instance carries its oracle references: M* (D1: the exact min-max makespan under the skill
-abstraction; D3: the oracle's action count), the oracle's actions and steps, and the budget
-= ceil(1.5 x oracle actions) executed agent-actions. Three gates keep an instance:
-placement (the objects exist where the goal needs them), oracle (it succeeds with only legal,
-successful actions) and metric (it scores >= 0.95 on its construct). `V1_SHA256` pins it.
-"""
+"""The coordination constructs on the one runner: conditions, cases, play, summaries."""
 
 from __future__ import annotations
 
-import hashlib
+import asyncio
 import json
-import math
-import random
-from functools import lru_cache
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from coordbench.core.rundir import safe_name
+from coordbench.core.trajectory import Trajectory
+from coordbench.envs.household.render import ImageStore
 from coordbench.errors import ConfigError
-from coordbench.metrics.constructs import construct_score
+from coordbench.llm.client import harness_for
+from coordbench.metrics.constructs import episode_metrics
+from coordbench.runner import Case, PlayContext, play_concurrently
+from coordbench.runner.suite import Played
 
-from .families import CONSTRUCTS, FAMILIES
-from .runner import ConstructSpec, load_instance, run_construct
+from .instances import select
+from .runner import ConstructSpec, arun_construct, load_instance
 
-TEAMS = (2, 3, 4)
-PER_CELL = 75
-REP_PER_CELL = 20
-MAX_ATTEMPTS = 20
-V1_SHA256 = "00232a510bb77a667f96b04128660dcc6d7f8fe601d2d81923c650611fd1d456"
-
-
-def placement_gate(raw: dict[str, Any]) -> str | None:
-    """Return why an instance's objects cannot serve its goal, or None."""
-    task, info = load_instance(raw, str(raw.get("task_id")))
-    nodes = task.scene.nodes
-    for item in info.get("items", []):
-        if item not in nodes or not nodes[item].grabbable:
-            return f"item {item} is missing or not grabbable"
-        if not task.scene.parents.get(item):
-            return f"item {item} rests on nothing"
-    for t in {int(v) for v in info.get("targets", {}).values()} | set(info.get("containers", [])):
-        if t not in nodes or not (nodes[t].is_container or nodes[t].is_surface):
-            return f"target {t} cannot hold objects"
-    if info["construct"] == "D3" and (info.get("knife") not in nodes or any(
-            "CUTTABLE" not in nodes[i].properties for i in info["items"])):
-        return "the knife or a sliceable item is missing"
-    if info["construct"] == "D4" and not task.buffers:
-        return "no buffer station"
-    return None
+HEADLINE = ("SR", "CS", "legal_rate")
 
 
-def with_references(raw: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
-    """Return (the instance with oracle references and budget, why it failed a gate or None)."""
-    why = placement_gate(raw)
-    if why:
-        return raw, f"placement: {why}"
-    raw = json.loads(json.dumps(raw))
-    raw["coordbench_budget"] = 10_000
-    tr = run_construct(raw, ConstructSpec("decentralized", "oracle"), "reference")
-    records = [a for e in tr.events if e.type == "household_step" for a in e.actions]
-    if not tr.end.success or any(a.outcome != "ok" for a in records):
-        return raw, "oracle: the reference plan fails or takes an illegal action"
-    info = raw["coordbench_construct"]
-    info["oracle_actions"] = len(records)
-    info["oracle_steps"] = sum(e.type == "household_step" for e in tr.events)
-    if info["construct"] == "D1":
-        task, _ = load_instance(raw, "x")
-        from coordbench.envs.household.engine import HouseholdEnv
-
-        from .oracle import ConstructOracle
-
-        info["m_star"] = ConstructOracle(HouseholdEnv(task, len(task.start_rooms)), info).m_star
-    elif info["construct"] == "D3":
-        info["m_star"] = len(records)
-    raw["coordbench_budget"] = math.ceil(1.5 * len(records))
-    check = run_construct(raw, ConstructSpec("decentralized", "oracle"), "gate")
-    score = construct_score(check)
-    if not check.end.success or score is None or score < 0.95:
-        return raw, f"metric: the oracle scores {score} on its construct"
-    return raw, None
+def condition_name(subset: str, construct: str | None, team: int | None,
+                   spec: ConstructSpec) -> str:
+    """Return the run-directory name of a construct condition."""
+    model = safe_name(f"-{spec.model}") if spec.model else ""
+    order = "" if spec.order == "index" else f"_order-{spec.order}"
+    return (f"constructs_{subset}_{construct or 'all'}_team{team or 'all'}_{spec.planner}_"
+            f"{spec.agents}{model}_{spec.observation}_seed{spec.seed}{order}")
 
 
-def v1_plan() -> list[tuple[str, int, int]]:
-    """Return (family, team, index) for the 900 v1 instances, cell by cell."""
-    plan = []
-    for construct in CONSTRUCTS:
-        for team in TEAMS:
-            fams = [f for f, (c, _, teams) in FAMILIES.items() if c == construct
-                    and team in teams]
-            plan += [(fams[k % len(fams)], team, k) for k in range(PER_CELL)]
-    return plan
+@dataclass(frozen=True)
+class ConstructCondition:
+    """A construct condition: the planners' spec and which instances (a built-in subset, or
+    an instance file; only construct D1-D4 / team size; only the first `limit`)."""
+
+    planners: ConstructSpec
+    subset: str = "all"
+    construct: str | None = None
+    team: int | None = None
+    limit: int | None = None
+    instances_file: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.limit is not None and self.limit < 1:
+            raise ConfigError(f"--limit must be >= 1, got {self.limit}")
+
+    def instances(self) -> list[dict[str, Any]]:
+        """Return the condition's instance dicts, in order."""
+        raws = (load_instance_file(Path(self.instances_file)) if self.instances_file
+                else select(self.subset, self.construct, self.team))
+        return raws[:self.limit] if self.limit else raws
 
 
-def generate(family: str, team: int, index: int) -> dict[str, Any]:
-    """Return the first seeded draw of an instance that passes every gate."""
-    builder = FAMILIES[family][1]
-    for attempt in range(MAX_ATTEMPTS):
-        rng = random.Random(f"coordbench-constructs-v1/{family}/{team}/{index}/{attempt}")
-        raw, why = with_references(builder(rng, team, index))
-        if why is None:
-            return raw
-    raise RuntimeError(f"{family} team {team} #{index}: no draw passed the gates")
+def load_instance_file(path: Path) -> list[dict[str, Any]]:
+    """Return the instances of a JSON list file; ConfigError names a bad file or entry."""
+    try:
+        raws = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ConfigError(f"{path}: not a readable JSON file ({e})") from None
+    if not isinstance(raws, list):
+        raise ConfigError(f"{path}: expected a JSON list of instances")
+    for k, raw in enumerate(raws):
+        load_instance(raw, f"{path.name}[{k}] ({raw.get('task_id', '?')})"
+                      if isinstance(raw, dict) else f"{path.name}[{k}]")
+    return raws
 
 
-@lru_cache(maxsize=1)
-def v1() -> tuple[dict[str, Any], ...]:
-    """Return the 900 v1 instances (cached per process)."""
-    return tuple(generate(*row) for row in v1_plan())
+class ConstructSuite:
+    """The coordination constructs on the one runner: a case is an instance."""
+
+    name = "constructs"
+    headline = HEADLINE
+
+    def condition(self, spec: ConstructCondition) -> str:
+        """Return the condition's directory name."""
+        subset = f"file-{Path(spec.instances_file).stem}" if spec.instances_file else spec.subset
+        return (condition_name(subset, spec.construct, spec.team, spec.planners)
+                + (f"_limit{spec.limit}" if spec.limit else ""))
+
+    def manifest(self, spec: ConstructCondition) -> dict[str, Any]:
+        """Return the planners' spec and the instance selection."""
+        return {**spec.planners.as_dict(), "subset": spec.subset, "construct": spec.construct,
+                "team": spec.team, "limit": spec.limit, "instances_file": spec.instances_file}
+
+    def cases(self, spec: ConstructCondition, limit: int | None = None) -> list[Case]:
+        """Return the condition's instances in order."""
+        raws = spec.instances()
+        return [Case(f"inst{k:04d}", raw) for k, raw in enumerate(raws[:limit] if limit
+                                                                   else raws)]
+
+    def unit_size(self, spec: ConstructCondition) -> int:
+        """Return instances per unit."""
+        return 8 if spec.planners.agents == "llm" else 40
+
+    def play(self, spec: ConstructCondition, cases: list[Case], ctx: PlayContext
+             ) -> Iterator[Played] | AsyncIterator[Played]:
+        """Yield (case, trajectory) as each instance ends (model-driven ones concurrently)."""
+        ps = spec.planners
+        store = ImageStore(Path(ctx.run_path)) if ps.observation == "image" else None
+        cond = self.condition(spec)
+        harness = harness_for(ctx.resources) if ps.agents == "llm" else None
+
+        async def one(case: Case) -> Trajectory:
+            return await arun_construct(case.data, ps, f"{cond}/{case.key}", harness, store,
+                                        limits=ctx.limits)
+
+        if harness is not None:
+            return play_concurrently(cases, one, ctx)
+        return ((case, asyncio.run(one(case))) for case in cases)
+
+    def metrics(self, trajectory: Trajectory) -> dict[str, float | None]:
+        """Return the construct score, success, legality and diagnostics of one episode."""
+        return episode_metrics(trajectory)
 
 
-def fingerprint(raws: tuple[dict[str, Any], ...]) -> str:
-    """Return the sha256 of an instance set's canonical JSON."""
-    return hashlib.sha256(json.dumps(raws, sort_keys=True).encode()).hexdigest()
-
-
-def select(subset: str = "all", construct: str | None = None, team: int | None = None
-           ) -> list[dict[str, Any]]:
-    """Return v1 instances: all or rep240, optionally one construct and/or team size."""
-    if subset not in ("all", "rep240"):
-        raise ConfigError(f"--subset must be all or rep240, not {subset!r}")
-    if construct is not None and construct not in CONSTRUCTS:
-        raise ConfigError(f"--construct must be one of {', '.join(CONSTRUCTS)}")
-    if team is not None and team not in TEAMS:
-        raise ConfigError(f"--team must be one of {', '.join(map(str, TEAMS))}")
-    out = []
-    for (family, t, k), raw in zip(v1_plan(), v1(), strict=True):
-        c = FAMILIES[family][0]
-        if subset == "rep240" and k >= REP_PER_CELL:
-            continue
-        if (construct is None or c == construct) and (team is None or t == team):
-            out.append(raw)
-    return out
+SUITE = ConstructSuite()

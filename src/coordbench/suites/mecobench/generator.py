@@ -13,7 +13,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from coordbench.agents.household_oracle import OracleTeam
+from coordbench.agents.household.oracle import OracleTeam
 from coordbench.envs.household.engine import HouseholdEnv
 from coordbench.envs.household.task import HouseholdTask, task_from_dict
 

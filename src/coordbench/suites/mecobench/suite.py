@@ -1,54 +1,147 @@
-"""Versioned MECoBench-style instance sets, regenerated bit for bit from their seeds.
-
-v1: 96 tasks (12 per template, subgoal counts 2-7 cycling, the 8 apartments in turn), each in
-its parallel and sequential form: 192 cases. `V1_SHA256` pins the exact content; a generator
-change that alters it must ship as a new version.
-"""
+"""MECoBench on the one runner: conditions, their cases, play, metrics."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
-import json
-from functools import lru_cache
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from coordbench.envs.household.task import HouseholdTask, task_from_dict
+from coordbench.agents.household.llm import LlmMind
+from coordbench.agents.household.protocols import get_protocol
+from coordbench.core.rundir import RunDir, safe_name
+from coordbench.core.trajectory import Trajectory
+from coordbench.envs.household.render import ImageStore
+from coordbench.envs.household.task import HouseholdTask, load_tasks
 from coordbench.errors import ConfigError
+from coordbench.llm.client import harness_for
+from coordbench.metrics.household import episode_metrics
+from coordbench.runner import Case, PlayContext, condition_values, play_concurrently
+from coordbench.runner.suite import Played
+from coordbench.suites.mecobench.instances import PARALLEL_EXAMPLES, SEQUENTIAL_EXAMPLES
 
-from .catalog import TEMPLATES
-from .generator import as_structure, generate
+from .runner import HouseholdSpec, arun_case
 
-SUITES = ("v1",)
-V1_TASKS = 96
-V1_SHA256 = "545f0b7f2983e88d50309ed3a8f2a49e442a5bc0ccc5267cada2b5c40fb1fcd3"
-
-
-def v1_plan() -> list[tuple[int, str, int, int]]:
-    """Return (index, template, subgoal count, apartment) for the 96 v1 tasks."""
-    names = list(TEMPLATES)
-    return [(i, names[i % 8], 2 + (i // 8) % 6, (i // 8 + i) % 8) for i in range(V1_TASKS)]
+HEADLINE = ("SR", "CR", "AUC", "DOL", "CAR", "HFR", "spatial_error")
 
 
-@lru_cache(maxsize=1)
-def v1_raw() -> tuple[dict[str, Any], ...]:
-    """Return the 96 generated task dicts (both structures' fields), cached per process."""
-    return tuple(generate(*row)[0] for row in v1_plan())
+def load_source(tasks_file: str | None, suite: str | None, structure: str
+                ) -> tuple[str, list[HouseholdTask]]:
+    """Return (source name, tasks of `structure`) from a task file, a suite, or the examples."""
+    if tasks_file and suite:
+        raise ConfigError("give either --tasks or --suite, not both")
+    if suite:
+        from .instances import load_suite
+
+        return f"suite-{suite}", [t for t in load_suite(suite) if t.structure == structure]
+    path = Path(tasks_file) if tasks_file else (
+        PARALLEL_EXAMPLES if structure == "parallel" else SEQUENTIAL_EXAMPLES)
+    tasks = [t for t in load_tasks(path) if t.structure == structure]
+    if not tasks:
+        raise ConfigError(f"{path}: holds no {structure} task")
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()[:8]
+    return f"{path.stem}-{digest}", tasks
 
 
-def fingerprint(raw: tuple[dict[str, Any], ...]) -> str:
-    """Return the sha256 of a suite's canonical JSON."""
-    return hashlib.sha256(json.dumps(raw, sort_keys=True).encode()).hexdigest()
+def condition_name(source: str, spec: HouseholdSpec) -> str:
+    """Return the run-directory name of a condition."""
+    models = ""
+    if spec.agents == "llm":
+        models = f"-{spec.model}" + (f"+{spec.leader_model}" if spec.leader_model else "")
+    return (f"mecobench_{source}_{spec.structure}_n{spec.team}_{spec.protocol}_{spec.agents}"
+            f"{safe_name(models)}_{spec.prior}_seed{spec.seed}")
 
 
-def suite_dicts(name: str) -> list[dict[str, Any]]:
-    """Return every case of a suite as MECoBench task dicts (parallel first, then sequential)."""
-    if name not in SUITES:
-        raise ConfigError(f"unknown suite {name!r}; available: {', '.join(SUITES)}")
-    raw = v1_raw()
-    return ([as_structure(t, "parallel") for t in raw]
-            + [as_structure(t, "sequential") for t in raw])
+@dataclass(frozen=True)
+class HouseholdCondition:
+    """A household condition: the team's spec and where its cases come from (a task file or
+    a built-in instance set; `source` names it in the condition id)."""
+
+    household: HouseholdSpec
+    source: str
+    tasks_file: str | None = None
+    instance_set: str | None = None
 
 
-def load_suite(name: str) -> list[HouseholdTask]:
-    """Return every case of a suite as HouseholdTasks."""
-    return [task_from_dict(t, f"suite {name}[{k}]") for k, t in enumerate(suite_dicts(name))]
+def household_condition(tasks_file: str | None, instance_set: str | None,
+                        spec: HouseholdSpec) -> HouseholdCondition:
+    """Return the condition of `spec` on a task file, an instance set, or the examples."""
+    source, _ = load_source(tasks_file, instance_set, spec.structure)
+    return HouseholdCondition(spec, source, tasks_file, instance_set)
+
+
+@dataclass(frozen=True)
+class HouseholdResources:
+    """Run-wide options of household play: model-harness settings (model-driven teams),
+    rendered views, a step cap for smoke runs, a per-reply token cap."""
+
+    harness: Any = None  # HarnessSettings, or a ModelHarness when played in this process
+    images: bool = False
+    max_steps: int | None = None
+    max_reply_tokens: int | None = None
+
+
+class HouseholdSuite:
+    """MECoBench on the one runner: a case is a task, seeded by base seed + case index."""
+
+    name = "mecobench"
+    headline = HEADLINE
+
+    def condition(self, spec: HouseholdCondition) -> str:
+        """Return the condition's directory name."""
+        return condition_name(spec.source, spec.household)
+
+    def manifest(self, spec: HouseholdCondition) -> dict[str, Any]:
+        """Return the source and the team's spec."""
+        return {"source": spec.source, **spec.household.as_dict(),
+                "tasks_file": spec.tasks_file, "instance_set": spec.instance_set}
+
+    def cases(self, spec: HouseholdCondition, limit: int | None = None) -> list[Case]:
+        """Return the condition's tasks in order (the first `limit`)."""
+        _, tasks = load_source(spec.tasks_file, spec.instance_set, spec.household.structure)
+        tasks = tasks[:limit] if limit else tasks
+        return [Case(f"case{k:04d}", (k, task)) for k, task in enumerate(tasks)]
+
+    def unit_size(self, spec: HouseholdCondition) -> int:
+        """Return cases per unit (model-driven teams: enough to keep calls in flight)."""
+        return 8 if spec.household.agents == "llm" else 12
+
+    def play(self, spec: HouseholdCondition, cases: list[Case], ctx: PlayContext
+             ) -> Iterator[Played] | AsyncIterator[Played]:
+        """Yield (case, trajectory) as each case ends; model-driven cases run concurrently."""
+        res = ctx.resources or HouseholdResources()
+        store = ImageStore(Path(ctx.run_path)) if res.images else None
+        cond = self.condition(spec)
+        hs = spec.household
+
+        async def one(case: Case) -> Trajectory:
+            k, task = case.data
+            minds = None
+            if hs.agents == "llm":
+                harness = harness_for(res.harness)
+                proto = get_protocol(hs.protocol)
+                minds = [LlmMind(i, harness, hs.alias(i) or "", role=proto.role(i),
+                                 max_tokens=res.max_reply_tokens) for i in range(hs.team)]
+            # case seeds follow MECoBench: base seed + case index
+            return await arun_case(task, hs, hs.seed + k, f"{cond}/{case.key}", minds, store,
+                                   max_steps=res.max_steps, limits=ctx.limits)
+
+        if hs.agents == "llm":
+            return play_concurrently(cases, one, ctx)
+        return ((case, asyncio.run(one(case))) for case in cases)
+
+    def metrics(self, trajectory: Trajectory) -> dict[str, float | None]:
+        """Return the MECoBench metrics of one episode."""
+        return episode_metrics(trajectory)
+
+
+SUITE = HouseholdSuite()
+
+
+def condition_values_of(run: RunDir, cond: str, limit: int | None = None
+                        ) -> dict[str, list[float | None]]:
+    """Return {metric: per-case values (None = n/a)} recomputed from saved trajectories."""
+    keys = run.episode_keys(cond)
+    return condition_values(run, cond, SUITE.metrics, keys[:limit] if limit else keys)

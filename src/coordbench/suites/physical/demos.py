@@ -15,13 +15,14 @@ from typing import Any
 
 import numpy as np
 
-from coordbench.core.atomic import write_atomic, write_atomic_bytes
+from coordbench.agents.physical.expert import ExpertPolicy
+from coordbench.core.atomic import write_atomic_bytes
 from coordbench.envs.physical.env import PhysicalEnv
 from coordbench.envs.physical.robot import ACTION_DIM, PROPRIO_DIM
 from coordbench.envs.physical.tasks import get_task
 from coordbench.errors import RunDirError
 
-from .rollout import ExpertPolicy, run
+from .runner import run
 
 DEMO_SEED0 = 100_000  # demonstration seeds never overlap evaluation seeds 1..N
 IMAGE_EVERY = 5  # render at 10 Hz (every 5th 50 Hz control step)
@@ -35,10 +36,25 @@ def make_demos(task_name: str, n: int, out: Path, *, images: bool = False,
     the metadata (including the rejection rate). The executed actions are perturbed
     (`perturb`, see ExpertPolicy; default: the task's `demo_perturb`) and the clean expert
     actions are recorded as labels."""
+    meta, files = record_demos(task_name, n, images=images, size=size, noise=noise,
+                               perturb=perturb, batch=batch)
+    write_demos(Path(out), files)
+    return meta
+
+
+def write_demos(out: Path, files: dict[str, bytes]) -> None:
+    """Write demonstration files (name -> bytes) atomically into `out`."""
+    out.mkdir(parents=True, exist_ok=True)
+    for name, data in files.items():
+        write_atomic_bytes(out / name, data)
+
+
+def record_demos(task_name: str, n: int, *, images: bool = False, size: int = 64,
+                 noise: float = 1.0, perturb: float | None = None, batch: int = 8
+                 ) -> tuple[dict[str, Any], dict[str, bytes]]:
+    """Record the demonstrations of `make_demos`; return (metadata, {file name: bytes})."""
     task = get_task(task_name)
     perturb = task.demo_perturb if perturb is None else perturb
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     kept: list[tuple[int, Any, Any]] = []
     tried = 0
     seed = DEMO_SEED0
@@ -63,13 +79,10 @@ def make_demos(task_name: str, n: int, out: Path, *, images: bool = False,
             "proprio_dim": PROPRIO_DIM, "obs": "local_obs (PhysicalEnv.local_obs)",
             "images": images, "image_size": size if images else None,
             "image_every": IMAGE_EVERY if images else None}
-    for split, eps in splits.items():
-        if not eps:
-            continue
-        write_atomic_bytes(out / f"{task_name}_{split}.npz",
-                           _pack(task_name, eps, images=images, size=size))
-    write_atomic(out / f"{task_name}_meta.json", json.dumps(meta, indent=1) + "\n")
-    return meta
+    files = {f"{task_name}_{split}.npz": _pack(task_name, eps, images=images, size=size)
+             for split, eps in splits.items() if eps}
+    files[f"{task_name}_meta.json"] = (json.dumps(meta, indent=1) + "\n").encode()
+    return meta, files
 
 
 def _pack(task_name: str, eps, *, images: bool, size: int) -> bytes:
@@ -118,15 +131,3 @@ def render_frames(task_name: str, arrays: dict[str, np.ndarray],
     return frames, np.array(rows)
 
 
-def load_demos(path: Path) -> dict[str, np.ndarray]:
-    """Return a demonstration split's arrays, or raise RunDirError naming the problem."""
-    path = Path(path)
-    if not path.is_file():
-        raise RunDirError(f"demonstration file {path} does not exist (make it with "
-                          f"`coordbench physical demos`)")
-    try:
-        with np.load(path) as z:
-            return {k: z[k] for k in z.files}
-    except Exception as exc:  # numpy raises several types for damaged archives
-        raise RunDirError(f"demonstration file {path} is corrupt ({type(exc).__name__})") \
-            from None

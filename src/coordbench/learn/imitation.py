@@ -26,11 +26,11 @@ import numpy as np
 import torch
 from torch import nn
 
-from coordbench.core.checkpoint import read_checkpoint, write_checkpoint
+from coordbench.core.atomic import write_atomic_bytes
+from coordbench.core.checkpoint import checkpoint_bytes, read_checkpoint
+from coordbench.envs.physical.demo_files import load_demos
 from coordbench.envs.physical.robot import ACTION_DIM, ACTION_HIGH, ACTION_LOW, PROPRIO_DIM
 from coordbench.errors import ConfigError, CoordbenchError
-
-from .demos import load_demos
 
 ALGOS = ("bc", "act", "dp")
 FORMAT = "coordbench-physical-policy"
@@ -311,6 +311,14 @@ def merge(parts: list[RobotData]) -> RobotData:
 def train_policy(cfg: PolicyConfig, demos_dir: Path, out: Path) -> dict[str, Any]:
     """Train the baseline on `<task>_train.npz` (validation on `_val`), write the checkpoint
     to `out`; return losses and timing."""
+    res, blob = fit_policy(cfg, demos_dir)
+    write_atomic_bytes(Path(out), blob)
+    return {**res, "checkpoint": str(out)}
+
+
+def fit_policy(cfg: PolicyConfig, demos_dir: Path) -> tuple[dict[str, Any], bytes]:
+    """Train the baseline (see `train_policy`); return (losses and timing, checkpoint bytes),
+    so a worker elsewhere can hand the checkpoint back to the driver."""
     from coordbench.learn.core import one_thread
 
     cfg.check()
@@ -348,14 +356,14 @@ def train_policy(cfg: PolicyConfig, demos_dir: Path, out: Path) -> dict[str, Any
                 val_losses.append(float(net.loss(*_batch(vdata, idx))))
         nets.append(net)
     wall = time.perf_counter() - start
-    save_policy(out, cfg, nets, [n.enc.mean.shape[0] for n in nets],
-                [0 if not n.enc.image else n.enc.conv[0].in_channels for n in nets])
+    blob = policy_bytes(cfg, nets, [n.enc.mean.shape[0] for n in nets],
+                        [0 if not n.enc.image else n.enc.conv[0].in_channels for n in nets])
     return {"task": cfg.task, "algo": cfg.algo, "obs": cfg.obs, "scope": cfg.scope,
             "sharing": cfg.sharing, "agent_id": cfg.agent_id, "steps": cfg.steps,
             "train_loss": float(np.mean(losses)),
             "val_loss": float(np.mean(val_losses)) if val_losses else None,
-            "train_s": wall, "checkpoint": str(out),
-            "parameters": int(sum(p.numel() for n in nets for p in n.parameters()))}
+            "train_s": wall,
+            "parameters": int(sum(p.numel() for n in nets for p in n.parameters()))}, blob
 
 
 def _batch(data: RobotData, idx: np.ndarray):
@@ -363,12 +371,12 @@ def _batch(data: RobotData, idx: np.ndarray):
     return torch.from_numpy(data.state[idx]), img, torch.from_numpy(data.target[idx])
 
 
-def save_policy(path: Path, cfg: PolicyConfig, nets: list[nn.Module], dims: list[int],
-                channels: list[int]) -> None:
-    """Write a checkpoint atomically."""
-    write_checkpoint(path, {"format": FORMAT, "version": 1, "config": asdict(cfg),
-                            "dims": dims, "channels": channels,
-                            "nets": [n.state_dict() for n in nets]})
+def policy_bytes(cfg: PolicyConfig, nets: list[nn.Module], dims: list[int],
+                 channels: list[int]) -> bytes:
+    """Return a policy checkpoint as bytes."""
+    return checkpoint_bytes({"format": FORMAT, "version": 1, "config": asdict(cfg),
+                             "dims": dims, "channels": channels,
+                             "nets": [n.state_dict() for n in nets]})
 
 
 def load_nets(path: Path) -> tuple[PolicyConfig, list[nn.Module]]:

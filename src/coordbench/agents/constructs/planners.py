@@ -198,3 +198,56 @@ def menu(env: HouseholdEnv, catalog: list[tuple[int, Action]], agent: int | None
             continue
         out.append((k, a, act))
     return out
+
+
+@dataclass
+class StepChoice:
+    """A construct team's choices for one step: an action or None per agent, and why a
+    model-driven planner produced none (an agent id -> reason)."""
+
+    chosen: list[Action | None]
+    errors: dict[int, str] = field(default_factory=dict)
+
+
+class RulePlanners:
+    """Rule-based construct team. Central (C0): one decision per step, agents asked in turn
+    from after the last one that acted, the first with something to do acts. Decentralized:
+    every agent decides from the same snapshot (under decentralized_comm it reads the notes
+    its teammates broadcast last step)."""
+
+    name = "rule"
+
+    def __init__(self, planner: str) -> None:
+        self.planner = planner
+
+    def reset(self, env: HouseholdEnv, info: dict[str, Any]) -> None:
+        """Start an episode on `env`."""
+        self.env = env
+        self.rules = [RuleAgent(i, info, self.planner == "decentralized_comm")
+                      for i in range(env.n)]
+        self.board: list[tuple[int, str]] = []
+        self.turn = 0
+
+    def act(self, images: dict[int, str]) -> StepChoice:
+        """Return this step's choices."""
+        n = self.env.n
+        chosen: list[Action | None] = [None] * n
+        if self.planner == "central":
+            for k in range(n):
+                i = (self.turn + k) % n
+                pick = self.rules[i].decide(self.env)
+                if pick is not None and pick.name != "wait":
+                    chosen[i] = pick
+                    self.turn = i + 1
+                    break
+            return StepChoice(chosen)
+        for r in self.rules:
+            r.read(self.board)
+        return StepChoice([r.decide(self.env) for r in self.rules])
+
+    def executed(self, acting: list[int]) -> list[tuple[int, str]]:
+        """Return the notes the agents broadcast after this step (decentralized_comm)."""
+        if self.planner != "decentralized_comm":
+            return []
+        self.board = [(r.agent, r.message()) for r in self.rules if r.message()]
+        return self.board

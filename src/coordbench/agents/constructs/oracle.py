@@ -16,6 +16,8 @@ from typing import Any
 from coordbench.envs.household.actions import Action
 from coordbench.envs.household.engine import REACH, HouseholdEnv
 
+from .planners import StepChoice
+
 PAIR, SINGLE = 7, 4  # D1 skill abstraction: walk-grab-walk-grab-walk-put-put / walk-grab-walk-put
 
 
@@ -201,3 +203,38 @@ class ConstructOracle:
     def _reposition(self, a: int, nid: int) -> Action:
         """Move to (or stay at) a buffer instead of waiting: the paced relay never idles there."""
         return Action("walk", obj=nid)
+
+
+class OraclePlanners:
+    """The privileged reference team (M*): the oracle's plan, one action per step in turn
+    under the central planner, every planned action at once otherwise."""
+
+    name = "oracle"
+
+    def __init__(self, planner: str) -> None:
+        self.planner = planner
+
+    def reset(self, env: HouseholdEnv, info: dict[str, Any]) -> None:
+        """Start an episode on `env`."""
+        self.oracle = ConstructOracle(env, info, serial=self.planner == "central")
+        self.n = env.n
+        self.turn = 0
+
+    def act(self, images: dict[int, str]) -> StepChoice:
+        """Return this step's choices."""
+        plan = self.oracle.act()
+        if self.planner != "central":
+            return StepChoice(plan)
+        chosen: list[Action | None] = [None] * self.n
+        order = [(self.turn + k) % self.n for k in range(self.n)]
+        pick = next((i for i in order if plan[i] is not None), None)
+        if pick is not None:
+            chosen[pick] = plan[pick]
+            self.turn = pick + 1
+        return StepChoice(chosen)
+
+    def executed(self, acting: list[int]) -> list[tuple[int, str]]:
+        """Tell the oracle which planned actions ran; the oracle broadcasts nothing."""
+        for i in acting:
+            self.oracle.executed(i)
+        return []

@@ -12,18 +12,16 @@ from typing import Protocol
 
 import numpy as np
 
-from coordbench.core.provenance import git_sha, version
 from coordbench.core.trajectory import (
     AgentSpec,
-    EpisodeEndEvent,
     PhysicalCouplingEvent,
     PhysicalPhaseEvent,
     Trajectory,
-    TrajectoryHeader,
 )
 from coordbench.envs.physical.env import PhysicalEnv
 from coordbench.envs.physical.scene import CONTROL_DT
 from coordbench.envs.physical.tasks import get_task
+from coordbench.runner import Recorder
 
 
 class Policy(Protocol):
@@ -36,58 +34,6 @@ class Policy(Protocol):
 
     def act(self, envs: list[PhysicalEnv]) -> list[np.ndarray]:
         """Return one (n, 9) action array per environment."""
-
-
-# per-dimension scale of executed-action perturbations (base velocity, lift, arm, wrist pitch
-# and roll, grip)
-PERTURB_SCALE = np.array([0.1, 0.1, 0.0, 0.0, 0.08, 0.08, 0.0, 0.0, 0.0])
-
-
-class ExpertPolicy:
-    """The decentralized scripted experts; `noise` scales operator variability (0 = none).
-
-    `perturb` > 0 executes the expert's action plus Gaussian noise (scaled per dimension by
-    PERTURB_SCALE) while `label()` still gives the clean action: demonstrations recorded
-    this way show the expert recovering from small deviations (the DART remedy for
-    compounding errors in behaviour cloning)."""
-
-    def __init__(self, noise: float = 0.0, perturb: float = 0.0) -> None:
-        self.noise, self.perturb = noise, perturb
-        self.name = "expert" if noise == 0 else "expert_noisy"
-        self.experts: dict[int, list] = {}
-        self.clean: dict[int, np.ndarray] = {}
-        self.rngs: dict[int, np.random.Generator] = {}
-
-    def reset(self, envs: list[PhysicalEnv], resume: bool = False) -> None:
-        """Draw each robot's operator variability from (seed, robot)."""
-        self.experts = {}
-        for env in envs:
-            team = []
-            for i in range(env.n):
-                rng = np.random.default_rng([env.seed, i, 7919])
-                ex = env.task.expert(env, i, rng, self.noise)
-                if resume:
-                    ex.resume(env.sense(i))
-                team.append(ex)
-            self.experts[id(env)] = team
-            self.rngs[id(env)] = np.random.default_rng([env.seed, 104729])
-
-    def act(self, envs: list[PhysicalEnv]) -> list[np.ndarray]:
-        """Return every robot's action from its own sensing (perturbed if `perturb`)."""
-        out = []
-        for env in envs:
-            clean = np.stack([ex.act(env.sense(i), CONTROL_DT)
-                              for i, ex in enumerate(self.experts[id(env)])])
-            self.clean[id(env)] = clean
-            if self.perturb > 0:
-                noise = self.rngs[id(env)].normal(size=clean.shape) * PERTURB_SCALE
-                clean = clean + self.perturb * noise
-            out.append(clean)
-        return out
-
-    def label(self, env: PhysicalEnv) -> np.ndarray:
-        """Return the clean expert action of the last step of `env`."""
-        return self.clean[id(env)]
 
 
 DROP_STEPS = 5
@@ -206,19 +152,15 @@ def run(task_name: str, policy: Policy, seeds: list[int], *, record: bool = Fals
                 active[k] = False
     trajectories = []
     for k, (env, seed) in enumerate(zip(envs, seeds, strict=True)):
-        events = sorted(phase_events[k] + monitors[k].events, key=lambda e: e.t)
-        success = env.phase >= until_phase
-        events.append(EpisodeEndEvent(t=env.steps, success=success,
-                                      termination="success" if success else "truncated"))
-        header = TrajectoryHeader(
-            episode_id=f"{condition or task_name}/seed{seed:04d}", suite="physical",
+        rec = Recorder(
+            suite="physical", episode_id=f"{condition or task_name}/seed{seed:04d}",
             task_id=task_name, seed=int(seed), policy=policy.name,
             team=[AgentSpec(id=f"robot{i}", driver=policy.name) for i in range(env.n)],
             params={"n_robots": env.n, "start_step": start_steps[k],
                     "start_phase": starts[k][2] if starts else 0, "until_phase": until_phase,
                     "control_dt": CONTROL_DT, "movement": task.movement,
                     "coupling": task.coupling,
-                    "collaborative": [p.collaborative for p in task.phases]},
-            coordbench_version=version(), git_sha=git_sha())
-        trajectories.append(Trajectory(header=header, events=events))
+                    "collaborative": [p.collaborative for p in task.phases]})
+        rec.emit(*sorted(phase_events[k] + monitors[k].events, key=lambda e: e.t))
+        trajectories.append(rec.finish(env.steps, success=env.phase >= until_phase))
     return trajectories, records

@@ -2,8 +2,8 @@
 
 Each mind keeps the paper's windows: the dialogue it saw (last `window` messages), its own
 action history with outcomes, the last feedback (in the observation), and a free-text memory
-it rewrites every step. Every model call is recorded (`calls`, drained into model_call events
-by the runner); a reply that cannot be turned into an action is a protocol failure: the agent
+it rewrites every step. Every model call is recorded into the running episode by the model
+harness; a reply that cannot be turned into an action is a protocol failure: the agent
 idles and the episode goes on.
 """
 
@@ -19,21 +19,9 @@ from coordbench.envs.household.observe import Observation, render_text
 from coordbench.llm import prompts
 from coordbench.llm.client import Completion, ModelHarness
 from coordbench.llm.parse import extract_json, parse_action
+from coordbench.runner.episode import current_recorder
 
 from .protocols import Decision, Message
-
-
-@dataclass
-class EpisodeBudget:
-    """Tokens the whole team may spend in one episode (None: unlimited)."""
-
-    max_tokens: int | None = None
-    used: int = 0
-
-    @property
-    def exhausted(self) -> bool:
-        """Return whether the team has spent its tokens."""
-        return self.max_tokens is not None and self.used >= self.max_tokens
 
 
 @dataclass
@@ -46,12 +34,11 @@ class LlmMind:
     role: str = "agent"
     window: int = 8
     max_tokens: int | None = None
-    budget: EpisodeBudget = field(default_factory=EpisodeBudget)
     memory: str = "{}"
     dialogue: list[str] = field(default_factory=list)
     history: list[str] = field(default_factory=list)
-    calls: list[dict[str, Any]] = field(default_factory=list)
     _last: str | None = None
+    _last_call: dict[str, Any] | None = None  # the model_call record of the last call
 
     # -- plumbing -------------------------------------------------------------------------
     def _system(self, obs: Observation) -> dict[str, Any]:
@@ -70,18 +57,20 @@ class LlmMind:
 
     async def _call(self, obs: Observation, phase: str, text: str,
                     images: list[str] | None = None) -> Completion | None:
-        if self.budget.exhausted:
-            return None
+        rec = current_recorder()
+        if rec is not None and rec.tokens_exhausted:
+            self._last_call = None
+            return None  # the team's token budget for this episode is spent
         messages = [self._system(obs), self._user(text, images or [])]
-        out = await self.harness.complete(self.alias, messages, self.max_tokens)
-        self.budget.used += out.tokens
-        self.calls.append(out.record(self.agent, self.role, phase))
+        out = await self.harness.complete(self.alias, messages, self.max_tokens,
+                                          who=(self.agent, self.role, phase))
+        self._last_call = out.event
         return out
 
     def _mark(self, status: str, error: str | None = None) -> None:
-        if self.calls:
-            self.calls[-1]["parse_status"] = status
-            self.calls[-1]["parse_error"] = error
+        if self._last_call is not None:
+            self._last_call["parse_status"] = status
+            self._last_call["parse_error"] = error
 
     def _absorb(self, inbox: list[Message]) -> None:
         for m in inbox:

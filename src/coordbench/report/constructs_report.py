@@ -1,62 +1,17 @@
-"""Construct conditions in run directories: resumable loops and summaries per construct."""
+"""Construct tables for a run directory, recomputed from its trajectories."""
 
 from __future__ import annotations
 
-import asyncio
-import re
-from collections.abc import Callable
-from typing import Any
+from rich.table import Table
 
 from coordbench.core.rundir import RunDir
 from coordbench.core.stats import Estimate, mean_ci
-from coordbench.envs.household.render import ImageStore
 from coordbench.metrics.constructs import correlation_matrix, episode_metrics
+from coordbench.suites.constructs.families import CONSTRUCTS
+from coordbench.suites.constructs.suite import HEADLINE
 
-from .families import CONSTRUCTS
-from .runner import ConstructSpec, arun_construct, run_construct
-
-HEADLINE = ("SR", "CS", "legal_rate")
-
-
-def condition_name(subset: str, construct: str | None, team: int | None,
-                   spec: ConstructSpec) -> str:
-    """Return the run-directory name of a construct condition."""
-    model = re.sub(r"[^A-Za-z0-9_.=+-]", "-", f"-{spec.model}") if spec.model else ""
-    order = "" if spec.order == "index" else f"_order-{spec.order}"
-    return (f"constructs_{subset}_{construct or 'all'}_team{team or 'all'}_{spec.planner}_"
-            f"{spec.agents}{model}_{spec.observation}_seed{spec.seed}{order}")
-
-
-def run_condition(run: RunDir, cond: str, raws: list[dict[str, Any]], spec: ConstructSpec,
-                  progress: Callable[[int], None] | None = None, harness=None,
-                  in_flight: int = 8) -> None:
-    """Play the instances of `raws` missing from `run` (model-driven ones concurrently)."""
-    run.register(cond, {"suite": "constructs", **spec.as_dict()})
-    store = ImageStore(run.path) if spec.observation == "image" else None
-    todo = [(k, raw) for k, raw in enumerate(raws)
-            if not run.has_episode(cond, f"inst{k:04d}")]
-    if progress:
-        progress(len(raws) - len(todo))
-    if harness is None:
-        for k, raw in todo:
-            run.write_episode(cond, f"inst{k:04d}",
-                              run_construct(raw, spec, f"{cond}/inst{k:04d}", None, store))
-            if progress:
-                progress(1)
-        return
-    gate = asyncio.Semaphore(in_flight)
-
-    async def one(k: int, raw: dict[str, Any]) -> None:
-        async with gate:
-            traj = await arun_construct(raw, spec, f"{cond}/inst{k:04d}", harness, store)
-            run.write_episode(cond, f"inst{k:04d}", traj)
-        if progress:
-            progress(1)
-
-    async def all_of_them() -> None:
-        await asyncio.gather(*(one(k, raw) for k, raw in todo))
-
-    asyncio.run(all_of_them())
+from .format import estimate_json
+from .section import Section
 
 
 def summarize(run: RunDir, cond: str, limit: int | None = None
@@ -78,19 +33,19 @@ def summarize(run: RunDir, cond: str, limit: int | None = None
     return est, per_est
 
 
-def correlations(run: RunDir) -> dict[str, dict[str, float | None]]:
-    """Return the construct-score correlation matrix over the run's construct conditions
+def correlations(run: RunDir, conditions: list[str]) -> dict[str, dict[str, float | None]]:
+    """Return the construct-score correlation matrix over the construct `conditions`
     (one row per condition: its mean score on each construct)."""
     rows = []
-    for cond in run.conditions:
-        if cond.startswith("constructs_") and run.episode_keys(cond):
+    for cond in conditions:
+        if run.episode_keys(cond):
             _, per = summarize(run, cond)
             rows.append({c: per[c]["CS"].mean if c in per and "CS" in per[c] else None
                          for c in CONSTRUCTS})
     return correlation_matrix(rows)
 
 
-def report_markdown(run: RunDir) -> str:
+def markdown(run: RunDir, conditions: list[str]) -> str:
     """Return the construct section of a run report: scores per construct and condition,
     diagnostics, and the construct-score correlation matrix over conditions."""
     lines = ["## Coordination constructs", "",
@@ -99,8 +54,9 @@ def report_markdown(run: RunDir) -> str:
              "invalid actions | progress on failure | steps on success | planner calls |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     any_rows = False
-    for cond, spec in run.conditions.items():
-        if not cond.startswith("constructs_") or not run.episode_keys(cond):
+    for cond in conditions:
+        spec = run.conditions[cond]
+        if not run.episode_keys(cond):
             continue
         _, per = summarize(run, cond)
         for c, d in sorted(per.items()):
@@ -115,7 +71,7 @@ def report_markdown(run: RunDir) -> str:
                          f"{f('steps_on_success')} | {f('planner_calls')} |")
     if not any_rows:
         return ""
-    m = correlations(run)
+    m = correlations(run, conditions)
     lines += ["", "Construct-score correlations over conditions (Pearson; n/a with fewer than "
               "3 conditions or no variance):", "", "| | " + " | ".join(m) + " |",
               "|---|" + "---|" * len(m)]
@@ -123,3 +79,33 @@ def report_markdown(run: RunDir) -> str:
         lines.append(f"| {a} | " + " | ".join("n/a" if v is None else f"{v:+.2f}"
                                               for v in row.values()) + " |")
     return "\n".join(lines) + "\n"
+
+
+def console_table(title: str, per: dict[str, dict[str, Estimate]]) -> Table:
+    """Return a rich table: one row per construct of one condition."""
+    table = Table(title=title, title_justify="left")
+    for col in ("construct", "n", "SR", "CS", "legal rate", "steps on success"):
+        table.add_column(col)
+    for c, d in sorted(per.items()):
+        table.add_row(c, str(d["SR"].n), d["SR"].fmt(3),
+                      d["CS"].fmt(3) if "CS" in d else "n/a", d["legal_rate"].fmt(3),
+                      d["steps_on_success"].fmt(1) if "steps_on_success" in d else "n/a")
+    return table
+
+
+def section(run: RunDir, conditions: list[str]) -> Section:
+    """Return the construct section of a run report."""
+    text = markdown(run, conditions)
+    tables, results = [], {}
+    for cond in conditions:
+        if not run.episode_keys(cond):
+            continue
+        spec = run.conditions[cond]
+        overall, per = summarize(run, cond)
+        tables.append(console_table(f"constructs: {spec['planner']}, {spec['agents']}, "
+                                    f"{spec['observation']}", per))
+        results[cond] = {"suite": "constructs", "spec": spec,
+                         "metrics": {k: estimate_json(e) for k, e in overall.items()},
+                         "per_construct": {c: {k: estimate_json(d[k]) for k in HEADLINE
+                                               if k in d} for c, d in per.items()}}
+    return Section("coordination constructs", text, tables, results)

@@ -1,0 +1,1 @@
+"""The `coordbench` subcommands, one module per family (options -> spec -> runner -> print)."""

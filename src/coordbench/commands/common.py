@@ -1,0 +1,108 @@
+"""What every command shares: consoles, progress bars, the executor options, run plans."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from coordbench.errors import ConfigError
+
+err = Console(stderr=True)
+# Tables are wide; when stdout is a file or a pipe, do not squeeze them into 80 columns.
+out = Console() if sys.stdout.isatty() else Console(width=200)
+
+
+def executor_option(default: str = "local") -> Any:
+    """Return the --executor option."""
+    return typer.Option(default, help="local (this process) | process (a local process "
+                                      "pool) | ray (RAY_ADDRESS, or a local instance on "
+                                      "127.0.0.1)")
+
+
+def workers_option(default: int = 1) -> Any:
+    """Return the --workers option."""
+    return typer.Option(default, help="Parallel workers (processes or Ray CPUs).")
+
+
+def command_line() -> str:
+    """Return the command line as the user typed it (recorded in manifests)."""
+    return "coordbench " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+
+
+class Bars:
+    """Progress bars for the condition engine (one per condition); with `stats`, a model
+    harness of this process, each bar also shows its calls, cache hits, retries and tokens."""
+
+    def __init__(self, prog: Progress, stats: Any = None) -> None:
+        self.prog, self.bars, self.labels, self.stats = prog, {}, {}, stats
+
+    def start(self, condition: str, label: str, total: int, done: int) -> None:
+        """Add a bar for `condition`."""
+        self.labels[condition] = label
+        self.bars[condition] = self.prog.add_task(label, total=total, completed=done)
+
+    def advance(self, condition: str, n: int) -> None:
+        """Advance `condition`'s bar."""
+        desc = self.labels[condition]
+        if self.stats is not None:
+            st = self.stats
+            desc += (f": calls {st.calls} cached {st.cache_hits} retries {st.retries} "
+                     f"in flight {st.in_flight} tokens {st.prompt_tokens + st.completion_tokens:,}")
+        self.prog.update(self.bars[condition], advance=n, description=desc)
+
+
+@contextmanager
+def bars(quiet: bool, stats: Any = None) -> Iterator[Bars]:
+    """Yield progress bars on stderr (none when `quiet`)."""
+    prog = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TimeElapsedColumn(), console=err, disable=quiet, transient=False)
+    with prog:
+        yield Bars(prog, stats)
+
+
+def run_dir(path: Path):
+    """Return the run directory at `path` (created if needed, this command recorded)."""
+    from coordbench.core.rundir import RunDir
+
+    return RunDir.create_or_open(path, command=command_line())
+
+
+def play(path: Path, plan: Sequence, *, quiet: bool = False, labels: Sequence[str] | None = None,
+         stats: Any = None, **options: Any):
+    """Run `plan` ((suite, spec[, limit]) items) into the run at `path`; return the run."""
+    from coordbench.runner import run_conditions
+
+    run = run_dir(path)
+    with bars(quiet, stats) as progress:
+        run_conditions(run, plan, labels=labels, progress=progress, **options)
+    return run
+
+
+def emit_json(payload: Any) -> None:
+    """Print one JSON object on stdout."""
+    sys.stdout.write(json.dumps(payload) + "\n")
+
+
+def positive(**values: int | None) -> None:
+    """Raise ConfigError naming the first option that is given and below 1."""
+    for name, v in values.items():
+        if v is not None and v < 1:
+            raise ConfigError(f"--{name.replace('_', '-')} must be >= 1, got {v}")
+
+
+def need_torch() -> None:
+    """Raise ConfigError unless PyTorch is installed."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        raise ConfigError("the learners need PyTorch: pip install 'coordbench[learn]' "
+                          "(torch==2.13.0, CPU)") from None

@@ -1,0 +1,62 @@
+"""`coordbench constructs run`: planners on the coordination-construct instances."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from .common import emit_json, executor_option, out, play, workers_option
+from .household import harness_settings, local_stats
+
+app = typer.Typer(no_args_is_help=True, help="Coordination constructs D1-D4.")
+
+
+@app.command("run")
+def constructs_run(
+    subset: str = typer.Option("all", help="all (900 instances) | rep240"),
+    instances: Path | None = typer.Option(None, help="An instance file (JSON list) instead "
+                                                     "of the built-in set."),
+    construct: str | None = typer.Option(None, help="D1 | D2 | D3 | D4 (default: all)."),
+    team: int | None = typer.Option(None, help="2 | 3 | 4 (default: all)."),
+    planner: str = typer.Option("central", help="central | decentralized | "
+                                                "decentralized_comm"),
+    agents: str = typer.Option("rule", help="oracle | rule | llm"),
+    model: str | None = typer.Option(None, help="Model alias (agents=llm)."),
+    models: Path | None = typer.Option(None, help="Model registry file (YAML)."),
+    observation: str = typer.Option("blind", help="image | blind"),
+    order: str = typer.Option("index", help="Landing order within a step: index | reverse"),
+    limit: int | None = typer.Option(None, help="Play only the first K instances."),
+    seed: int = typer.Option(0, help="Episode seed."),
+    cache: bool = typer.Option(True, "--cache/--no-cache", help="Reuse cached replies."),
+    max_connections: int | None = typer.Option(None, help="Cap concurrent calls per model."),
+    executor: str = executor_option(),
+    workers: int = workers_option(),
+    out_dir: Path | None = typer.Option(None, "--out", help="Run directory (resumable)."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Run planners on the construct instances; SR, construct score and legality."""
+    from coordbench.report.constructs_report import console_table, summarize
+    from coordbench.report.format import estimate_json
+    from coordbench.suites.constructs.runner import ConstructSpec
+    from coordbench.suites.constructs.suite import HEADLINE, SUITE, ConstructCondition
+
+    spec = ConstructSpec(planner, agents, observation, model, seed, order)
+    cond = ConstructCondition(spec, subset, construct, team, limit,
+                              str(instances) if instances else None)
+    cases = SUITE.cases(cond)  # a bad instance file fails here, before any work
+    settings = harness_settings(models, cache, None, max_connections, seed, {model}) \
+        if agents == "llm" else None
+    run = play(out_dir or Path("runs") / "constructs", [(SUITE, cond)], quiet=as_json,
+               executor=executor, workers=workers, resources=settings,
+               labels=[f"constructs {planner} {agents}"], stats=local_stats(settings, executor))
+    overall, per = summarize(run, SUITE.condition(cond), len(cases))
+    if as_json:
+        payload = {k: estimate_json(overall[k]) for k in HEADLINE if k in overall}
+        payload["per_construct"] = {c: {k: estimate_json(d[k]) for k in HEADLINE if k in d}
+                                    for c, d in per.items()}
+        payload["instances"] = len(cases)
+        emit_json(payload)
+        return
+    out.print(console_table(f"constructs: {planner}, {agents}, {observation}", per))
+    out.print(f"run directory: {run.path}")

@@ -1,0 +1,112 @@
+"""`coordbench mecobench run`: household teams on MECoBench cases."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from coordbench.errors import ConfigError
+
+from .common import emit_json, executor_option, out, play, positive, workers_option
+
+app = typer.Typer(no_args_is_help=True, help="MECoBench: household teams.")
+
+
+def harness_settings(models: Path | None, cache: bool, cache_path: Path | None,
+                     max_connections: int | None, seed: int | None, aliases: set[str]):
+    """Return harness settings after checking that every alias resolves (unknown alias or
+    missing key: one clear error before any work)."""
+    from coordbench.llm.client import HarnessSettings
+
+    settings = HarnessSettings(str(models) if models else None, cache,
+                               str(cache_path) if cache_path else None, max_connections, seed)
+    harness = settings.build()
+    for alias in sorted(aliases):
+        harness.provider(alias)
+    return settings
+
+
+def local_stats(settings, executor: str):
+    """Return this process's harness counters when the run plays here (else None)."""
+    if settings is None or executor != "local":
+        return None
+    from coordbench.llm.client import harness_for
+
+    return harness_for(settings).stats
+
+
+@app.command("run")
+def mecobench_run(
+    tasks: Path | None = typer.Option(None, help="A MECoBench task file (JSON)."),
+    suite: str | None = typer.Option(None, help="A built-in instance set, e.g. v1."),
+    structure: str = typer.Option("parallel", help="parallel | sequential"),
+    team: int = typer.Option(2, help="Team size (sequential: 2)."),
+    protocol: str = typer.Option("none", help="none|broadcast|discuss|leader|leader_vision|"
+                                              "shared_memory"),
+    agents: str = typer.Option("rule", help="oracle | rule | llm"),
+    model: str | None = typer.Option(None, help="Model alias of every agent (agents=llm)."),
+    leader_model: str | None = typer.Option(None, help="Model alias of the leader (agent 0)."),
+    models: Path | None = typer.Option(None, help="Model registry file (YAML)."),
+    max_connections: int | None = typer.Option(None, help="Cap concurrent calls per model."),
+    cache: bool = typer.Option(True, "--cache/--no-cache", help="Reuse cached replies."),
+    cache_path: Path | None = typer.Option(None, help="Response cache file (sqlite)."),
+    max_tokens_per_episode: int | None = typer.Option(None, help="Stop an episode's team "
+                                                      "after this many model tokens."),
+    cost_limit: float | None = typer.Option(None, help="Stop the run at this spend ($)."),
+    max_steps: int | None = typer.Option(None, help="Cap team steps (short smoke runs)."),
+    max_reply_tokens: int | None = typer.Option(None, help="Cap tokens per model reply."),
+    in_flight: int = typer.Option(8, help="Episodes played concurrently (agents=llm)."),
+    prior: str = typer.Option("full", help="full|no_appearance|no_location|none|noisy"),
+    limit: int | None = typer.Option(None, help="Play only the first K cases."),
+    seed: int = typer.Option(0, help="Base seed; case k uses seed + k."),
+    images: bool = typer.Option(False, "--images", help="Render and store agents' views."),
+    executor: str = executor_option(),
+    workers: int = workers_option(),
+    out_dir: Path | None = typer.Option(None, "--out", help="Run directory (resumable)."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Run a household team on MECoBench cases; SR, CR, AUC, DOL, CAR, HFR, spatial errors."""
+    from rich.table import Table
+
+    from coordbench.core.stats import summarize
+    from coordbench.report.format import estimate_json, fmt
+    from coordbench.runner import Limits
+    from coordbench.suites.mecobench.runner import HouseholdSpec
+    from coordbench.suites.mecobench.suite import (
+        HEADLINE,
+        SUITE,
+        HouseholdResources,
+        condition_values_of,
+        household_condition,
+    )
+
+    positive(limit=limit, in_flight=in_flight)
+    spec = HouseholdSpec(structure, team, protocol, agents, prior, seed, model, leader_model)
+    cond = household_condition(str(tasks) if tasks else None, suite, spec)
+    settings = None
+    if agents == "llm":
+        settings = harness_settings(models, cache, cache_path, max_connections, seed,
+                                    {spec.alias(i) for i in range(team)})
+    if cost_limit is not None and not cost_limit > 0:
+        raise ConfigError(f"--cost-limit must be > 0, got {cost_limit}")
+    run = play(out_dir or Path("runs") / "mecobench", [(SUITE, cond)], limit=limit,
+               quiet=as_json, executor=executor, workers=workers, in_flight=in_flight,
+               resources=HouseholdResources(settings, images, max_steps, max_reply_tokens),
+               limits=Limits(cost_limit, max_tokens_per_episode),
+               labels=[f"{structure} n={team} {protocol} {model or agents}"],
+               stats=local_stats(settings, executor))
+    n_cases = len(SUITE.cases(cond, limit))
+    summary = summarize(condition_values_of(run, SUITE.condition(cond), n_cases))
+    if as_json:
+        emit_json({"cases": n_cases, **{k: estimate_json(e) for k, e in summary.items()}})
+        return
+    table = Table(title=f"MECoBench {structure}, team {team}, {protocol}, {agents}, {prior}")
+    table.add_column("metric")
+    table.add_column("mean ± 95% CI", justify="right")
+    table.add_column("n", justify="right")
+    for k in (*HEADLINE, "tokens_per_step", "protocol_failures", "duplicate_grabs",
+              "wrong_class_grabs", "hallucinated_completion", "steps"):
+        table.add_row(k, fmt(summary[k]), str(summary[k].n))
+    out.print(table)
+    out.print(f"run directory: {run.path}")

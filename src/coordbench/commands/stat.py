@@ -1,0 +1,164 @@
+"""`coordbench stat ...`: configurations, evaluation, training, tables, speed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from coordbench.errors import ConfigError
+
+from .common import emit_json, err, executor_option, need_torch, out, play, workers_option
+
+app = typer.Typer(no_args_is_help=True, help="STAT: spatial task allocation at scale.")
+
+
+@app.command("configs")
+def stat_configs() -> None:
+    """List the nine named STAT configurations."""
+    from rich.table import Table
+
+    from coordbench.envs.stat.config import CONFIGS
+
+    table = Table(title="STAT configurations")
+    for col in ("name", "agents", "tasks", "plane", "regime", "train steps", "obs dim"):
+        table.add_column(col)
+    for c in CONFIGS.values():
+        table.add_row(c.name, str(c.agents), str(c.tasks), f"{c.width:g}x{c.height:g}", c.regime,
+                      f"{c.train_steps:,}", str(c.obs_dim))
+    out.print(table)
+
+
+@app.command("eval")
+def stat_eval(
+    config: str = typer.Option(..., help="STAT config name, e.g. 5A-25T-50x30."),
+    policy: str = typer.Option(..., help="random | greedy | matching | hungarian | PATH "
+                                         "(a checkpoint of `stat train`)"),
+    episodes: int = typer.Option(100, help="Number of episodes (layouts 0..N-1)."),
+    layouts: str = typer.Option("paper", help="paper (seeds s*1000+i) | uniform"),
+    seed: int = typer.Option(0, help="Policy seed (and layout seed for uniform layouts)."),
+    episode_limit: int = typer.Option(700, help="Truncate episodes at this many steps."),
+    executor: str = executor_option(),
+    workers: int = workers_option(),
+    out_dir: Path | None = typer.Option(None, "--out", help="Run directory (resumable)."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object of metrics."),
+) -> None:
+    """Evaluate a scripted allocator; mean and 95% CI of every diagnostic over episodes."""
+    from coordbench.core.stats import summarize
+    from coordbench.report.format import estimate_json
+    from coordbench.report.stat_report import collect, console_table
+    from coordbench.suites.stat.suite import SUITE, StatEvalSpec, condition_metrics
+
+    spec = StatEvalSpec(config, policy, layouts, seed, episode_limit)
+    run = play(out_dir or Path("runs") / "stat-eval" / spec.condition, [(SUITE, spec)],
+               limit=episodes, quiet=as_json, executor=executor, workers=workers,
+               labels=[f"{config} {policy}"])
+    if as_json:
+        summary = summarize(condition_metrics(run, spec.condition, episodes))
+        emit_json({k: estimate_json(e) for k, e in summary.items()})
+        return
+    out.print(console_table(collect(run, [spec.condition], episodes),
+                            title=f"STAT {config} {policy}"))
+    out.print(f"run directory: {run.path}")
+
+
+@app.command("train")
+def stat_train(
+    config: str = typer.Option(..., help="STAT config name."),
+    algo: str = typer.Option(..., help="dqn | fdqn | vdn | qmix | qtran | iql | coma"),
+    steps: int | None = typer.Option(None, help="Environment steps (default: the paper's)."),
+    seeds: str = typer.Option("0-4", help="Training seeds, e.g. 0-4."),
+    utd: float = typer.Option(8.0, help="Transitions replayed per transition collected "
+                                        "(off-policy methods; the paper's learners: ~32)."),
+    num_envs: int | None = typer.Option(None, help="Environments stepped together "
+                                                   "(default 32; coma 8)."),
+    eval_every: int = typer.Option(10_000, help="Environment steps between evaluations."),
+    eval_episodes: int = typer.Option(20, help="Greedy episodes per evaluation "
+                                               "(paper layouts seed*1000+i)."),
+    arch: str = typer.Option("mlp", help="Agent network: mlp (the paper's) | pair "
+                                         "(task-equivariant, same observation; not dqn/fdqn)"),
+    executor: str = executor_option("process"),
+    workers: int = workers_option(2),
+    out_dir: Path = typer.Option(Path("runs/train"), "--out", help="Results directory."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Train a cooperative MARL method on STAT over seeds (one seed per worker); final and
+    max return with CIs."""
+    need_torch()
+    from coordbench.learn.registry import train_configs
+    from coordbench.learn.sweep import parse_seeds, summarize, sweep
+    from coordbench.report.format import estimate_json
+    from coordbench.runner import check_executor
+
+    check_executor(executor, workers)
+    tcs = train_configs(config, algo, parse_seeds(seeds), steps=steps, utd=utd,
+                        num_envs=num_envs, eval_every=eval_every, eval_episodes=eval_episodes,
+                        arch=arch)
+    summary = summarize(sweep(tcs, out_dir, workers, executor))
+    if as_json:
+        emit_json({k: estimate_json(e) for k, e in summary.items()})
+        return
+    from rich.table import Table
+
+    table = Table(title=f"{algo} on {config}, seeds {seeds}")
+    table.add_column("metric")
+    table.add_column("mean ± 95% CI", justify="right")
+    for k, e in summary.items():
+        table.add_row(k, e.fmt(4))
+    out.print(table)
+
+
+@app.command("table")
+def stat_table(
+    dirs: list[Path] = typer.Argument(..., help="Directories of training results."),
+    fmt: str = typer.Option("md", "--format", help="md | csv"),
+    plots: Path | None = typer.Option(None, help="Also write learning-curve PNGs here."),
+    references: bool = typer.Option(True, "--references/--no-references",
+                                    help="Add scripted allocators as reference rows."),
+    output: Path | None = typer.Option(None, "--output", help="Write the table to this file."),
+) -> None:
+    """Paper-style tables (final/max return, conflicts, diversity, throughput) from runs."""
+    import sys
+
+    from coordbench.core.atomic import write_atomic
+    from coordbench.report import stat_train_report as rep
+
+    rep.check_format(fmt)
+    results = rep.load_results(dirs)
+    built = rep.build(results, references=references)
+    text = rep.markdown(built) if fmt == "md" else rep.csv_text(built)
+    if output:
+        write_atomic(output, text)
+    else:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    if plots:
+        for p in rep.plot_curves(results, plots, built["reference_samples"]):
+            err.print(f"wrote {p}")
+
+
+@app.command("speed")
+def stat_speed(
+    config: str = typer.Option("5A-25T-50x30", help="STAT config name."),
+    batch: int = typer.Option(4096, help="Number of environments stepped together."),
+    seconds: float = typer.Option(5.0, help="Measurement time."),
+    no_obs: bool = typer.Option(False, "--no-obs", help="Skip building observation vectors."),
+    threads: int | None = typer.Option(None, help="Threads for observations (default: all)."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Measure joint environment steps per second under random valid actions."""
+    from dataclasses import asdict
+
+    from coordbench.envs.stat.config import get_config
+    from coordbench.envs.stat.speed import measure_speed
+
+    if batch < 1:
+        raise ConfigError(f"--batch must be >= 1, got {batch}")
+    if not seconds > 0:
+        raise ConfigError(f"--seconds must be > 0, got {seconds}")
+    res = measure_speed(get_config(config), batch, seconds, with_obs=not no_obs, threads=threads)
+    if as_json:
+        emit_json(asdict(res))
+    else:
+        out.print(f"{res.config} batch {res.batch}: {res.steps_per_s:,.0f} joint steps/s "
+                  f"({res.steps:,} steps, {res.episodes:,} episodes in {res.seconds:.1f} s"
+                  f"{'' if res.with_obs else ', no observations'}, {res.threads} thread(s))")

@@ -1,0 +1,107 @@
+"""The one run report: every condition's section, chosen by the suite its manifest records.
+
+`compose(run)` groups the run's conditions by suite, asks each family's section for its
+markdown, console tables and results, and returns them in one `Report`; `write(run, report)`
+writes `results.json` and `report.md`. A training directory (`coordbench stat train --out`)
+is reported the same way: its manifest records suite `stat_train`, and an older training
+directory without a manifest is recognised by its result files.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from coordbench.core.rundir import RunDir
+from coordbench.errors import RunDirError
+
+from .section import Section
+
+# manifests of coordbench before 0.2 recorded no suite for STAT and physical conditions
+_PREFIXES = {"stat_": "stat", "mecobench_": "mecobench", "constructs_": "constructs",
+             "physical_": "physical"}
+
+
+def suite_of(condition: str, spec: dict[str, Any]) -> str:
+    """Return the suite a condition belongs to (as recorded; inferred for old manifests)."""
+    if "suite" in spec:
+        return str(spec["suite"])
+    for prefix, name in _PREFIXES.items():
+        if condition.startswith(prefix):
+            return name
+    raise RunDirError(f"condition {condition} records no suite")
+
+
+def _sections() -> dict[str, Callable[[RunDir, list[str]], Section]]:
+    from . import (
+        constructs_report,
+        household_report,
+        physical_report,
+        stat_report,
+        stat_train_report,
+    )
+
+    return {"stat": stat_report.section, "mecobench": household_report.section,
+            "constructs": constructs_report.section, "physical": physical_report.section,
+            "stat_train": stat_train_report.section}
+
+
+@dataclass
+class Report:
+    """A composed report: its markdown, the console tables, and results per condition."""
+
+    markdown: str
+    tables: list[Any] = field(default_factory=list)
+    results: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def results_json(self) -> str:
+        """Return results.json's text."""
+        return json.dumps({"generated": datetime.now(UTC).isoformat(),
+                           "conditions": self.results}, indent=2) + "\n"
+
+
+def compose(run: RunDir) -> Report:
+    """Return the report of every condition in `run`, recomputed from its saved runs."""
+    by_suite: dict[str, list[str]] = {}
+    for cond, spec in run.conditions.items():
+        by_suite.setdefault(suite_of(cond, spec), []).append(cond)
+    sections = _sections()
+    unknown = sorted(set(by_suite) - set(sections))
+    if unknown:
+        raise RunDirError(f"{run.path} has conditions of unknown suite(s) {', '.join(unknown)}; "
+                          "it was written by another coordbench")
+    parts = [sections[name](run, conds) for name, conds in by_suite.items()]
+    parts = [p for p in parts if p.markdown or p.results]
+    m = run.manifest
+    title = ", ".join(p.title for p in parts) or "no finished episodes"
+    lines = [f"# coordbench report: {title}", "",
+             f"- run: `{run.path.name}`; coordbench {m.get('coordbench_version')}, "
+             f"git {m.get('git_sha') or 'unknown'}; trajectory schema {m.get('schema_version')}",
+             "- every number is recomputed from the saved trajectories (`coordbench report DIR`)",
+             ""]
+    text = "\n".join(lines) + "\n".join(p.markdown for p in parts if p.markdown)
+    report = Report(text, [t for p in parts for t in p.tables])
+    for p in parts:
+        report.results.update(p.results)
+    return report
+
+
+def write(run: RunDir, report: Report) -> None:
+    """Write results.json and report.md atomically."""
+    run.write_text("results.json", report.results_json())
+    run.write_text("report.md", report.markdown)
+
+
+def open_for_report(path: str | Path) -> RunDir:
+    """Return the run directory at `path`; a training directory written before it had a
+    manifest gets one (its result files are left as they are)."""
+    path = Path(path)
+    if path.is_dir() and not (path / "manifest.json").exists() and any(path.glob("*_seed*.json")):
+        from .stat_train_report import adopt
+
+        return adopt(path)
+    return RunDir.open(path)

@@ -1,0 +1,165 @@
+"""One episode's record for every family: the header, the events, model calls and the end.
+
+A family's episode loop opens a `Recorder` with what the episode is, emits its events, and
+calls `finish` with how it ended. The header's provenance and the end event are built here and
+nowhere else. While a recorder is open (`with recorder:`), it is the current one of its context
+(a ContextVar, like inspect_ai's transcript), so the model layer records each call into the
+episode that made it without the family collecting calls by hand; concurrent episodes of one
+event loop each see their own recorder.
+
+A `Meter` adds up what the episodes of one work unit spent on models, so a run-wide cost limit
+can be checked inside a worker as well as by the driver.
+"""
+
+from __future__ import annotations
+
+from contextvars import ContextVar, Token
+from dataclasses import dataclass
+from typing import Any
+
+from coordbench.core.provenance import git_sha, version
+from coordbench.core.trajectory import (
+    AgentSpec,
+    EpisodeEndEvent,
+    ModelCallEvent,
+    Trajectory,
+    TrajectoryHeader,
+)
+
+_CURRENT: ContextVar[Recorder | None] = ContextVar("coordbench_recorder", default=None)
+_METER: ContextVar[Meter | None] = ContextVar("coordbench_meter", default=None)
+
+
+@dataclass
+class Meter:
+    """Model spend of the episodes played under it (cache hits cost nothing)."""
+
+    cost: float = 0.0
+    tokens: int = 0
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What may stop an episode before its own end: a run-wide model spend and a per-episode
+    token budget. `spent` is what the run had spent before this work unit began."""
+
+    cost_limit: float | None = None
+    max_tokens_per_episode: int | None = None
+    spent: float = 0.0
+
+    def cost_reason(self) -> str:
+        """Return the stop reason an episode cut short by the cost limit records."""
+        return f"cost limit ${self.cost_limit:g} reached"
+
+    def over_cost(self, meter: Meter | None) -> bool:
+        """Return whether the run's spend (before this unit plus `meter`) reached the limit."""
+        if self.cost_limit is None:
+            return False
+        return self.spent + (meter.cost if meter else 0.0) >= self.cost_limit
+
+
+class Recorder:
+    """Builds one trajectory: header fields at the start, events as they happen, the end."""
+
+    def __init__(self, *, suite: str, episode_id: str, task_id: str, seed: int,
+                 team: list[AgentSpec], protocol: str | None = None, policy: str | None = None,
+                 models: dict[str, str] | None = None, params: dict[str, Any] | None = None,
+                 limits: Limits | None = None) -> None:
+        self.header = {"episode_id": episode_id, "suite": suite, "task_id": task_id,
+                       "seed": int(seed), "team": team, "protocol": protocol, "policy": policy,
+                       "models": dict(models or {}), "params": dict(params or {})}
+        self.events: list = []
+        self.t = 0
+        self.tokens = 0
+        self.limits = limits or Limits()
+        self._calls: list[dict[str, Any]] = []
+        self._token: Token | None = None
+
+    # -- the current recorder ------------------------------------------------------------------
+    def __enter__(self) -> Recorder:
+        self._token = _CURRENT.set(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._token is not None:
+            _CURRENT.reset(self._token)
+            self._token = None
+
+    # -- events ----------------------------------------------------------------------------------
+    def emit(self, *events: Any) -> None:
+        """Append events in order."""
+        self.events.extend(events)
+
+    def model_call(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """Hold one model call (the fields of a model_call event) until `flush_calls`; return
+        the same dict, which the caller may still complete (parse status)."""
+        self._calls.append(fields)
+        tokens = int(fields.get("prompt_tokens", 0)) + int(fields.get("completion_tokens", 0))
+        self.tokens += tokens
+        meter = _METER.get()
+        if meter is not None and not fields.get("cache_hit"):
+            meter.cost += float(fields.get("cost", 0.0))
+            meter.tokens += tokens
+        return fields
+
+    def flush_calls(self) -> None:
+        """Emit the held model calls as events of step `t`."""
+        self.events.extend(ModelCallEvent(t=self.t, **c) for c in self._calls)
+        self._calls.clear()
+
+    @property
+    def tokens_exhausted(self) -> bool:
+        """Return whether the episode has spent its token budget."""
+        cap = self.limits.max_tokens_per_episode
+        return cap is not None and self.tokens >= cap
+
+    def stop_reason(self) -> str | None:
+        """Return why the episode must stop now (token budget, run cost limit), or None."""
+        if self.tokens_exhausted:
+            return f"token budget of {self.limits.max_tokens_per_episode} exhausted"
+        if self.limits.over_cost(_METER.get()):
+            return self.limits.cost_reason()
+        return None
+
+    def finish(self, t: int, *, success: bool, stop: str | None = None,
+               detail: str | None = None) -> Trajectory:
+        """Return the trajectory, closed by its episode_end event.
+
+        success -> termination success; else `stop` (a reason the episode was ended early)
+        -> normal_stop with that reason; else truncated with `detail`.
+        """
+        self.flush_calls()
+        if success:
+            end = EpisodeEndEvent(t=t, success=True, termination="success")
+        elif stop:
+            end = EpisodeEndEvent(t=t, success=False, termination="normal_stop", detail=stop)
+        else:
+            end = EpisodeEndEvent(t=t, success=False, termination="truncated", detail=detail)
+        header = TrajectoryHeader(**self.header, coordbench_version=version(), git_sha=git_sha())
+        return Trajectory(header=header, events=[*self.events, end])
+
+
+def current_recorder() -> Recorder | None:
+    """Return the recorder of the episode running in this context, if any."""
+    return _CURRENT.get()
+
+
+def record_model_call(fields: dict[str, Any]) -> dict[str, Any]:
+    """Record one model call into the current episode (if one is open); return `fields`."""
+    rec = _CURRENT.get()
+    return rec.model_call(fields) if rec is not None else fields
+
+
+def metered(meter: Meter) -> Token:
+    """Make `meter` count the model spend of this context; return the token to reset it."""
+    return _METER.set(meter)
+
+
+def unmetered(token: Token) -> None:
+    """Undo `metered` (the token it returned)."""
+    _METER.reset(token)
+
+
+def current_meter() -> Meter | None:
+    """Return the meter of this context, if any."""
+    return _METER.get()

@@ -1,0 +1,194 @@
+"""Where work units run: in this process, in a local process pool, or on Ray.
+
+Every executor maps a picklable function over work items and yields the results as they
+finish, keeping at most a few items per worker in flight; the items are pulled lazily, so the
+driver can stop dispatching (a cost limit) by ending its generator. Workers return results to
+the driver, which alone writes the run directory: a Ray cluster's workers need no shared file
+system, and an interrupted run loses only the units in flight.
+
+Ray: with `RAY_ADDRESS` set, the executor joins that cluster (it brings its own CPUs, and
+coordbench must be installed on its nodes); otherwise it starts a local instance bound to
+127.0.0.1 with no dashboard, sized to `workers`, and shuts it down afterwards.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from typing import Any
+
+from coordbench.errors import ConfigError
+
+EXECUTORS = ("local", "process", "ray")
+LOOPBACK = "127.0.0.1"
+
+
+def check_executor(name: str, workers: int) -> None:
+    """Raise ConfigError unless `name` is an executor and `workers` is positive."""
+    if name not in EXECUTORS:
+        raise ConfigError(f"unknown executor {name!r}; choose from {', '.join(EXECUTORS)}")
+    if workers < 1:
+        raise ConfigError(f"--workers must be >= 1, got {workers}")
+
+
+class Executor:
+    """Runs `fn(item)` for every item; `local` runs them here, one after another."""
+
+    name = "local"
+
+    def __init__(self, workers: int = 1) -> None:
+        self.workers = workers
+
+    def __enter__(self) -> Executor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def map(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> Iterator[Any]:
+        """Yield fn(item) for each item, as each finishes."""
+        for item in items:
+            yield fn(item)
+
+
+class ProcessExecutor(Executor):
+    """A pool of `workers` spawned processes on this machine."""
+
+    name = "process"
+
+    def __enter__(self) -> ProcessExecutor:
+        # spawn, not fork: numba, torch and MuJoCo hold threads a fork would copy half-made
+        self._pool = ProcessPoolExecutor(self.workers, mp_context=mp.get_context("spawn"))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def map(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> Iterator[Any]:
+        """Yield fn(item) for each item as it finishes, at most 2 per worker in flight."""
+        source = iter(items)
+        pending: set[Future] = set()
+
+        def top_up() -> None:
+            while len(pending) < 2 * self.workers:
+                item = next(source, _END)
+                if item is _END:
+                    return
+                pending.add(self._pool.submit(fn, item))
+
+        top_up()
+        while pending:
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in done:
+                pending.discard(fut)
+                yield fut.result()
+            top_up()
+
+
+class RayExecutor(Executor):
+    """Ray tasks of one CPU each: an existing cluster (RAY_ADDRESS) or a local instance."""
+
+    name = "ray"
+
+    def __enter__(self) -> RayExecutor:
+        self._ray = _import_ray()
+        self._started = not self._ray.is_initialized()
+        if self._started:
+            init_ray(self._ray, self.workers)
+        self._remote: dict[Callable, Any] = {}
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._started:
+            self._ray.shutdown()
+
+    def map(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> Iterator[Any]:
+        """Yield fn(item) for each item as its Ray task finishes."""
+        ray = self._ray
+        remote = self._remote.setdefault(fn, ray.remote(num_cpus=1, max_retries=0)(fn))
+        source = iter(items)
+        pending: list = []
+        slots = 2 * max(self.workers, int(ray.cluster_resources().get("CPU", 1)))
+
+        def top_up() -> None:
+            while len(pending) < slots:
+                item = next(source, _END)
+                if item is _END:
+                    return
+                pending.append(remote.remote(item))
+
+        top_up()
+        while pending:
+            done, rest = ray.wait(pending, num_returns=1)
+            pending[:] = rest
+            yield ray.get(done[0])
+            top_up()
+
+
+_END = object()
+
+
+def _import_ray():
+    if not os.environ.get("RAY_ADDRESS"):
+        # Ray replaces a loopback node address by a remotely reachable one, and then listens
+        # on every interface, unless "clusters" are off (its setting for single machines)
+        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError("--executor ray needs Ray: pip install 'coordbench[ray]'") from None
+    return ray
+
+
+def init_ray(ray: Any, workers: int) -> None:
+    """Join the cluster at RAY_ADDRESS, or start a local instance on 127.0.0.1 only.
+
+    Passing address="local" when RAY_ADDRESS is unset keeps Ray from joining (and then
+    refusing `num_cpus` for) a cluster that happens to be registered on this machine.
+    """
+    address = os.environ.get("RAY_ADDRESS")
+    quiet = {"log_to_driver": False, "configure_logging": False, "include_dashboard": False}
+    if address and address != "local":
+        _probe(address)
+        try:
+            ray.init(address=address, **quiet)
+        except Exception as e:  # Ray raises ConnectionError, RuntimeError or its own types
+            first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+            raise ConfigError(f"cannot reach the Ray cluster at RAY_ADDRESS={address}: "
+                              f"{first[:200]}") from None
+        return
+    from ray._private import ray_constants
+
+    # the same setting, for a process that imported Ray before the environment was set
+    ray_constants.ENABLE_RAY_CLUSTER = False
+    ray.init(address="local", num_cpus=workers, _node_ip_address=LOOPBACK,
+             dashboard_host=LOOPBACK, **quiet)
+    node_ip = ray.util.get_node_ip_address()
+    if node_ip != LOOPBACK:
+        ray.shutdown()
+        raise ConfigError(f"the local Ray instance would listen on {node_ip}, not only on "
+                          f"{LOOPBACK}; refusing to run it")
+
+
+def _probe(address: str) -> None:
+    """Raise ConfigError at once if a host:port cluster address accepts no connection (Ray
+    itself waits about 40 s before it gives up)."""
+    import socket
+
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not port.isdigit() or address == "auto":
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=5).close()
+    except OSError as e:
+        raise ConfigError(f"cannot reach the Ray cluster at RAY_ADDRESS={address}: "
+                          f"{e.strerror or e}") from None
+
+
+def make_executor(name: str, workers: int) -> Executor:
+    """Return the executor called `name` with `workers` workers (use it as a context)."""
+    check_executor(name, workers)
+    kind = {"local": Executor, "process": ProcessExecutor, "ray": RayExecutor}[name]
+    return kind(workers)

@@ -1,0 +1,89 @@
+"""The contracts a benchmark family implements to run on the one runner.
+
+- `Suite`: a family's name, the cases of one of its conditions, how to play a list of cases
+  (batched in lockstep, or concurrently for model-driven teams), and its metrics over a
+  trajectory. Its report section lives in `coordbench.report`, registered under the same name.
+- `Team`: who decides in an episode. Every family's teams have the same two verbs, `reset` and
+  `act`; what they observe and return stays the family's own (STAT's batched arrays, a
+  household team's observations and messages, a physical team's (n, 9) controls), as
+  PettingZoo shares one API shape over per-environment spaces.
+
+A spec is a frozen dataclass that names one condition; it travels to worker processes (and to
+Ray workers) by pickling, so it holds plain data. A suite object is stateless and pickles by
+reference to its class.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Generic, Protocol, TypeVar
+
+from coordbench.core.trajectory import Trajectory
+
+from .episode import Limits
+
+S = TypeVar("S")
+Obs = TypeVar("Obs", contravariant=True)
+Act = TypeVar("Act", covariant=True)
+
+
+@dataclass(frozen=True)
+class Case:
+    """One episode to play: its file key inside the condition and what the suite needs."""
+
+    key: str
+    data: Any = None
+
+
+@dataclass(frozen=True)
+class PlayContext:
+    """What a worker needs beyond the spec and the cases: where the run lives (images are
+    stored there), the family's run-wide resources (e.g. model-harness settings), the limits,
+    and how many model-driven episodes may be in flight at once."""
+
+    run_path: str
+    resources: Any = None
+    limits: Limits = field(default_factory=Limits)
+    in_flight: int = 8
+
+
+Played = tuple[Case, Trajectory]
+
+
+class Suite(Protocol, Generic[S]):
+    """A benchmark family on the one runner."""
+
+    name: str  # recorded in the manifest with every condition; reports dispatch on it
+    headline: tuple[str, ...]  # the metrics a summary leads with
+
+    def condition(self, spec: S) -> str:
+        """Return the condition's name inside a run directory."""
+
+    def manifest(self, spec: S) -> dict[str, Any]:
+        """Return the spec's fields as recorded in the manifest (the suite name is added)."""
+
+    def cases(self, spec: S, limit: int | None = None) -> list[Case]:
+        """Return the condition's cases in order (the first `limit` of them)."""
+
+    def unit_size(self, spec: S) -> int:
+        """Return how many cases a worker plays in one unit of work."""
+
+    def play(self, spec: S, cases: list[Case], ctx: PlayContext
+             ) -> Iterator[Played] | AsyncIterator[Played]:
+        """Yield (case, trajectory) as each episode of `cases` ends (any order)."""
+
+    def metrics(self, trajectory: Trajectory) -> dict[str, float | None]:
+        """Return the episode's metrics (None where a metric does not apply)."""
+
+
+class Team(Protocol[Obs, Act]):
+    """Who decides in an episode: the two verbs every family's teams share."""
+
+    name: str
+
+    def reset(self, *args: Any, **kwargs: Any) -> None:
+        """Start new episodes (the family says from what: environments, a task)."""
+
+    def act(self, obs: Obs) -> Act | Awaitable[Act]:
+        """Return the team's decision for the current step (may be a coroutine)."""

@@ -1,0 +1,156 @@
+"""Evaluation protocols of the physical suite, recorded in resumable run directories.
+
+- Main: rollouts with seeds 1..N from a fresh reset; success and cumulative phase rates.
+- Phase level: for each demonstration and each phase k, restore the recorded state at the
+  start of phase k (phases before k count as done) and roll out until phase k completes or
+  a per-phase budget ends; collaborative vs non-collaborative phase success.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from coordbench.agents.physical.expert import ExpertPolicy
+from coordbench.core.provenance import file_digest
+from coordbench.core.rundir import RunDir
+from coordbench.core.trajectory import Trajectory
+from coordbench.envs.physical.demo_files import load_demos
+from coordbench.envs.physical.tasks import get_task
+from coordbench.errors import ConfigError
+from coordbench.metrics.physical import episode_metrics
+from coordbench.runner import Case, PlayContext, run_condition
+
+from .runner import Policy, run
+
+PHASE_BUDGET = 600  # control steps (12 s) per phase in phase-level evaluation
+
+
+def make_policy(spec: str, task: str) -> Policy:
+    """Return the policy named `spec` for `task`: expert, expert_noisy, or a trained
+    checkpoint path (which must have been trained on `task`)."""
+    if spec == "expert":
+        return ExpertPolicy(0.0)
+    if spec == "expert_noisy":
+        return ExpertPolicy(1.0)
+    from coordbench.learn.imitation import load_policy
+
+    policy = load_policy(Path(spec))
+    if policy.cfg.task != task:
+        raise ConfigError(f"policy {spec} was trained on {policy.cfg.task}, not {task}")
+    return policy
+
+
+def policy_label(spec: str) -> str:
+    """Return a name usable in a condition id (a checkpoint's includes its content digest, so
+    retraining into the same path starts a new condition instead of resuming stale ones)."""
+    if spec in ("expert", "expert_noisy") or not Path(spec).is_file():
+        return spec if spec in ("expert", "expert_noisy") else f"ckpt-{Path(spec).stem}"
+    return f"ckpt-{Path(spec).stem}-{file_digest(spec)}"
+
+
+@dataclass(frozen=True)
+class PhysicalSpec:
+    """A physical evaluation condition: task, policy (expert, expert_noisy or a checkpoint
+    path), and protocol: `main` (fresh resets, seeds 1..N) or `phaseK` (from the starts of
+    phase K in the demonstrations file `demos`)."""
+
+    task: str
+    policy: str
+    protocol: str = "main"
+    demos: str | None = None
+
+    def __post_init__(self) -> None:
+        get_task(self.task)
+        if self.protocol not in ("main", "phase1", "phase2", "phase3"):
+            raise ConfigError(f"unknown physical protocol {self.protocol!r}; choose from "
+                              "main, phase1, phase2, phase3")
+        if self.protocol != "main" and not self.demos:
+            raise ConfigError("phase-level evaluation needs a demonstrations file")
+
+    @property
+    def phase(self) -> int:
+        """Return K of phaseK (0 for main)."""
+        return 0 if self.protocol == "main" else int(self.protocol[-1])
+
+
+class PhysicalSuite:
+    """The physical suite on the one runner: lockstep rollouts of a team policy."""
+
+    name = "physical"
+    headline = ("success", "p1", "p2", "p3")
+    batch = 16
+
+    def condition(self, spec: PhysicalSpec) -> str:
+        """Return the condition's directory name."""
+        return f"physical_{spec.task}_{policy_label(spec.policy)}_{spec.protocol}"
+
+    def manifest(self, spec: PhysicalSpec) -> dict[str, Any]:
+        """Return the spec's fields (the demonstrations file only where it is used)."""
+        out = {"task": spec.task, "policy": spec.policy, "protocol": spec.protocol}
+        return out if spec.demos is None else {**out, "demos": spec.demos}
+
+    def cases(self, spec: PhysicalSpec, limit: int | None = None) -> list[Case]:
+        """Return seeds 1..limit (main) or the first `limit` demonstrations' phase starts."""
+        if spec.phase == 0:
+            return [Case(f"seed{s:04d}", s) for s in range(1, (limit or 100) + 1)]
+        data = load_demos(Path(spec.demos))
+        k = spec.phase
+        out = []
+        for e in range(min(limit or 50, len(data["seeds"]))):
+            row0 = int(data["episode_start"][e])
+            step = 0 if k == 1 else int(data["phase_steps"][e, k - 2])
+            out.append(Case(f"demo{e:03d}", (int(data["seeds"][e]),
+                                             (data["states"][row0 + step], step, k - 1))))
+        return out
+
+    def unit_size(self, spec: PhysicalSpec) -> int:
+        """Return the lockstep batch."""
+        return self.batch
+
+    def play(self, spec: PhysicalSpec, cases: list[Case], ctx: PlayContext
+             ) -> Iterator[tuple[Case, Trajectory]]:
+        """Yield (case, trajectory) for every case, `batch` rollouts in lockstep."""
+        policy = make_policy(spec.policy, spec.task)
+        cond = self.condition(spec)
+        for a in range(0, len(cases), self.batch):
+            chunk = cases[a:a + self.batch]
+            if spec.phase == 0:
+                trs = run(spec.task, policy, [c.data for c in chunk], condition=cond)[0]
+            else:
+                trs = run(spec.task, policy, [c.data[0] for c in chunk],
+                          starts=[c.data[1] for c in chunk], until_phase=spec.phase,
+                          budget=PHASE_BUDGET, condition=cond)[0]
+            yield from zip(chunk, trs, strict=True)
+
+    def metrics(self, trajectory: Trajectory) -> dict[str, float | None]:
+        """Return success, phases reached, failing phase and coupling numbers."""
+        return episode_metrics(trajectory)
+
+
+SUITE = PhysicalSuite()
+
+
+def _play(run_dir: RunDir, spec: PhysicalSpec, n: int, **options: Any) -> list[Trajectory]:
+    cond = run_condition(run_dir, SUITE, spec, limit=n, **options)
+    return [run_dir.load_episode(cond, c.key) for c in SUITE.cases(spec, n)]
+
+
+def evaluate_main(task_name: str, policy_spec: str, rollouts: int, run_dir: RunDir,
+                  **options: Any) -> list[Trajectory]:
+    """Run (or resume) `rollouts` episodes with seeds 1..N; return their trajectories
+    (options: those of `runner.run_conditions`, e.g. executor, workers, progress)."""
+    make_policy(policy_spec, task_name)  # a bad checkpoint fails before any work
+    return _play(run_dir, PhysicalSpec(task_name, policy_spec), rollouts, **options)
+
+
+def evaluate_phases(task_name: str, policy_spec: str, demos: Path, run_dir: RunDir, *,
+                    per_phase: int = 50, **options: Any) -> dict[int, list[Trajectory]]:
+    """Run (or resume) phase-level rollouts from the demonstrations' phase starts; return
+    {phase: trajectories}."""
+    load_demos(demos)
+    make_policy(policy_spec, task_name)
+    return {k: _play(run_dir, PhysicalSpec(task_name, policy_spec, f"phase{k}", str(demos)),
+                     per_phase, **options) for k in (1, 2, 3)}
