@@ -45,6 +45,8 @@ bench: install-dev
 	$(BIN)/python benchmarks/stat_adam.py
 	$(BIN)/python benchmarks/stat_agent_net.py
 	$(BIN)/python benchmarks/physical_speed.py
+	$(BIN)/python benchmarks/runner_executors.py
+	$(BIN)/python benchmarks/runner_llm_ray.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

@@ -15,11 +15,12 @@ from tests.fake_suite import SUITE, FakeSpec, double
 
 
 def _episodes(run: RunDir, cond: str) -> dict[str, str]:
-    """Return {key: trajectory JSON without the creation time}."""
+    """Return {key: trajectory JSON without the creation time and the checkout's sha (a
+    worker reads it when it starts)."""
     out = {}
     for key in run.episode_keys(cond):
         t = run.load_episode(cond, key)
-        out[key] = json.dumps([t.header.model_dump(mode="json", exclude={"created"}),
+        out[key] = json.dumps([t.header.model_dump(mode="json", exclude={"created", "git_sha"}),
                                [e.model_dump(mode="json") for e in t.events]])
     return out
 

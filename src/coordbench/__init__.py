@@ -1,10 +1,35 @@
-"""coordbench: measure how teams of agents coordinate, not only whether they finish."""
+"""coordbench: measure how teams of agents coordinate, not only whether they finish.
+
+From Python::
+
+    import coordbench
+    summary = coordbench.evaluate("stat", config="3A-6T-5x3", policy="hungarian")
+    summary["metrics"]["return"]          # {"mean", "ci95", "n"}, as `stat eval --json`
+    coordbench.results("runs/default")    # every condition of a run, recomputed
+
+`gymnasium.make("coordbench/STAT-v0", config=...)` works once coordbench is imported.
+"""
 
 from importlib.metadata import PackageNotFoundError, version
+
+import gymnasium as _gym
 
 try:
     __version__ = version("coordbench")
 except PackageNotFoundError:  # running from a source tree without an install
     __version__ = "0.0.0+unknown"
 
-__all__ = ["__version__"]
+# registered by name only: the environment module is imported when an environment is made
+if "coordbench/STAT-v0" not in _gym.registry:
+    _gym.register(id="coordbench/STAT-v0", entry_point="coordbench.envs.stat.gym_env:StatGymEnv")
+
+
+def __getattr__(name: str):
+    if name in ("evaluate", "results"):
+        from . import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'coordbench' has no attribute {name!r}")
+
+
+__all__ = ["__version__", "evaluate", "results"]

@@ -69,7 +69,6 @@ def run(
     collaboration: the scripted experts, nominal and noisy, on all ten tasks. The plan is
     coordbench/suites/data/default_plan.json; the options override it.
     """
-    from coordbench.report.compose import compose, write
     from coordbench.suites.plan import expand, load_plan
 
     plan = load_plan()
@@ -85,7 +84,13 @@ def run(
     if physical is not None:
         plan["physical"]["rollouts"] = physical
     items, labels = expand(plan)
-    run_obj = play(out_dir, items, labels=labels, executor=executor, workers=workers)
+    _report(play(out_dir, items, labels=labels, executor=executor, workers=workers))
+
+
+def _report(run_obj) -> None:
+    """Compose the run's report, write it, print its tables."""
+    from coordbench.report.compose import compose, write
+
     rep = compose(run_obj)
     write(run_obj, rep)
     for table in rep.tables:
@@ -97,14 +102,9 @@ def run(
 def report(run_dir: Path = typer.Argument(..., help="A run or training directory.")) -> None:
     """Recompute every table of a run from its saved trajectories (or training results);
     rewrite its results.json and report.md."""
-    from coordbench.report.compose import compose, open_for_report, write
+    from coordbench.report.compose import open_for_report
 
-    run_obj = open_for_report(run_dir)
-    rep = compose(run_obj)
-    write(run_obj, rep)
-    for table in rep.tables:
-        out.print(table)
-    out.print(f"report: {run_obj.path / 'report.md'}")
+    _report(open_for_report(run_dir))
 
 
 @app.command()

@@ -79,8 +79,9 @@ def run_dir(path: Path):
 def play(path: Path, plan: Sequence, *, quiet: bool = False, labels: Sequence[str] | None = None,
          stats: Any = None, **options: Any):
     """Run `plan` ((suite, spec[, limit]) items) into the run at `path`; return the run."""
-    from coordbench.runner import run_conditions
+    from coordbench.runner import check_executor, run_conditions
 
+    check_executor(options.get("executor", "local"), options.get("workers", 1))
     run = run_dir(path)
     with bars(quiet, stats) as progress:
         run_conditions(run, plan, labels=labels, progress=progress, **options)

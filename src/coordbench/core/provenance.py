@@ -12,7 +12,10 @@ from coordbench import __version__
 
 @lru_cache(maxsize=1)
 def git_sha() -> str | None:
-    """Return the commit of the checkout coordbench runs from (with '-dirty'), or None."""
+    """Return the commit of the checkout coordbench runs from (with '-dirty'), or None.
+
+    Read once per process: it describes the code this process loaded, and every episode
+    header records it (two git calls per episode cost more than a STAT episode)."""
     here = Path(__file__).resolve().parent
     try:
         sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True,

@@ -121,18 +121,24 @@ def run_conditions(run: RunDir, plan: Sequence[tuple], *, executor: str = "local
     items = [(it[0], it[1], it[2] if len(it) > 2 else limit) for it in plan]
     names = [register(run, suite, spec) for suite, spec, _ in items]
     todo: list[tuple[Suite, Any, str, list[Case]]] = []
-    for k, ((suite, spec, lim), cond) in enumerate(zip(items, names, strict=True)):
+    counts = []
+    for (suite, spec, lim), cond in zip(items, names, strict=True):
         cases = suite.cases(spec, lim)
         keys = {c.key for c in cases}
         if len(keys) != len(cases):
             raise RunDirError(f"condition {cond} has two cases with one key")
         missing = [c for c in cases if not run.has_episode(cond, c.key)]
-        if progress:
-            progress.start(cond, labels[k] if labels else cond, len(cases),
-                           len(cases) - len(missing))
+        counts.append((len(cases), len(cases) - len(missing)))
         if missing:
             todo.append((suite, spec, cond, missing))
+
+    def started() -> None:
+        for k, (cond, (n, done)) in enumerate(zip(names, counts, strict=True)):
+            if progress:
+                progress.start(cond, labels[k] if labels else cond, n, done)
+
     if not todo:
+        started()
         return names
     ctx = PlayContext(str(run.path), resources, limits, in_flight)
     total = [limits.spent]
@@ -147,6 +153,7 @@ def run_conditions(run: RunDir, plan: Sequence[tuple], *, executor: str = "local
             progress.advance(cond, len(played))
 
     with make_executor(executor, workers) as ex:
+        started()  # once the executor is up: a cluster that cannot be reached draws no bars
         if ex.name == "local":
             _run_inline(todo, ctx, save)
         else:

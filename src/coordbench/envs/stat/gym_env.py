@@ -44,5 +44,3 @@ class StatGymEnv(gym.Env):
         obs, masks, reward, term, trunc, info = self._env.step(np.asarray(action, dtype=np.int64))
         return self._obs(obs, masks), reward, term, trunc, info
 
-
-gym.register(id="coordbench/STAT-v0", entry_point="coordbench.envs.stat.gym_env:StatGymEnv")
