@@ -54,6 +54,7 @@ def content(run: RunDir) -> dict[str, str]:
 
 
 def sweep(root: Path, base_url: str, executor: str, workers: int) -> tuple[RunDir, float]:
+    root.mkdir(parents=True, exist_ok=True)
     models = root / "models.yaml"
     models.write_text(f"models:\n  scripted:\n    base_url: {base_url}\n    model: scripted-1\n"
                       "    max_retries: 3\n    timeout_s: 10\n    max_connections: 4\n")
@@ -74,18 +75,18 @@ def main() -> None:
     args = ap.parse_args()
     rows = {}
     contents = {}
-    with tempfile.TemporaryDirectory() as tmp:
+    # one server for both sweeps: the request hashes (which name the endpoint) agree too
+    with tempfile.TemporaryDirectory() as tmp, ScriptedServer(household_reply) as server:
         for executor in ("local", "ray"):
-            with ScriptedServer(household_reply) as server:
-                run, wall = sweep(Path(tmp) / executor, server.base_url, executor,
-                                  args.workers)
-                calls = sum(len(run.load_episode(c, k).steps(ModelCallEvent))
-                            for c in run.conditions for k in run.episode_keys(c))
-                episodes = sum(len(run.episode_keys(c)) for c in run.conditions)
-                rows[executor] = {"conditions": len(run.conditions), "episodes": episodes,
-                                  "server_requests": len(server.requests),
-                                  "recorded_calls": calls, "wall_s": wall}
-                contents[executor] = content(run)
+            before = len(server.requests)
+            run, wall = sweep(Path(tmp) / executor, server.base_url, executor, args.workers)
+            calls = sum(len(run.load_episode(c, k).steps(ModelCallEvent))
+                        for c in run.conditions for k in run.episode_keys(c))
+            episodes = sum(len(run.episode_keys(c)) for c in run.conditions)
+            rows[executor] = {"conditions": len(run.conditions), "episodes": episodes,
+                              "server_requests": len(server.requests) - before,
+                              "recorded_calls": calls, "wall_s": wall}
+            contents[executor] = content(run)
     same = contents["local"] == contents["ray"]
     ok = all(r["server_requests"] == r["recorded_calls"] for r in rows.values())
     lines = ["# A 10-condition model-driven sweep on the local executor and on Ray", "",

@@ -100,3 +100,11 @@ def test_a_partner_letting_go_mid_carry_is_a_drop_but_a_handover_is_not():
     assert len(drops) == 1 and drops[0].robots == [1]
     trs, _ = run("Handover", ExpertPolicy(0.0), [1, 2])
     assert all(e.kind != "drop" for t in trs for e in t.events if e.type == "physical_event")
+
+
+@pytest.mark.parametrize("task", list(TASKS))
+def test_rollouts_do_not_depend_on_their_lockstep_batch(task):
+    # every task keeps per-episode state; rollouts stepped together must not share it
+    together, _ = run(task, ExpertPolicy(1.0), [1, 2], budget=500)
+    alone, _ = run(task, ExpertPolicy(1.0), [2], budget=500)
+    assert together[1].events == alone[0].events

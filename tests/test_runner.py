@@ -151,3 +151,28 @@ def test_a_manifest_without_suites_is_upgraded_not_refused(tmp_path):
     run_condition(run, SUITE, spec, limit=3)
     assert RunDir.open(tmp_path / "r").conditions[cond]["suite"] == "fake"
     assert len(run.episode_keys(cond)) == 3
+
+
+def test_concurrent_model_calls_are_recorded_in_the_order_they_were_made():
+    import asyncio
+
+    from coordbench.core.trajectory import AgentSpec
+    from coordbench.runner import Recorder
+    from coordbench.runner.episode import record_model_call, reserve_model_call
+
+    async def call(agent: int, delay: float) -> None:
+        slot = reserve_model_call()
+        await asyncio.sleep(delay)
+        record_model_call({"agent": agent, "role": "agent", "phase": "act", "model": "m",
+                           "request_hash": str(agent)}, slot)
+
+    async def step() -> Recorder:
+        rec = Recorder(suite="fake", episode_id="x", task_id="t", seed=0,
+                       team=[AgentSpec(id="agent_0", driver="m")])
+        with rec:
+            await asyncio.gather(call(0, 0.05), call(1, 0.0), call(2, 0.02))
+            rec.flush_calls()
+        return rec
+
+    rec = asyncio.run(step())
+    assert [e.agent for e in rec.events] == [0, 1, 2]  # replies came back 1, 2, 0

@@ -20,7 +20,7 @@ from typing import Any
 from weakref import WeakKeyDictionary
 
 from coordbench.errors import ConfigError
-from coordbench.runner.episode import record_model_call
+from coordbench.runner.episode import record_model_call, reserve_model_call
 
 from .cache import ResponseCache, request_key
 from .registry import ModelSpec, Registry
@@ -256,9 +256,10 @@ class ModelHarness:
         With `who` = (agent, role, phase), the call is recorded into the episode running in
         this context (its `event` is that record, for the caller to add a parse status).
         """
+        slot = reserve_model_call() if who is not None else None
         done = await self._complete(alias, messages, max_tokens)
         if who is not None:
-            done.event = record_model_call(done.record(*who))
+            done.event = record_model_call(done.record(*who), slot)
         return done
 
     async def _complete(self, alias: str, messages: list[dict[str, Any]],

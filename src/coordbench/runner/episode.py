@@ -90,21 +90,35 @@ class Recorder:
         """Append events in order."""
         self.events.extend(events)
 
-    def model_call(self, fields: dict[str, Any]) -> dict[str, Any]:
-        """Hold one model call (the fields of a model_call event) until `flush_calls`; return
-        the same dict, which the caller may still complete (parse status)."""
-        self._calls.append(fields)
+    def reserve_call(self) -> dict[str, Any]:
+        """Hold a place for a model call that is starting: calls are recorded in the order
+        they were made, not the order their replies came back, so concurrent calls of one
+        step keep one order whatever the timing."""
+        slot: dict[str, Any] = {}
+        self._calls.append(slot)
+        return slot
+
+    def model_call(self, fields: dict[str, Any], slot: dict[str, Any] | None = None
+                   ) -> dict[str, Any]:
+        """Hold one model call (the fields of a model_call event, in `slot` if one was
+        reserved) until `flush_calls`; return the record, which the caller may still complete
+        (parse status)."""
+        if slot is None:
+            slot = {}
+            self._calls.append(slot)
+        slot.update(fields)
         tokens = int(fields.get("prompt_tokens", 0)) + int(fields.get("completion_tokens", 0))
         self.tokens += tokens
         meter = _METER.get()
         if meter is not None and not fields.get("cache_hit"):
             meter.cost += float(fields.get("cost", 0.0))
             meter.tokens += tokens
-        return fields
+        return slot
 
     def flush_calls(self) -> None:
         """Emit the held model calls as events of step `t`."""
-        self.events.extend(ModelCallEvent(t=self.t, **c) for c in self._calls)
+        # an empty slot is a call that never returned (its episode was cancelled)
+        self.events.extend(ModelCallEvent(t=self.t, **c) for c in self._calls if c)
         self._calls.clear()
 
     @property
@@ -144,10 +158,18 @@ def current_recorder() -> Recorder | None:
     return _CURRENT.get()
 
 
-def record_model_call(fields: dict[str, Any]) -> dict[str, Any]:
-    """Record one model call into the current episode (if one is open); return `fields`."""
+def reserve_model_call() -> dict[str, Any] | None:
+    """Hold the place of a starting model call in the current episode (None outside one)."""
     rec = _CURRENT.get()
-    return rec.model_call(fields) if rec is not None else fields
+    return rec.reserve_call() if rec is not None else None
+
+
+def record_model_call(fields: dict[str, Any], slot: dict[str, Any] | None = None
+                      ) -> dict[str, Any]:
+    """Record one model call into the current episode (if one is open), in its reserved
+    `slot` if any; return the record."""
+    rec = _CURRENT.get()
+    return rec.model_call(fields, slot) if rec is not None else fields
 
 
 def metered(meter: Meter) -> Token:

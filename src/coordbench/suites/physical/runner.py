@@ -116,7 +116,9 @@ def run(task_name: str, policy: Policy, seeds: list[int], *, record: bool = Fals
     `budget` caps control steps after the start (default: the task's limit).
     """
     task = get_task(task_name)
-    envs = [PhysicalEnv(task) for _ in seeds]
+    # one task object per environment: tasks keep per-episode state (MoveHouse's door
+    # timer), which rollouts sharing one object in lockstep would overwrite for each other
+    envs = [PhysicalEnv(get_task(task_name)) for _ in seeds]
     for k, (env, seed) in enumerate(zip(envs, seeds, strict=True)):
         env.reset(seed)
         if starts is not None:
