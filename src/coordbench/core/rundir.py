@@ -140,8 +140,13 @@ class RunDir:
         """Atomically write a complete trajectory; return its path."""
         if trajectory.end is None:
             raise RunDirError(f"episode {key} of {condition} is incomplete (no episode_end)")
+        return self.write_episode_text(condition, key, trajectory.to_jsonl())
+
+    def write_episode_text(self, condition: str, key: str, text: str) -> Path:
+        """Atomically write a complete trajectory already serialized as JSONL (a worker
+        serializes, the driver writes); return its path."""
         path = self.episode_path(condition, key)
-        write_atomic(path, trajectory.to_jsonl())
+        write_atomic(path, text)
         return path
 
     def episode_keys(self, condition: str) -> list[str]:

@@ -71,15 +71,36 @@ def spent(trajectory: Trajectory) -> float:
     return sum(c.cost for c in trajectory.steps(ModelCallEvent) if not c.cache_hit)
 
 
-def play_unit(unit: Unit) -> list[Played]:
-    """Play one unit to the end; return every (case, trajectory) it produced."""
+@dataclass(frozen=True)
+class Finished:
+    """A finished episode as it travels back to the driver: already serialized (the workers
+    do the JSON work), what it cost, and whether it is kept (an episode cut short by the
+    cost limit is not)."""
+
+    key: str
+    text: str
+    cost: float
+    keep: bool
+
+
+def finished(case: Case, traj: Trajectory, limits: Limits) -> Finished:
+    """Return the episode of `case` ready to be written."""
+    if traj.end is None:
+        raise RunDirError(f"episode {case.key} is incomplete (no episode_end)")
+    end = traj.end
+    cut = (limits.cost_limit is not None and end.termination == "normal_stop"
+           and end.detail == limits.cost_reason())
+    return Finished(case.key, traj.to_jsonl(), spent(traj), not cut)
+
+
+def play_unit(unit: Unit) -> list[Finished]:
+    """Play one unit to the end; return every episode it produced."""
     meter = Meter()
     token = metered(meter)
     try:
         out = unit.suite.play(unit.spec, unit.cases, unit.ctx)
-        if inspect.isasyncgen(out):
-            return asyncio.run(_collect(out))
-        return list(out)
+        played = asyncio.run(_collect(out)) if inspect.isasyncgen(out) else list(out)
+        return [finished(c, t, unit.ctx.limits) for c, t in played]
     finally:
         unmetered(token)
 
@@ -143,14 +164,13 @@ def run_conditions(run: RunDir, plan: Sequence[tuple], *, executor: str = "local
     ctx = PlayContext(str(run.path), resources, limits, in_flight)
     total = [limits.spent]
 
-    def save(cond: str, played: list[Played]) -> None:
-        for case, traj in played:
-            total[0] += spent(traj)
-            if _stopped_by_cost(traj, limits):
-                continue
-            run.write_episode(cond, case.key, traj)
-        if progress and played:
-            progress.advance(cond, len(played))
+    def save(cond: str, done: list[Finished]) -> None:
+        for f in done:
+            total[0] += f.cost
+            if f.keep:
+                run.write_episode_text(cond, f.key, f.text)
+        if progress and done:
+            progress.advance(cond, len(done))
 
     with make_executor(executor, workers) as ex:
         started()  # once the executor is up: a cluster that cannot be reached draws no bars
@@ -167,14 +187,8 @@ def run_condition(run: RunDir, suite: Suite, spec: Any, **options: Any) -> str:
     return run_conditions(run, [(suite, spec)], **options)[0]
 
 
-def _stopped_by_cost(traj: Trajectory, limits: Limits) -> bool:
-    end = traj.end
-    return (limits.cost_limit is not None and end is not None
-            and end.termination == "normal_stop" and end.detail == limits.cost_reason())
-
-
 def _run_inline(todo: list[tuple[Suite, Any, str, list[Case]]], ctx: PlayContext,
-                save: Callable[[str, list[Played]], None]) -> None:
+                save: Callable[[str, list[Finished]], None]) -> None:
     """Play each condition whole in this process, writing each episode as it ends."""
     meter = current_meter() or Meter()
     token = metered(meter)
@@ -182,8 +196,8 @@ def _run_inline(todo: list[tuple[Suite, Any, str, list[Case]]], ctx: PlayContext
         for suite, spec, cond, cases in todo:
             if ctx.limits.over_cost(meter):
                 return
-            for played in _iterate(suite.play(spec, cases, ctx)):
-                save(cond, [played])
+            for case, traj in _iterate(suite.play(spec, cases, ctx)):
+                save(cond, [finished(case, traj, ctx.limits)])
                 if ctx.limits.over_cost(meter):
                     break
     finally:
@@ -192,7 +206,7 @@ def _run_inline(todo: list[tuple[Suite, Any, str, list[Case]]], ctx: PlayContext
 
 def _run_units(ex: Executor, todo: list[tuple[Suite, Any, str, list[Case]]],
                ctx: PlayContext, total: list[float],
-               save: Callable[[str, list[Played]], None]) -> None:
+               save: Callable[[str, list[Finished]], None]) -> None:
     """Cut the work into units and let the executor play them; stop dispatching at the
     cost limit."""
 
@@ -211,7 +225,7 @@ def _run_units(ex: Executor, todo: list[tuple[Suite, Any, str, list[Case]]],
         save(cond, played)
 
 
-def _play_tagged(unit: Unit) -> tuple[str, list[Played]]:
+def _play_tagged(unit: Unit) -> tuple[str, list[Finished]]:
     return unit.condition, play_unit(unit)
 
 
