@@ -83,7 +83,7 @@ def compose(run: RunDir) -> Report:
              f"git {m.get('git_sha') or 'unknown'}; trajectory schema {m.get('schema_version')}",
              "- every number is recomputed from the saved trajectories (`coordbench report DIR`)",
              ""]
-    text = "\n".join(lines) + "\n".join(p.markdown for p in parts if p.markdown)
+    text = "\n".join(lines) + "\n" + "\n".join(p.markdown for p in parts if p.markdown)
     report = Report(text, [t for p in parts for t in p.tables])
     for p in parts:
         report.results.update(p.results)

@@ -69,7 +69,6 @@ def markdown(results: list[ConditionResult]) -> str:
         "",
         "± is the half-width of a 95% t-interval over episodes; n = episodes.",
         "",
-        "",
         "| config | policy | n | return | released env | best learned (paper) | H | success |",
         "|---|---|---|---|---|---|---|---|",
     ]
