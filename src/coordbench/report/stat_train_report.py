@@ -395,5 +395,5 @@ def section(run, conditions: list[str]):
         out[cond] = {"suite": "stat_train", "spec": spec, "metrics": {
             "final_return": estimate_json(mean_ci([r["final_return"] for r in rs])),
             "max_return": estimate_json(mean_ci([r["max_return"] for r in rs]))}}
-    text = "## STAT training\n\nMean ± 95% t-interval over seeds.\n\n" + markdown(built)
+    text = "## STAT training\n\n" + markdown(built)
     return Section("STAT training", text, [], out)
