@@ -17,11 +17,11 @@ def harness_settings(models: Path | None, cache: bool, cache_path: Path | None,
                      max_connections: int | None, seed: int | None, aliases: set[str]):
     """Return harness settings after checking that every alias resolves (unknown alias or
     missing key: one clear error before any work)."""
-    from coordbench.llm.client import HarnessSettings
+    from coordbench.llm.client import HarnessSettings, harness_for
 
     settings = HarnessSettings(str(models) if models else None, cache,
                                str(cache_path) if cache_path else None, max_connections, seed)
-    harness = settings.build()
+    harness = harness_for(settings)  # the same harness plays the run here (local executor)
     for alias in sorted(aliases):
         harness.provider(alias)
     return settings

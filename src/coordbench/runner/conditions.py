@@ -216,10 +216,10 @@ def _run_units(ex: Executor, todo: list[tuple[Suite, Any, str, list[Case]]],
             # spread a small condition over every worker rather than into one unit
             size = min(size, max(1, -(-len(cases) // ex.workers)))
             for a in range(0, len(cases), size):
-                if ctx.limits.cost_limit is not None and total[0] >= ctx.limits.cost_limit:
+                limits = replace(ctx.limits, spent=total[0])
+                if limits.over_cost(None):
                     return
-                yield Unit(suite, spec, cond, cases[a:a + size],
-                           replace(ctx, limits=replace(ctx.limits, spent=total[0])))
+                yield Unit(suite, spec, cond, cases[a:a + size], replace(ctx, limits=limits))
 
     for cond, played in ex.map(_play_tagged, units()):
         save(cond, played)
