@@ -1,7 +1,8 @@
 """Same results after refactoring: small runs of every family, pinned as content hashes.
 
 For scripted, rule, oracle and expert agents a trajectory is a pure function of its condition
-and case, so its bytes (without the `created` timestamp and the `git_sha` of the checkout) are
+and case, so its bytes (without the `created` timestamp, the `git_sha` of the checkout and the
+installed `coordbench_version`, which say where a file came from, not what happened) are
 pinned here. Regenerate with `COORDBENCH_WRITE_GOLDEN=1 pytest tests/test_golden.py` only when
 a change of content is intended, and say so in the commit.
 """
@@ -47,13 +48,13 @@ PHYS = [["physical", "eval", "--task", "Handover", "--policy", p, "--rollouts", 
 def _strip(line: str) -> str:
     rec = json.loads(line)
     if rec.get("kind") == "header":
-        rec.pop("created", None)
-        rec.pop("git_sha", None)
+        for key in ("created", "git_sha", "coordbench_version"):
+            rec.pop(key, None)
     return json.dumps(rec, sort_keys=True)
 
 
 def trajectory_hashes(run_dir: Path) -> dict[str, str]:
-    """Return {condition/key: sha256 of the episode file without created and git_sha}."""
+    """Return {condition/key: sha256 of the episode file without its provenance fields}."""
     out = {}
     for path in sorted((run_dir / "episodes").glob("*/*.jsonl")):
         text = "\n".join(_strip(x) for x in path.read_text(encoding="utf-8").splitlines())
