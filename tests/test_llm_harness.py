@@ -10,6 +10,7 @@ from coordbench.errors import ConfigError
 from coordbench.llm.cache import ResponseCache, request_key
 from coordbench.llm.client import ModelHarness
 from coordbench.llm.registry import ModelSpec, Registry, load_registry
+from coordbench.runner.episode import ProviderFailed
 
 
 def chat(text="ok", prompt=11, completion=3):
@@ -58,13 +59,21 @@ def test_retries_on_429_and_500_then_success():
     assert out.error is None and out.attempts == 3 and h.stats.retries == 2
 
 
-def test_permanent_errors_and_exhausted_retries_return_errors_not_exceptions():
+def test_rejected_requests_are_reply_failures_and_provider_failures_raise():
+    # a request the server refuses (400) is the agent's recorded failure, not the provider's
     h = harness(lambda r: httpx2.Response(400, json={"error": {"message": "bad image"}}))
     out = asyncio.run(h.complete("m", [{"role": "user", "content": "hi"}]))
-    assert out.error and "400" in out.error and out.attempts == 1
+    assert out.error and "400" in out.error and out.attempts == 1 and not out.provider_failed
+    # transient failures past the retries, and authentication, are the provider's
     h = harness(lambda r: httpx2.Response(503, json={"error": {}}), max_retries=2)
-    out = asyncio.run(h.complete("m", [{"role": "user", "content": "hi"}]))
-    assert out.error and out.attempts == 3 and h.stats.failures == 1
+    with pytest.raises(ProviderFailed, match="after 3 attempts"):
+        asyncio.run(h.complete("m", [{"role": "user", "content": "hi"}]))
+    assert h.stats.failures == 1
+    h = harness(lambda r: httpx2.Response(401, json={"error": {"message": "expired"}}))
+    with pytest.raises(ProviderFailed, match="401"):
+        asyncio.run(h.complete("m", [{"role": "user", "content": "hi"}]))
+    # `check` reports instead of raising
+    assert "401" in asyncio.run(h.check("m")).error
 
 
 def test_cache_hits_make_no_call(tmp_path):

@@ -23,7 +23,21 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
+def _after_command(*_: object, **__: object) -> None:
+    """Once a command has written what it finished: if provider failures errored episodes,
+    say so in one line and exit non-zero (those episodes are not results)."""
+    from coordbench.commands.common import PENDING_FAILURES
+
+    if PENDING_FAILURES:
+        lines = list(PENDING_FAILURES)
+        PENDING_FAILURES.clear()
+        for line in lines:
+            err.print(f"[bold red]error:[/] {line}", highlight=False, soft_wrap=True)
+        raise typer.Exit(3)
+
+
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  result_callback=_after_command,
                   help="coordbench: measure how teams of agents coordinate.")
 
 
@@ -32,6 +46,9 @@ def _root(version_flag: bool = typer.Option(False, "--version", callback=_versio
                                             is_eager=True, help="Print the version and exit.")
           ) -> None:
     """coordbench: measure how teams of agents coordinate."""
+    from coordbench.commands.common import PENDING_FAILURES
+
+    PENDING_FAILURES.clear()  # a command of an earlier invocation in this process
 
 
 app.add_typer(stat.app, name="stat")
@@ -133,6 +150,11 @@ def main() -> None:
         app()
     except CoordbenchError as e:
         err.print(f"[bold red]error:[/] {e}", highlight=False, soft_wrap=True)
+        sys.exit(2)
+    except OSError as e:  # a path that cannot be read or written: name it, no traceback
+        where = f" {e.filename}" if e.filename else ""
+        err.print(f"[bold red]error:[/] cannot use{where}: {e.strerror or e}", highlight=False,
+                  soft_wrap=True)
         sys.exit(2)
     except KeyboardInterrupt:
         err.print("interrupted; finished episodes are saved, rerun the command to resume")

@@ -33,6 +33,41 @@ def workers_option(default: int = 1) -> Any:
     return typer.Option(default, help="Parallel workers (processes or Ray CPUs).")
 
 
+def fail_fast_option() -> Any:
+    """Return the --fail-fast option."""
+    return typer.Option(False, "--fail-fast", help="Stop at the first episode a provider "
+                                                    "failure (auth, unreachable, retries "
+                                                    "exhausted) errors.")
+
+
+def breaker_option() -> Any:
+    """Return the --breaker option."""
+    return typer.Option(5, min=1, help="Stop the run after this many provider failures in "
+                                       "a row (the circuit breaker).")
+
+
+# provider-failure summaries of the commands of this invocation; the app's result callback
+# prints them and exits non-zero once the command has written what it finished
+PENDING_FAILURES: list[str] = []
+
+
+def errored_summary(run: Any, conditions: Sequence[str]) -> str | None:
+    """Return the one-line summary of the episodes of `conditions` whose last attempt a
+    provider failure errored (None if there are none)."""
+    keys = [(c, k) for c in conditions for k in run.errored_keys(c)]
+    if not keys:
+        return None
+    first = ""
+    try:
+        lines = run.errored_path(*keys[0]).read_text(encoding="utf-8").rstrip("\n")
+        first = json.loads(lines.rsplit("\n", 1)[-1]).get("detail") or ""
+    except (OSError, ValueError, AttributeError):
+        pass
+    return (f"{len(keys)} episode{'s' * (len(keys) != 1)} failed for provider reasons and "
+            f"are not counted ({first[:160] or 'see the errors folder'}); they are kept in "
+            f"{run.path / 'errors'} and a rerun of this command replays them")
+
+
 def command_line() -> str:
     """Return the command line as the user typed it (recorded in manifests)."""
     return "coordbench " + " ".join(shlex.quote(a) for a in sys.argv[1:])
@@ -84,7 +119,10 @@ def play(path: Path, plan: Sequence, *, quiet: bool = False, labels: Sequence[st
     check_executor(options.get("executor", "local"), options.get("workers", 1))
     run = run_dir(path)
     with bars(quiet, stats) as progress:
-        run_conditions(run, plan, labels=labels, progress=progress, **options)
+        names = run_conditions(run, plan, labels=labels, progress=progress, **options)
+    summary = errored_summary(run, names)
+    if summary:
+        PENDING_FAILURES.append(summary)
     return run
 
 

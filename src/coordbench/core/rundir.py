@@ -4,16 +4,26 @@ Layout::
 
     RUN/manifest.json                      what was run (one spec per condition), provenance
     RUN/episodes/<condition>/<key>.jsonl   one complete trajectory per file
+    RUN/errors/<condition>/<key>.jsonl     episodes errored by a provider failure: kept for
+                                           inspection, not results, replayed by a rerun
+    RUN/damaged/<condition>/<key>.jsonl    episode files found unusable on resume (truncated,
+                                           unreadable, another episode's): set aside, replayed
+    RUN/harness_stats.json                 the model harness's counters, one entry per command
     RUN/results.json, RUN/report.md        derived; recomputable from the episodes
 
 An episode file exists only once the episode is complete (write, fsync, rename), so a rerun of
-the same command skips exactly the finished episodes.
+the same command skips exactly the finished episodes. One command writes to a run at a time
+(`RunDir.lock`).
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -127,10 +137,87 @@ class RunDir:
         self.conditions[condition] = spec
         self.save_manifest()
 
+    # -- one writer ---------------------------------------------------------------------------
+    @contextmanager
+    def lock(self) -> Iterator[None]:
+        """Hold this run's writer lock (released when the process ends, however it ends);
+        raise RunDirError if another command holds it."""
+        fd = os.open(self.path / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise RunDirError(f"another coordbench command is writing to {self.path}; "
+                                  "wait for it to end or choose another --out") from None
+            yield
+        finally:
+            os.close(fd)
+
+    def remove_stale_temporaries(self, condition: str) -> int:
+        """Delete the half-written temporary files a killed command left in `condition`'s
+        folders (call it holding the lock); return how many there were."""
+        n = 0
+        for folder in ("episodes", "errors"):
+            for tmp in (self.path / folder / condition).glob(".*.tmp"):
+                tmp.unlink(missing_ok=True)
+                n += 1
+        return n
+
     # -- episodes -----------------------------------------------------------------------------
     def episode_path(self, condition: str, key: str) -> Path:
         """Return the file path of episode `key` of `condition`."""
         return self.path / "episodes" / condition / f"{_check_name('episode', key)}.jsonl"
+
+    def errored_path(self, condition: str, key: str) -> Path:
+        """Return where the errored attempt at episode `key` of `condition` is kept."""
+        return self.path / "errors" / condition / f"{_check_name('episode', key)}.jsonl"
+
+    def episode_problem(self, condition: str, key: str) -> str | None:
+        """Return why the file of episode `key` cannot be counted ("missing", or what is
+        wrong with it), or None if it is a complete episode of this case. Reads only its
+        first and last lines."""
+        path = self.episode_path(condition, key)
+        if not path.exists():
+            return "missing"
+        if not path.is_file():
+            return "not a file"
+        try:
+            with path.open("rb") as f:
+                first = f.readline()
+                f.seek(max(0, path.stat().st_size - 65536))
+                tail = f.read().rstrip(b"\n").rsplit(b"\n", 1)[-1]
+            head = json.loads(first)
+            last = json.loads(tail)
+        except (OSError, ValueError) as e:
+            return f"unreadable ({type(e).__name__})"
+        if not isinstance(head, dict) or head.get("kind") != "header":
+            return "no header line"
+        if head.get("episode_id") != f"{condition}/{key}":
+            return f"it holds episode {str(head.get('episode_id'))[:80]!r}"
+        if not isinstance(last, dict) or last.get("type") != "episode_end":
+            return "truncated (no episode_end)"
+        return None
+
+    def set_aside(self, condition: str, key: str) -> Path:
+        """Move an unusable episode file to RUN/damaged/ (nothing is deleted); return where."""
+        src = self.episode_path(condition, key)
+        dst = self.path / "damaged" / condition / src.name
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(src, dst)
+        return dst
+
+    def write_errored(self, condition: str, key: str, text: str) -> Path:
+        """Atomically keep an errored episode (serialized) for inspection; return its path."""
+        path = self.errored_path(condition, key)
+        write_atomic(path, text)
+        return path
+
+    def errored_keys(self, condition: str) -> list[str]:
+        """Return the keys of `condition`'s episodes whose last attempt errored, sorted."""
+        folder = self.path / "errors" / condition
+        if not folder.is_dir():
+            return []
+        return sorted(p.stem for p in folder.glob("*.jsonl") if not p.name.startswith("."))
 
     def has_episode(self, condition: str, key: str) -> bool:
         """Return whether episode `key` of `condition` is complete on disk."""
@@ -144,9 +231,11 @@ class RunDir:
 
     def write_episode_text(self, condition: str, key: str, text: str) -> Path:
         """Atomically write a complete trajectory already serialized as JSONL (a worker
-        serializes, the driver writes); return its path."""
+        serializes, the driver writes); return its path. An errored earlier attempt at the
+        same episode is removed: it has been replayed."""
         path = self.episode_path(condition, key)
         write_atomic(path, text)
+        self.errored_path(condition, key).unlink(missing_ok=True)
         return path
 
     def episode_keys(self, condition: str) -> list[str]:
@@ -166,6 +255,9 @@ class RunDir:
             raise RunDirError(f"corrupt episode file {path}: {first}") from None
         if traj.end is None:
             raise RunDirError(f"corrupt episode file {path}: it has no episode_end event")
+        if traj.header.episode_id != f"{condition}/{key}":
+            raise RunDirError(f"episode file {path} holds another episode "
+                              f"({traj.header.episode_id[:80]!r})")
         return traj
 
     def load_episodes(self, condition: str) -> list[Trajectory]:

@@ -9,12 +9,45 @@ fields; a major version change means old readers must not guess.
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic_core import PydanticSerializationError
 
 SCHEMA_VERSION = "1.3"
+
+# JSON allows these raw inside strings, but str.splitlines() and many line readers break on
+# them; a model reply can hold any of them, so they are written escaped.
+_LINE_BREAKERS = {0x85: "\\u0085", 0x2028: "\\u2028", 0x2029: "\\u2029"}
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def clean_text(text: str) -> str:
+    """Return `text` with every lone surrogate (which UTF-8 cannot hold) replaced by U+FFFD."""
+    return _SURROGATE.sub("\ufffd", text)
+
+
+def _scrub(value: Any) -> Any:
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, dict):
+        return {_scrub(k): _scrub(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_scrub(v) for v in value]
+    return value
+
+
+def json_line(record: BaseModel) -> str:
+    """Return `record` as one JSON line that every line reader splits correctly and UTF-8
+    can hold (lone surrogates become U+FFFD)."""
+    try:
+        text = record.model_dump_json()
+    except PydanticSerializationError:
+        text = json.dumps(_scrub(record.model_dump(mode="json")), ensure_ascii=False,
+                          separators=(",", ":"))
+    return text.translate(_LINE_BREAKERS)
 
 
 class _Record(BaseModel):
@@ -208,14 +241,15 @@ class Trajectory(BaseModel):
 
     def to_jsonl(self) -> str:
         """Return the trajectory as JSONL text (header line, then one line per event)."""
-        lines = [self.header.model_dump_json()]
-        lines.extend(e.model_dump_json() for e in self.events)
+        lines = [json_line(self.header)]
+        lines.extend(json_line(e) for e in self.events)
         return "\n".join(lines) + "\n"
 
     @classmethod
     def from_jsonl(cls, text: str) -> Trajectory:
         """Return the trajectory parsed from JSONL text; raises ValueError on a malformed line."""
-        lines = [ln for ln in text.splitlines() if ln.strip()]
+        # "\n" only: str.splitlines() also splits on U+2028, U+0085 and other separators
+        lines = [ln for ln in text.split("\n") if ln.strip()]
         if not lines:
             raise ValueError("empty trajectory")
         header = TrajectoryHeader.model_validate_json(lines[0])

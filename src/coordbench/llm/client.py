@@ -3,8 +3,22 @@
 `ModelHarness.complete(alias, messages)` is the only way minds reach a model. It applies the
 alias's connection cap, looks the request up in the cache, retries transient failures (429,
 5xx, timeouts, dropped connections) with exponential backoff and jitter, and returns a
-`Completion` that records usage, latency, attempts and whether it came from the cache. A call
-that still fails returns a Completion with `error` set; it never raises into the episode.
+`Completion` that records usage, latency, attempts and whether it came from the cache.
+
+Two kinds of failure, kept apart because only one of them says anything about the agents:
+- the *reply* is unusable (a body without choices, content that is not text, usage that is not
+  a number, a request the server rejects as malformed): the Completion has `error` set and the
+  agent's step is a recorded protocol failure; the episode goes on.
+- the *provider* failed (authentication, an unknown model or endpoint, an unreachable server,
+  transient failures past the retries, the per-call deadline every time): `complete` raises
+  `ProviderFailed`, which ends the episode as errored, not as a result. After `breaker`
+  provider failures in a row the harness stops calling (its circuit opens) and every further
+  call fails at once with `stop_run` set, so a sweep stops instead of burning its budget.
+
+Every call has a wall-clock deadline (`timeout_s` of its model), which cancels the request
+(and closes its connection), so a server that drips bytes cannot hold a call forever; the
+connection cap covers retries too. Text from a provider is cleaned (lone surrogates) and the
+model's API key is redacted from everything it sends back before it is stored or printed.
 """
 
 from __future__ import annotations
@@ -19,8 +33,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 from weakref import WeakKeyDictionary
 
+from coordbench.core.trajectory import clean_text
 from coordbench.errors import ConfigError
-from coordbench.runner.episode import record_model_call, reserve_model_call
+from coordbench.runner.episode import ProviderFailed, record_model_call, reserve_model_call
 
 from .cache import ResponseCache, request_key
 from .registry import ModelSpec, Registry
@@ -31,7 +46,61 @@ class TransientError(Exception):
 
 
 class PermanentError(Exception):
-    """A failure a retry cannot fix (bad request, authentication, unsupported input)."""
+    """A provider failure a retry cannot fix (authentication, unknown model or endpoint)."""
+
+
+class ReplyError(Exception):
+    """The server answered, but not with a usable reply (a malformed body, a rejected request):
+    recorded as the agent's failed call, not as a provider failure."""
+
+
+REJECTED = (400, 413, 422)  # the request itself was refused: a property of the prompt
+
+
+def _count(value: Any, what: str) -> int:
+    """Return a usage count that must be a non-negative integer (None: 0)."""
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ReplyError(f"malformed reply: {what} is {str(value)[:40]!r}, not a count")
+    return value
+
+
+def _field(obj: Any, name: str) -> Any:
+    """Return `name` of a response object whether the SDK built a model or left a dict."""
+    if isinstance(obj, dict):
+        return obj.get(name)
+    return getattr(obj, name, None)
+
+
+def read_reply(resp: Any) -> tuple[str, int, int, int, str | None]:
+    """Return (text, prompt tokens, completion tokens, cached tokens, finish reason) of a chat
+    completion, checking every field before use; raise ReplyError naming the bad one."""
+    choices = _field(resp, "choices")
+    if not isinstance(choices, list) or not choices:
+        raise ReplyError("malformed reply: no choices")
+    choice = choices[0]
+    message = _field(choice, "message") if choice is not None else None
+    if message is None:
+        raise ReplyError("malformed reply: the first choice has no message")
+    content = _field(message, "content")
+    if content is None:
+        text = ""
+    elif isinstance(content, str):
+        text = content
+    elif isinstance(content, list) and all(isinstance(_field(p, "text"), str) for p in content):
+        text = "".join(_field(p, "text") for p in content)  # content parts, text only
+    else:
+        raise ReplyError(f"malformed reply: content is a {type(content).__name__}, not text")
+    reason = _field(choice, "finish_reason")
+    if reason is not None and not isinstance(reason, str):
+        raise ReplyError(f"malformed reply: finish_reason is {str(reason)[:40]!r}")
+    usage = _field(resp, "usage")
+    details = _field(usage, "prompt_tokens_details") if usage is not None else None
+    return (text, _count(_field(usage, "prompt_tokens"), "usage.prompt_tokens"),
+            _count(_field(usage, "completion_tokens"), "usage.completion_tokens"),
+            _count(_field(details, "cached_tokens"), "cached_tokens") if details is not None
+            else 0, reason)
 
 
 @dataclass
@@ -50,6 +119,7 @@ class Completion:
     request_hash: str = ""
     cost: float = 0.0
     error: str | None = None
+    provider_failed: bool = False  # the error is the provider's, not the reply's
     event: dict[str, Any] | None = field(default=None, repr=False)  # its model_call record
 
     @property
@@ -110,20 +180,15 @@ class OpenAIProvider(Provider):
         except openai.APIStatusError as e:
             if e.status_code in (408, 409, 425, 429) or e.status_code >= 500:
                 raise TransientError(f"HTTP {e.status_code}: {str(e)[:200]}") from None
+            if e.status_code in REJECTED:
+                raise ReplyError(f"HTTP {e.status_code}: {str(e)[:200]}") from None
             raise PermanentError(f"HTTP {e.status_code}: {str(e)[:200]}") from None
         except openai.OpenAIError as e:
             raise PermanentError(f"{type(e).__name__}: {str(e)[:200]}") from None
-        except ValueError as e:  # a body that is not the JSON it claims to be
-            raise TransientError(f"malformed response: {str(e)[:200]}") from None
-        if not getattr(resp, "choices", None):
-            raise TransientError("reply without choices")
-        choice = resp.choices[0]
-        usage = getattr(resp, "usage", None)
-        details = getattr(usage, "prompt_tokens_details", None)
-        return ((choice.message.content or "") if choice.message else "",
-                int(getattr(usage, "prompt_tokens", 0) or 0),
-                int(getattr(usage, "completion_tokens", 0) or 0),
-                int(getattr(details, "cached_tokens", 0) or 0), choice.finish_reason)
+        except (ValueError, TypeError, AttributeError) as e:
+            # a body that is not the JSON it claims to be: a broken server or proxy
+            raise TransientError(f"malformed response body: {str(e)[:200]}") from None
+        return read_reply(resp)
 
 
 class TransformersProvider(Provider):
@@ -213,8 +278,13 @@ class ModelHarness:
     def __init__(self, registry: Registry, cache: ResponseCache | None = None, *,
                  http_client: Any = None, seed: int | None = None,
                  backoff_base: float = 0.5, backoff_cap: float = 30.0,
-                 max_connections: int | None = None) -> None:
+                 max_connections: int | None = None, breaker: int = 5) -> None:
+        if breaker < 1:
+            raise ConfigError(f"the circuit breaker needs at least 1 failure, got {breaker}")
         self.registry = registry
+        self.breaker = breaker
+        self.failures_in_a_row = 0
+        self.last_failure = ""
         self.cache = cache
         self.http_client = http_client
         self.seed = seed
@@ -248,18 +318,37 @@ class ModelHarness:
             caps[alias] = asyncio.Semaphore(limit)
         return caps[alias]
 
+    def secrets(self, alias: str) -> list[str]:
+        """Return the credentials of `alias` that must never be stored or printed."""
+        env = self.spec(alias).api_key_env
+        key = os.environ.get(env, "") if env else ""
+        return [key] if len(key) >= 4 else []
+
+    def redact(self, alias: str, text: str) -> str:
+        """Return `text` cleaned for storage: lone surrogates replaced, `alias`'s key
+        redacted."""
+        text = clean_text(text)
+        for secret in self.secrets(alias):
+            text = text.replace(secret, "[redacted]")
+        return text
+
     async def complete(self, alias: str, messages: list[dict[str, Any]],
                        max_tokens: int | None = None, *,
                        who: tuple[int, str, str] | None = None) -> Completion:
-        """Return the model's reply to `messages` (see the module docstring).
+        """Return the model's reply to `messages` (see the module docstring); raise
+        ProviderFailed when the provider failed.
 
         With `who` = (agent, role, phase), the call is recorded into the episode running in
-        this context (its `event` is that record, for the caller to add a parse status).
+        this context (its `event` is that record, for the caller to add a parse status); a
+        provider failure is recorded before it is raised.
         """
         slot = reserve_model_call() if who is not None else None
         done = await self._complete(alias, messages, max_tokens)
         if who is not None:
             done.event = record_model_call(done.record(*who), slot)
+        if done.provider_failed:
+            open_now = self.failures_in_a_row >= self.breaker
+            raise ProviderFailed(f"{alias}: {done.error}", stop_run=open_now)
         return done
 
     async def _complete(self, alias: str, messages: list[dict[str, Any]],
@@ -279,24 +368,39 @@ class ModelHarness:
                 self.stats.cache_hits += 1
                 return Completion(**{**hit, "cache_hit": True, "latency_s": 0.0, "attempts": 0,
                                      "request_hash": key})
+        if self.failures_in_a_row >= self.breaker:
+            return self._open_circuit(alias, key)
         provider = self.provider(alias)
-        attempts, error = 0, None
+        attempts, error, provider_failed = 0, None, False
+        reply: tuple[str, int, int, int, str | None] | None = None
         start = time.perf_counter()
+        # the cap is held across retries: a retry never adds a connection beyond it
         async with self._cap(alias):
+            if self.failures_in_a_row >= self.breaker:  # it opened while this call waited
+                return self._open_circuit(alias, key)
             self.stats.in_flight += 1
             self.stats.max_in_flight = max(self.stats.max_in_flight, self.stats.in_flight)
             try:
                 while True:
                     attempts += 1
                     try:
-                        text, p, c, cached, reason = await provider.call(messages, generation)
+                        # a deadline for the whole call, not an idle-read timeout: cancelling
+                        # closes the request's connection
+                        async with asyncio.timeout(spec.timeout_s):
+                            reply = await provider.call(messages, generation)
+                        break
+                    except ReplyError as e:
+                        error = str(e)
                         break
                     except PermanentError as e:
-                        error = str(e)
+                        error, provider_failed = str(e), True
                         break
-                    except TransientError as e:
-                        error = str(e)
+                    except (TransientError, TimeoutError) as e:
+                        error = (str(e) if isinstance(e, TransientError)
+                                 else f"no reply within the {spec.timeout_s:g} s deadline")
                         if attempts > spec.max_retries:
+                            error = f"{error} (after {attempts} attempts)"
+                            provider_failed = True
                             break
                         self.stats.retries += 1
                         delay = min(self.backoff_cap, self.backoff_base * 2 ** (attempts - 1))
@@ -304,10 +408,19 @@ class ModelHarness:
             finally:
                 self.stats.in_flight -= 1
         latency = time.perf_counter() - start
-        if error is not None and "text" not in locals():
+        if provider_failed:
+            self.failures_in_a_row += 1
+            self.last_failure = self.redact(alias, error or "")[:200]
+        else:
+            self.failures_in_a_row = 0
+        if reply is None:
             self.stats.failures += 1
             return Completion(text="", alias=alias, latency_s=latency, attempts=attempts,
-                              request_hash=key, error=error)
+                              request_hash=key, error=self.redact(alias, error or "no reply"),
+                              provider_failed=provider_failed)
+        text, p, c, cached, reason = reply
+        text = self.redact(alias, text)
+        reason = self.redact(alias, reason)[:40] if reason is not None else None
         cost = spec.cost(p, c)
         self.stats.prompt_tokens += p
         self.stats.completion_tokens += c
@@ -327,12 +440,20 @@ class ModelHarness:
                                  "finish_reason": reason, "cost": cost})
         return done
 
+    def _open_circuit(self, alias: str, key: str) -> Completion:
+        self.stats.failures += 1
+        return Completion(text="", alias=alias, attempts=0, request_hash=key,
+                          provider_failed=True,
+                          error=f"circuit open after {self.failures_in_a_row} provider failures "
+                                f"in a row (last: {self.last_failure})")
+
     async def check(self, alias: str) -> Completion:
-        """Return the reply to one tiny ping call (no cache)."""
+        """Return the reply to one tiny ping call (no cache), a failed call's Completion
+        with its error instead of raising."""
         cache, self.cache = self.cache, None
         try:
-            return await self.complete(alias, [{"role": "user", "content": "Reply with: ok"}],
-                                       max_tokens=8)
+            return await self._complete(alias, [{"role": "user", "content": "Reply with: ok"}],
+                                        8)
         finally:
             self.cache = cache
 
@@ -347,10 +468,13 @@ class HarnessSettings:
     max_connections: int | None = None
     seed: int | None = None
     models_digest: str = ""  # of the registry file's bytes: an edited file is another harness
+    breaker: int = 5  # provider failures in a row that stop a run
 
     def __post_init__(self) -> None:
         if self.max_connections is not None and self.max_connections < 1:
             raise ConfigError(f"--max-connections must be >= 1, got {self.max_connections}")
+        if self.breaker < 1:
+            raise ConfigError(f"--breaker must be >= 1, got {self.breaker}")
         if self.models_file and not self.models_digest:
             import hashlib
             from pathlib import Path
@@ -371,7 +495,8 @@ class HarnessSettings:
         store = ResponseCache(Path(self.cache_path) if self.cache_path else DEFAULT_CACHE) \
             if self.cache else None
         return ModelHarness(load_registry(Path(self.models_file) if self.models_file else None),
-                            store, seed=self.seed, max_connections=self.max_connections)
+                            store, seed=self.seed, max_connections=self.max_connections,
+                            breaker=self.breaker)
 
 
 _HARNESSES: dict[HarnessSettings, ModelHarness] = {}

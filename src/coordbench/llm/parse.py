@@ -60,7 +60,8 @@ def extract_json(text: str) -> tuple[Any | None, str | None]:
                     for attempt in (blob, blob.replace("'", '"')):
                         try:
                             return json.loads(attempt), None
-                        except (json.JSONDecodeError, RecursionError):
+                        except (ValueError, RecursionError):
+                            # ValueError also covers integers past Python's digit limit
                             continue
             elif ch == '"' and depth:
                 in_str = True

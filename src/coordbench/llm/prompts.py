@@ -68,6 +68,8 @@ memory as one JSON object."""
 # The construct planners (CoCoBench): one menu choice per decision.
 CONSTRUCT_PLAN = """You are {who}. Coordinate the team to reach the goal with few actions; \
 avoid contention for shared objects.
+Step {step}: {left} of {budget} actions left.
+Last step: {last}
 {state}
 {board}
 ACTION MENU (id: agent: action):

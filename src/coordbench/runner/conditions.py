@@ -10,6 +10,12 @@ stopped by the cost limit is not written, so a rerun with a higher limit replays
 limit is reached no further unit is dispatched. Workers check the limit against what the run
 had spent when their unit was dispatched plus what they spend themselves, so concurrent units
 can overshoot it by what is in flight.
+
+Provider failures: an episode errored by one (see `episode.ProviderFailed`) is kept under
+RUN/errors/, never counted, and replayed by the next run. `Limits.fail_fast` stops the run at
+the first one; after `Limits.breaker` of them in a row no further episode starts. Episode files
+that cannot be counted on resume (truncated, unreadable, another case's) are set aside under
+RUN/damaged/ and replayed; half-written temporaries of a killed command are removed.
 """
 
 from __future__ import annotations
@@ -24,7 +30,15 @@ from coordbench.core.rundir import RunDir
 from coordbench.core.trajectory import ModelCallEvent, Trajectory
 from coordbench.errors import RunDirError
 
-from .episode import Limits, Meter, current_meter, metered, unmetered
+from .episode import (
+    PROVIDER_FAILURE,
+    Limits,
+    Meter,
+    ProviderFailed,
+    current_meter,
+    metered,
+    unmetered,
+)
 from .executors import Executor, check_executor, make_executor
 from .suite import Case, PlayContext, Played, Suite
 
@@ -50,18 +64,31 @@ class Unit:
     ctx: PlayContext
 
 
-def register(run: RunDir, suite: Suite, spec: Any) -> str:
-    """Record the condition of `spec` in the manifest with its suite; return its name.
+def register(run: RunDir, suite: Suite, spec: Any, settings: dict[str, Any] | None = None
+             ) -> str:
+    """Record the condition of `spec` in the manifest with its suite and the run `settings`
+    that change its episodes (a step cap, say; only those that are set); return its name.
 
-    A manifest written by an earlier coordbench that recorded fewer fields for the same
-    condition (no suite, say) is brought up to date instead of refused.
+    Resuming with other settings is refused (RunDirError naming them), never mixed. A
+    manifest written by an earlier coordbench that recorded fewer fields for the same
+    condition (no suite, or a field added since with its default) is brought up to date.
     """
     cond = suite.condition(spec)
-    fields = {"suite": suite.name, **suite.manifest(spec)}
+    fields = {"suite": suite.name, **suite.manifest(spec),
+              **{k: v for k, v in (settings or {}).items() if v is not None}}
     old = run.conditions.get(cond)
-    if old is not None and old != fields and old.items() <= fields.items():
-        run.conditions[cond] = fields
-        run.save_manifest()
+    if old is not None and old != fields:
+        added = fields.keys() - old.keys()
+        if all(old[k] == fields.get(k) for k in old) and all(
+                k == "suite" or fields[k] is None for k in added):
+            run.conditions[cond] = fields
+            run.save_manifest()
+        else:
+            diff = [f"{k}={old.get(k)!r}, not {fields.get(k)!r}"
+                    for k in sorted(old.keys() | fields.keys()) if old.get(k) != fields.get(k)]
+            raise RunDirError(f"condition {cond} in {run.path} was run with "
+                              f"{'; '.join(diff)[:300]}; rerun with those settings or "
+                              "choose a new --out directory")
     run.register(cond, fields)
     return cond
 
@@ -71,16 +98,39 @@ def spent(trajectory: Trajectory) -> float:
     return sum(c.cost for c in trajectory.steps(ModelCallEvent) if not c.cache_hit)
 
 
+def call_stats(trajectory: Trajectory) -> dict[str, float]:
+    """Return the model-harness counters of one episode's calls (calls, cache hits, retries,
+    failed calls, tokens, cost)."""
+    calls = trajectory.steps(ModelCallEvent)
+    return {"calls": len(calls), "cache_hits": sum(c.cache_hit for c in calls),
+            "retries": sum(max(0, c.attempts - 1) for c in calls),
+            "failures": sum(c.error is not None for c in calls),
+            "prompt_tokens": sum(c.prompt_tokens for c in calls),
+            "completion_tokens": sum(c.completion_tokens for c in calls),
+            "cost": sum(c.cost for c in calls if not c.cache_hit)}
+
+
+def errored(trajectory: Trajectory) -> str | None:
+    """Return the provider failure that errored this episode, or None if it is a result."""
+    end = trajectory.end
+    if end is not None and end.termination == "error" and (end.detail or "").startswith(
+            PROVIDER_FAILURE):
+        return end.detail
+    return None
+
+
 @dataclass(frozen=True)
 class Finished:
     """A finished episode as it travels back to the driver: already serialized (the workers
-    do the JSON work), what it cost, and whether it is kept (an episode cut short by the
-    cost limit is not)."""
+    do the JSON work), what it cost, whether it is kept (an episode cut short by the cost
+    limit is not), the provider failure that errored it, and its model-call counters."""
 
     key: str
     text: str
     cost: float
     keep: bool
+    error: str | None = None
+    stats: dict[str, float] | None = None
 
 
 def finished(case: Case, traj: Trajectory, limits: Limits) -> Finished:
@@ -90,7 +140,29 @@ def finished(case: Case, traj: Trajectory, limits: Limits) -> Finished:
     end = traj.end
     cut = (limits.cost_limit is not None and end.termination == "normal_stop"
            and end.detail == limits.cost_reason())
-    return Finished(case.key, traj.to_jsonl(), spent(traj), not cut)
+    return Finished(case.key, traj.to_jsonl(), spent(traj), not cut, errored(traj),
+                    call_stats(traj))
+
+
+class ErrorGate:
+    """Decides when provider failures stop a run: at the first with `fail_fast`, else after
+    `breaker` errored episodes in a row (a result in between resets the count)."""
+
+    def __init__(self, limits: Limits) -> None:
+        self.limits = limits
+        self.in_a_row = 0
+        self.stopped = False
+
+    def note(self, error: str | None, stop_run: bool = False) -> None:
+        """Count one finished episode (`error`: its provider failure, if any)."""
+        if error is None:
+            self.in_a_row = 0
+            return
+        self.in_a_row += 1
+        breaker = self.limits.breaker
+        if stop_run or self.limits.fail_fast or (breaker is not None and
+                                                 self.in_a_row >= breaker):
+            self.stopped = True
 
 
 def play_unit(unit: Unit) -> list[Finished]:
@@ -139,8 +211,18 @@ def run_conditions(run: RunDir, plan: Sequence[tuple], *, executor: str = "local
     """
     limits = limits or Limits()
     check_executor(executor, workers)
+    with run.lock():
+        return _run_locked(run, plan, executor, workers, limit, resources, limits, in_flight,
+                           labels, progress)
+
+
+def _run_locked(run: RunDir, plan: Sequence[tuple], executor: str, workers: int,
+                limit: int | None, resources: Any, limits: Limits, in_flight: int,
+                labels: Sequence[str] | None, progress: Progress | None) -> list[str]:
     items = [(it[0], it[1], it[2] if len(it) > 2 else limit) for it in plan]
-    names = [register(run, suite, spec) for suite, spec, _ in items]
+    settings = {**(resources.identity() if hasattr(resources, "identity") else {}),
+                "max_tokens_per_episode": limits.max_tokens_per_episode}
+    names = [register(run, suite, spec, settings) for suite, spec, _ in items]
     todo: list[tuple[Suite, Any, str, list[Case]]] = []
     counts = []
     for (suite, spec, lim), cond in zip(items, names, strict=True):
@@ -148,7 +230,14 @@ def run_conditions(run: RunDir, plan: Sequence[tuple], *, executor: str = "local
         keys = {c.key for c in cases}
         if len(keys) != len(cases):
             raise RunDirError(f"condition {cond} has two cases with one key")
-        missing = [c for c in cases if not run.has_episode(cond, c.key)]
+        run.remove_stale_temporaries(cond)
+        missing = []
+        for c in cases:
+            problem = run.episode_problem(cond, c.key)
+            if problem is not None:
+                if problem != "missing":
+                    run.set_aside(cond, c.key)  # replayed below; the old file is kept
+                missing.append(c)
         counts.append((len(cases), len(cases) - len(missing)))
         if missing:
             todo.append((suite, spec, cond, missing))
@@ -163,22 +252,70 @@ def run_conditions(run: RunDir, plan: Sequence[tuple], *, executor: str = "local
         return names
     ctx = PlayContext(str(run.path), resources, limits, in_flight)
     total = [limits.spent]
+    gate = ErrorGate(limits)
+    tally = Tally()
 
     def save(cond: str, done: list[Finished]) -> None:
         for f in done:
             total[0] += f.cost
-            if f.keep:
+            tally.add(f)
+            if f.error is not None:
+                run.write_errored(cond, f.key, f.text)
+            elif f.keep:
                 run.write_episode_text(cond, f.key, f.text)
+            gate.note(f.error)
         if progress and done:
             progress.advance(cond, len(done))
 
-    with make_executor(executor, workers) as ex:
-        started()  # once the executor is up: a cluster that cannot be reached draws no bars
-        if ex.name == "local":
-            _run_inline(todo, ctx, save)
-        else:
-            _run_units(ex, todo, ctx, total, save)
+    try:
+        with make_executor(executor, workers) as ex:
+            started()  # once the executor is up: a cluster that cannot be reached draws no bars
+            if ex.name == "local":
+                _run_inline(todo, ctx, save, gate)
+            else:
+                _run_units(ex, todo, ctx, total, save, gate)
+    finally:
+        if tally.stats["calls"] or tally.errored:
+            tally.write(run)
     return names
+
+
+class Tally:
+    """What one command's episodes did with models: the harness counters summed over every
+    episode it finished (errored ones included), written to RUN/harness_stats.json."""
+
+    def __init__(self) -> None:
+        self.stats: dict[str, float] = dict.fromkeys(
+            ("calls", "cache_hits", "retries", "failures", "prompt_tokens",
+             "completion_tokens", "cost"), 0)
+        self.episodes = 0
+        self.errored = 0
+
+    def add(self, f: Finished) -> None:
+        """Count one finished episode."""
+        self.episodes += 1
+        self.errored += f.error is not None
+        for k, v in (f.stats or {}).items():
+            self.stats[k] = self.stats.get(k, 0) + v
+
+    def write(self, run: RunDir) -> None:
+        """Append this command's entry to RUN/harness_stats.json."""
+        import json
+        from datetime import UTC, datetime
+
+        path = run.path / "harness_stats.json"
+        try:
+            entries = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else []
+        except (OSError, ValueError):
+            entries = []  # a damaged stats file is replaced: it is derived, not a result
+        if not isinstance(entries, list):
+            entries = []
+        entries.append({"finished": datetime.now(UTC).isoformat(),
+                        "command": run.manifest.get("command", ""),
+                        "episodes": self.episodes, "errored_episodes": self.errored,
+                        **{k: round(v, 6) if isinstance(v, float) else v
+                           for k, v in self.stats.items()}})
+        run.write_text("harness_stats.json", json.dumps(entries, indent=1) + "\n")
 
 
 def run_condition(run: RunDir, suite: Suite, spec: Any, **options: Any) -> str:
@@ -188,17 +325,17 @@ def run_condition(run: RunDir, suite: Suite, spec: Any, **options: Any) -> str:
 
 
 def _run_inline(todo: list[tuple[Suite, Any, str, list[Case]]], ctx: PlayContext,
-                save: Callable[[str, list[Finished]], None]) -> None:
+                save: Callable[[str, list[Finished]], None], gate: ErrorGate) -> None:
     """Play each condition whole in this process, writing each episode as it ends."""
     meter = current_meter() or Meter()
     token = metered(meter)
     try:
         for suite, spec, cond, cases in todo:
-            if ctx.limits.over_cost(meter):
+            if ctx.limits.over_cost(meter) or gate.stopped:
                 return
             for case, traj in _iterate(suite.play(spec, cases, ctx)):
                 save(cond, [finished(case, traj, ctx.limits)])
-                if ctx.limits.over_cost(meter):
+                if ctx.limits.over_cost(meter) or gate.stopped:
                     break
     finally:
         unmetered(token)
@@ -206,9 +343,9 @@ def _run_inline(todo: list[tuple[Suite, Any, str, list[Case]]], ctx: PlayContext
 
 def _run_units(ex: Executor, todo: list[tuple[Suite, Any, str, list[Case]]],
                ctx: PlayContext, total: list[float],
-               save: Callable[[str, list[Finished]], None]) -> None:
+               save: Callable[[str, list[Finished]], None], gate: ErrorGate) -> None:
     """Cut the work into units and let the executor play them; stop dispatching at the
-    cost limit."""
+    cost limit or when provider failures stop the run."""
 
     def units() -> Iterator[Unit]:
         for suite, spec, cond, cases in todo:
@@ -217,7 +354,7 @@ def _run_units(ex: Executor, todo: list[tuple[Suite, Any, str, list[Case]]],
             size = min(size, max(1, -(-len(cases) // ex.workers)))
             for a in range(0, len(cases), size):
                 limits = replace(ctx.limits, spent=total[0])
-                if limits.over_cost(None):
+                if limits.over_cost(None) or gate.stopped:
                     return
                 yield Unit(suite, spec, cond, cases[a:a + size], replace(ctx, limits=limits))
 
@@ -233,15 +370,25 @@ async def play_concurrently(cases: list[Case], one: Callable[[Case], Awaitable[T
                             ctx: PlayContext) -> AsyncIterator[Played]:
     """Yield (case, trajectory) as each episode ends, at most `ctx.in_flight` at once.
 
-    Cases not yet started when the run's cost limit is reached are skipped (a rerun plays
-    them)."""
-    gate = asyncio.Semaphore(ctx.in_flight)
+    Cases not yet started when the run's cost limit is reached, or when provider failures
+    stop the run (`ErrorGate`), are skipped (a rerun plays them). An episode a provider
+    failure ended is yielded errored (see `episode.ProviderFailed`)."""
+    slots = asyncio.Semaphore(ctx.in_flight)
+    errors = ErrorGate(ctx.limits)
 
     async def guarded(case: Case) -> Played | None:
-        async with gate:
-            if ctx.limits.over_cost(current_meter()):
+        async with slots:
+            if ctx.limits.over_cost(current_meter()) or errors.stopped:
                 return None
-            return case, await one(case)
+            try:
+                traj = await one(case)
+            except ProviderFailed as e:
+                if e.trajectory is None:
+                    raise
+                errors.note(str(e), e.stop_run)
+                return case, e.trajectory
+            errors.note(None)
+            return case, traj
 
     tasks = [asyncio.ensure_future(guarded(c)) for c in cases]
     try:

@@ -9,6 +9,11 @@ event loop each see their own recorder.
 
 A `Meter` adds up what the episodes of one work unit spent on models, so a run-wide cost limit
 can be checked inside a worker as well as by the driver.
+
+A model call that fails for the provider's reasons (authentication, an unreachable endpoint,
+retries exhausted) raises `ProviderFailed` through the episode. The recorder closes the episode
+as *errored* (termination "error", the calls so far kept for inspection) and hands it on with
+the exception: it is not a result, and the condition engine replays it on the next run.
 """
 
 from __future__ import annotations
@@ -25,6 +30,23 @@ from coordbench.core.trajectory import (
     Trajectory,
     TrajectoryHeader,
 )
+from coordbench.errors import ConfigError
+
+PROVIDER_FAILURE = "provider failure: "  # how an errored episode's end detail begins
+
+
+class ProviderFailed(Exception):
+    """A model call failed for the provider's reasons; the episode cannot be a result.
+
+    `stop_run`: the harness's circuit breaker is open (too many provider failures in a row),
+    so no further episode should start. `trajectory` is set by the recorder the exception
+    passed through: the errored episode."""
+
+    def __init__(self, message: str, *, stop_run: bool = False) -> None:
+        super().__init__(message)
+        self.stop_run = stop_run
+        self.trajectory: Trajectory | None = None
+
 
 _CURRENT: ContextVar[Recorder | None] = ContextVar("coordbench_recorder", default=None)
 _METER: ContextVar[Meter | None] = ContextVar("coordbench_meter", default=None)
@@ -41,11 +63,24 @@ class Meter:
 @dataclass(frozen=True)
 class Limits:
     """What may stop an episode before its own end: a run-wide model spend and a per-episode
-    token budget. `spent` is what the run had spent before this work unit began."""
+    token budget. `spent` is what the run had spent before this work unit began. What stops
+    a run on provider failures: the first (`fail_fast`), or `breaker` errored episodes in a
+    row (None: never)."""
 
     cost_limit: float | None = None
     max_tokens_per_episode: int | None = None
     spent: float = 0.0
+    fail_fast: bool = False
+    breaker: int | None = 5
+
+    def __post_init__(self) -> None:
+        if self.cost_limit is not None and not self.cost_limit > 0:
+            raise ConfigError(f"--cost-limit must be > 0 dollars, got {self.cost_limit}")
+        if self.max_tokens_per_episode is not None and self.max_tokens_per_episode < 1:
+            raise ConfigError("--max-tokens-per-episode must be >= 1, got "
+                              f"{self.max_tokens_per_episode}")
+        if self.breaker is not None and self.breaker < 1:
+            raise ConfigError(f"--breaker must be >= 1, got {self.breaker}")
 
     def cost_reason(self) -> str:
         """Return the stop reason an episode cut short by the cost limit records."""
@@ -80,10 +115,12 @@ class Recorder:
         self._token = _CURRENT.set(self)
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: object, exc: object, tb: object) -> None:
         if self._token is not None:
             _CURRENT.reset(self._token)
             self._token = None
+        if isinstance(exc, ProviderFailed) and exc.trajectory is None:
+            exc.trajectory = self.errored(str(exc))
 
     # -- events ----------------------------------------------------------------------------------
     def emit(self, *events: Any) -> None:
@@ -135,6 +172,18 @@ class Recorder:
             return self.limits.cost_reason()
         return None
 
+    def errored(self, reason: str) -> Trajectory:
+        """Return the trajectory so far, closed as errored (termination "error") because a
+        model call failed for the provider's reasons."""
+        self.flush_calls()
+        end = EpisodeEndEvent(t=self.t, success=False, termination="error",
+                              detail=PROVIDER_FAILURE + reason)
+        return self._trajectory(end)
+
+    def _trajectory(self, end: EpisodeEndEvent) -> Trajectory:
+        header = TrajectoryHeader(**self.header, coordbench_version=version(), git_sha=git_sha())
+        return Trajectory(header=header, events=[*self.events, end])
+
     def finish(self, t: int, *, success: bool, stop: str | None = None,
                detail: str | None = None) -> Trajectory:
         """Return the trajectory, closed by its episode_end event.
@@ -149,8 +198,7 @@ class Recorder:
             end = EpisodeEndEvent(t=t, success=False, termination="normal_stop", detail=stop)
         else:
             end = EpisodeEndEvent(t=t, success=False, termination="truncated", detail=detail)
-        header = TrajectoryHeader(**self.header, coordbench_version=version(), git_sha=git_sha())
-        return Trajectory(header=header, events=[*self.events, end])
+        return self._trajectory(end)
 
 
 def current_recorder() -> Recorder | None:

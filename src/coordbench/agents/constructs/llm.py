@@ -1,10 +1,13 @@
 """A model as the construct planner: one menu choice per decision, central or per agent.
 
-The prompt (`llm.prompts.CONSTRUCT_PLAN`) shows the goal, progress, what every agent holds,
-the state of the instance's items, containers and buffers, the teammates' notes and the
-action menu; the reply names one menu id. Every call is recorded into the running episode by
-the model harness; a failed call or a reply with no id is a protocol failure, an id not on
-the menu an invalid action.
+The prompt (`llm.prompts.CONSTRUCT_PLAN`) shows the step, the actions left of the budget, what
+the last step's actions did (or why a planner chose nothing), the goal, progress, what every
+agent holds, the state of the instance's items, containers and buffers, the teammates' notes
+and the action menu; the reply names one menu id. Because step and outcome are in the prompt,
+no two calls of an episode send the same request, so a cached reply is never replayed within
+an episode and a planner that failed a step sees that it did. Every call is recorded into the
+running episode by the model harness; a failed call or a reply with no id is a protocol
+failure, an id not on the menu an invalid action.
 """
 
 from __future__ import annotations
@@ -45,13 +48,26 @@ def state_text(env: HouseholdEnv, info: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def last_step_text(records: list[Any]) -> str:
+    """Return what the last step's actions did, one clause per agent."""
+    if not records:
+        return "(none yet)"
+    parts = []
+    for r in records:
+        what = r.action if r.action == "none" else f"{r.action} {r.args or ''}".strip()
+        why = f" ({r.detail[:120]})" if r.detail and r.outcome != "success" else ""
+        parts.append(f"agent_{r.agent}: {what} -> {r.outcome}{why}")
+    return "; ".join(parts)
+
+
 async def choose(harness, alias: str, env: HouseholdEnv, info: dict[str, Any],
                  options: list[tuple[int, int, Action]], who: str, board: str,
-                 image: str | None, agent: int, role: str
+                 image: str | None, agent: int, role: str, progress: dict[str, Any]
                  ) -> tuple[int, Action] | tuple[None, str]:
-    """Return (acting agent, action) the model picks from `options`, or (None, why not)."""
+    """Return (acting agent, action) the model picks from `options`, or (None, why not).
+    `progress`: step, left, budget and last (what the last step did) for the prompt."""
     text = prompts.CONSTRUCT_PLAN.format(
-        who=who, state=state_text(env, info), board=board,
+        who=who, state=state_text(env, info), board=board, **progress,
         menu="\n".join(f"{k}: agent_{a}: {act.text()}" for k, a, act in options))
     content: Any = text
     if image and harness.spec(alias).supports_images:
@@ -91,6 +107,12 @@ class LlmPlanners:
         self.env, self.info = env, info
         self.catalog = menu_catalog(env, info)
         self.board: list[tuple[int, str]] = []
+        self.step, self.used, self.budget = 0, 0, env.task.budget()
+        self.last: list[Any] = []
+
+    def _progress(self) -> dict[str, Any]:
+        return {"step": self.step, "left": max(0, self.budget - self.used),
+                "budget": self.budget, "last": last_step_text(self.last)}
 
     async def act(self, images: dict[int, str]) -> StepChoice:
         """Return this step's choices (and why a planner chose nothing)."""
@@ -100,7 +122,7 @@ class LlmPlanners:
         if self.planner == "central":
             got = await choose(self.harness, self.alias, env, info, menu(env, self.catalog, None),
                                f"the central planner of {n} agents", "", images.get(0), 0,
-                               "planner")
+                               "planner", self._progress())
             if got[0] is None:
                 errors[0] = got[1]
             else:
@@ -111,7 +133,7 @@ class LlmPlanners:
         results = await asyncio.gather(*(
             choose(self.harness, self.alias, env, info, menu(env, self.catalog, i),
                    f"agent_{i}, one of {n} robots deciding at the same time", board,
-                   images.get(i), i, "agent") for i in range(n)))
+                   images.get(i), i, "agent", self._progress()) for i in range(n)))
         for i, got in enumerate(results):
             if got[0] is None:
                 errors[i] = got[1]
@@ -119,6 +141,10 @@ class LlmPlanners:
                 chosen[i] = got[1]
         return StepChoice(chosen, errors)
 
-    def executed(self, acting: list[int]) -> list[tuple[int, str]]:
-        """Note what ran; return the notes to broadcast (none: model planners write none)."""
+    def executed(self, acting: list[int], records: list[Any] = ()) -> list[tuple[int, str]]:
+        """Note what ran and how (`records`: the step's action records, for the next
+        prompt); return the notes to broadcast (none: model planners write none)."""
+        self.step += 1
+        self.used += len(records)
+        self.last = list(records)
         return []

@@ -233,7 +233,7 @@ class OraclePlanners:
             self.turn = pick + 1
         return StepChoice(chosen)
 
-    def executed(self, acting: list[int]) -> list[tuple[int, str]]:
+    def executed(self, acting: list[int], records: list[Any] = ()) -> list[tuple[int, str]]:
         """Tell the oracle which planned actions ran; the oracle broadcasts nothing."""
         for i in acting:
             self.oracle.executed(i)

@@ -245,8 +245,9 @@ class RulePlanners:
             r.read(self.board)
         return StepChoice([r.decide(self.env) for r in self.rules])
 
-    def executed(self, acting: list[int]) -> list[tuple[int, str]]:
-        """Return the notes the agents broadcast after this step (decentralized_comm)."""
+    def executed(self, acting: list[int], records: list[Any] = ()) -> list[tuple[int, str]]:
+        """Return the notes the agents broadcast after this step (decentralized_comm); the
+        rules read the environment, not the step's `records`."""
         if self.planner != "decentralized_comm":
             return []
         self.board = [(r.agent, r.message()) for r in self.rules if r.message()]

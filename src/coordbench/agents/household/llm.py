@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,20 @@ from coordbench.llm.parse import extract_json, parse_action
 from coordbench.runner.episode import current_recorder
 
 from .protocols import Decision, Message
+
+
+def agent_number(value: Any) -> int | None:
+    """Return the agent number a reply names (an int, an integral float, digits in a
+    string), or None: `Infinity`, NaN, booleans and huge numbers name no agent."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, float):
+        return int(value) if value.is_integer() and abs(value) < 1e6 else None
+    if isinstance(value, int):
+        return value if abs(value) < 10**6 else None
+    if isinstance(value, str) and re.fullmatch(r"\s*-?[0-9]{1,6}\s*", value):
+        return int(value)
+    return None
 
 
 @dataclass
@@ -130,11 +145,8 @@ class LlmMind:
                 orders = {}
                 for item in data:
                     if isinstance(item, dict):
-                        try:
-                            j = int(item.get("agent"))
-                        except (TypeError, ValueError):
-                            continue
-                        if 0 <= j < obs.n_agents:
+                        j = agent_number(item.get("agent"))
+                        if j is not None and 0 <= j < obs.n_agents:
                             orders[j] = str(item.get("instruction", ""))[:600]
                 if orders:
                     self._mark("ok")

@@ -140,7 +140,7 @@ async def arun_construct(raw: dict[str, Any], spec: ConstructSpec, episode_id: s
                     records.append(ActionRecord(agent=i, action="none", outcome=code,
                                                 detail=errors[i]))
             used += len(records)
-            notes = team.executed(acting)
+            notes = team.executed(acting, records)
             rec.flush_calls()
             rec.emit(*(MessageEvent(t=t, phase="broadcast", sender=s, content=m)
                        for s, m in notes))

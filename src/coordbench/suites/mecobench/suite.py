@@ -82,6 +82,10 @@ class HouseholdResources:
     max_steps: int | None = None
     max_reply_tokens: int | None = None
 
+    def identity(self) -> dict[str, Any]:
+        """Return the options that change the episodes (recorded with each condition)."""
+        return {"max_steps": self.max_steps, "max_reply_tokens": self.max_reply_tokens}
+
 
 class HouseholdSuite:
     """MECoBench on the one runner: a case is a task, seeded by base seed + case index."""

@@ -1,0 +1,247 @@
+"""Trust under faults: provider failures never become results, hostile replies never end a run,
+a key never leaks, and a rerun against a healthy server replays exactly what failed.
+
+Every server here is a loopback `ScriptedServer`; every wait in it is bounded.
+"""
+
+import asyncio
+import json
+import time
+
+import httpx2
+import pytest
+from typer.testing import CliRunner
+
+from coordbench.cli import app
+from coordbench.core.rundir import RunDir
+from coordbench.core.trajectory import ModelCallEvent
+from coordbench.llm.client import ModelHarness, read_reply
+from coordbench.llm.loopback import SHAPES, ScriptedServer
+from coordbench.llm.registry import ModelSpec, Registry
+from coordbench.runner.episode import ProviderFailed
+from tests.scripted_team import household_reply
+
+runner = CliRunner()
+KEY = "sk-test-0123456789abcdef"
+
+
+def models_file(tmp_path, base_url, retries=2, timeout=2.0, key=False):
+    f = tmp_path / "models.yaml"
+    f.write_text(f"models:\n  scripted:\n    base_url: {base_url}\n    model: scripted-1\n"
+                 f"    max_retries: {retries}\n    timeout_s: {timeout}\n"
+                 f"    max_connections: 4\n" + ("    api_key_env: FAULT_TEST_KEY\n" if key else ""))
+    return f
+
+
+def household(tmp_path, models, out, *extra):
+    return runner.invoke(app, ["mecobench", "run", "--agents", "llm", "--model", "scripted",
+                               "--models", str(models), "--structure", "parallel", "--team",
+                               "2", "--max-steps", "3", "--no-cache", "--json", "--out",
+                               str(out), *extra])
+
+
+def constructs(tmp_path, models, out, *extra):
+    return runner.invoke(app, ["constructs", "run", "--subset", "rep240", "--construct", "D1",
+                               "--agents", "llm", "--model", "scripted", "--models",
+                               str(models), "--limit", "3", "--no-cache", "--json", "--out",
+                               str(out), *extra])
+
+
+def construct_reply(body):
+    return "REASON: first on the menu\nACTION: 0"
+
+
+def content(run_dir):
+    """Return {episode: its events without timings}: what must match between two runs."""
+    rd = RunDir.open(run_dir)
+    out = {}
+    for cond in rd.conditions:
+        for tr in rd.load_episodes(cond):
+            events = [e.model_dump(exclude={"latency_s", "attempts"}) for e in tr.events]
+            out[tr.header.episode_id] = events
+    return out
+
+
+@pytest.mark.parametrize("fault", [401, 403, 404, "dead"])
+def test_provider_failures_are_not_results_and_a_rerun_replays_them(tmp_path, fault):
+    out = tmp_path / "run"
+    if fault == "dead":
+        res = household(tmp_path, models_file(tmp_path, "http://127.0.0.1:9/v1", retries=1),
+                        out)
+    else:
+        with ScriptedServer(household_reply, mix={fault: 1.0}) as server:
+            res = household(tmp_path, models_file(tmp_path, server.base_url), out)
+    assert res.exit_code == 3, res.output
+    assert "failed for provider reasons" in res.output and "Traceback" not in res.output
+    rd = RunDir.open(out)
+    (cond,) = rd.conditions
+    assert rd.episode_keys(cond) == []  # nothing counted
+    errored = rd.errored_keys(cond)
+    assert errored  # kept for inspection
+    tr = RunDir.open(out)
+    text = tr.errored_path(cond, errored[0]).read_text()
+    assert '"termination":"error"' in text
+    # the report of a run whose episodes all errored still composes
+    assert runner.invoke(app, ["report", str(out)]).exit_code == 0
+    with ScriptedServer(household_reply) as server:
+        models = models_file(tmp_path, server.base_url)
+        res = household(tmp_path, models, out)
+        assert res.exit_code == 0, res.output
+        clean = household(tmp_path, models, tmp_path / "clean")
+        assert clean.exit_code == 0
+    rd = RunDir.open(out)
+    assert rd.episode_keys(cond) == ["case0000", "case0001", "case0002"]
+    assert rd.errored_keys(cond) == []  # replayed, so no longer errored
+    assert content(out) == content(tmp_path / "clean")
+    stats = json.loads((out / "harness_stats.json").read_text())
+    assert [s["errored_episodes"] > 0 for s in stats] == [True, False]
+
+
+def test_outage_longer_than_the_backoff_errors_then_heals(tmp_path):
+    # every request of the first run fails with 503 (retried, then given up on)
+    out = tmp_path / "run"
+    with ScriptedServer(household_reply, mix={503: 1.0}) as server:
+        res = household(tmp_path, models_file(tmp_path, server.base_url, retries=2), out,
+                        "--limit", "2")
+        assert res.exit_code == 3
+        assert len(server.requests) <= 2 * 2 * 3  # 2 episodes x 2 agents x 3 attempts at most
+    with ScriptedServer(household_reply) as server:
+        assert household(tmp_path, models_file(tmp_path, server.base_url), out,
+                         "--limit", "2").exit_code == 0
+    assert RunDir.open(out).errored_keys(next(iter(RunDir.open(out).conditions))) == []
+
+
+def test_the_breaker_and_fail_fast_stop_a_sweep(tmp_path):
+    dead = models_file(tmp_path, "http://127.0.0.1:9/v1", retries=0)
+    res = constructs(tmp_path, dead, tmp_path / "ff", "--fail-fast", "--limit", "40")
+    assert res.exit_code == 3
+    rd = RunDir.open(tmp_path / "ff")
+    (cond,) = rd.conditions
+    n_failed = len(rd.errored_keys(cond))
+    assert 1 <= n_failed < 40  # stopped: the rest never started
+    res = constructs(tmp_path, dead, tmp_path / "br", "--breaker", "2", "--limit", "40")
+    assert res.exit_code == 3
+    rd = RunDir.open(tmp_path / "br")
+    assert 2 <= len(rd.errored_keys(cond)) < 40
+
+
+def test_a_construct_run_errors_and_replays_like_a_household_run(tmp_path):
+    out = tmp_path / "run"
+    with ScriptedServer(construct_reply, mix={401: 1.0}) as server:
+        assert constructs(tmp_path, models_file(tmp_path, server.base_url), out).exit_code == 3
+    with ScriptedServer(construct_reply) as server:
+        models = models_file(tmp_path, server.base_url)
+        assert constructs(tmp_path, models, out).exit_code == 0
+        assert constructs(tmp_path, models, tmp_path / "clean").exit_code == 0
+    assert content(out) == content(tmp_path / "clean")
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_hostile_reply_shapes_are_recorded_failures_not_crashes(tmp_path, shape):
+    out = tmp_path / "run"
+    with ScriptedServer(household_reply, mix={shape: 0.5}, seed=1) as server:
+        res = household(tmp_path, models_file(tmp_path, server.base_url), out, "--limit", "1")
+        served = list(server.served)
+    assert res.exit_code == 0, res.output
+    rd = RunDir.open(out)
+    (tr,) = rd.load_episodes(next(iter(rd.conditions)))
+    calls = tr.steps(ModelCallEvent)
+    bad = [c for c, f in zip(calls, served, strict=False) if f == shape]
+    assert bad and all(c.error and "malformed reply" in c.error for c in bad)
+    assert runner.invoke(app, ["report", str(out)]).exit_code == 0
+
+
+FAULT_MIX = {429: 0.06, 500: 0.06, 502: 0.04, "garbage": 0.05, "empty": 0.05,
+             "truncated": 0.05, "reset": 0.05, "drip:0.05": 0.03, "hang:3": 0.02,
+             "slow:0.2": 0.04, "null_choices": 0.03, "content_dict": 0.03,
+             "usage_str": 0.03}
+
+
+def test_a_mix_of_faults_never_ends_a_run(tmp_path):
+    out = tmp_path / "run"
+    with ScriptedServer(household_reply, mix=FAULT_MIX, seed=7) as server:
+        res = household(tmp_path, models_file(tmp_path, server.base_url, retries=8,
+                                              timeout=1.0), out, "--protocol", "broadcast")
+        served = [f for f in server.served if f is not None]
+    # all three episodes are results: every transient fault was retried away
+    assert res.exit_code == 0, res.output
+    assert len(served) >= 10
+    rd = RunDir.open(out)
+    (cond,) = rd.conditions
+    assert len(rd.episode_keys(cond)) == 3 and rd.errored_keys(cond) == []
+    assert runner.invoke(app, ["report", str(out)]).exit_code == 0
+
+
+def test_a_dripping_server_meets_the_deadline():
+    async def go():
+        with ScriptedServer(household_reply, ["drip:0.2"] * 3) as server:
+            reg = Registry({"m": ModelSpec(alias="m", base_url=server.base_url, model="m",
+                                           timeout_s=0.5, max_retries=1)})
+            h = ModelHarness(reg, None, backoff_base=0.01)
+            start = time.perf_counter()
+            with pytest.raises(ProviderFailed, match="deadline"):
+                await h.complete("m", [{"role": "user", "content": "hi"}])
+            return time.perf_counter() - start
+    assert asyncio.run(go()) < 5  # 2 attempts of 0.5 s, not the ~40 s the drip would take
+
+
+def test_a_key_the_server_echoes_never_reaches_a_file_or_the_output(tmp_path, monkeypatch):
+    monkeypatch.setenv("FAULT_TEST_KEY", KEY)
+    out = tmp_path / "run"
+
+    def echo(body):
+        return f"my key is {KEY}"  # a reply that repeats the key, too
+
+    with ScriptedServer(echo, mix={"echo_key": 0.5}, seed=3) as server:
+        models = models_file(tmp_path, server.base_url, key=True)
+        res = household(tmp_path, models, out)
+    assert KEY not in res.output
+    for path in out.rglob("*"):
+        if path.is_file():
+            assert KEY.encode() not in path.read_bytes(), path
+
+
+def test_read_reply_checks_every_field():
+    good = {"choices": [{"message": {"content": "hi"}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 3, "completion_tokens": 1}}
+    assert read_reply(good) == ("hi", 3, 1, 0, "stop")
+    parts = {**good, "choices": [{"message": {"content": [{"type": "text", "text": "a"},
+                                                          {"type": "text", "text": "b"}]}}]}
+    assert read_reply(parts)[0] == "ab"
+    for bad in ({"choices": None}, {"choices": [None]}, {"choices": [{"message": None}]},
+                {**good, "usage": {"prompt_tokens": True}},
+                {**good, "usage": {"prompt_tokens": 10**30 * -1}},
+                {**good, "choices": [{"message": {"content": {"a": 1}}}]},
+                {**good, "choices": [{"message": {"content": 5}}]},
+                {**good, "choices": [{"message": {"content": "x"}, "finish_reason": []}]}):
+        with pytest.raises(Exception, match="malformed reply"):
+            read_reply(bad)
+
+
+def test_the_harness_never_exceeds_its_connection_cap_while_retrying():
+    async def go():
+        with ScriptedServer(lambda b: "ok", mix={500: 0.5, "slow:0.05": 0.5}, seed=2) as srv:
+            reg = Registry({"m": ModelSpec(alias="m", base_url=srv.base_url, model="m",
+                                           max_connections=3, max_retries=20)})
+            h = ModelHarness(reg, None, backoff_base=0.001)
+            await asyncio.gather(*(h.complete("m", [{"role": "user", "content": str(i)}])
+                                   for i in range(30)))
+            return srv.max_in_flight, h.stats.retries
+    peak, retries = asyncio.run(go())
+    assert peak <= 3 and retries > 0
+
+
+def test_mocked_transport_failures_classify(tmp_path):
+    def reg(handler):
+        r = Registry({"m": ModelSpec(alias="m", base_url="http://mock/v1", model="m",
+                                     max_retries=1)})
+        return ModelHarness(r, None, http_client=httpx2.AsyncClient(
+            transport=httpx2.MockTransport(handler)), backoff_base=0.001)
+
+    def boom(request):
+        raise httpx2.ConnectError("refused")
+
+    with pytest.raises(ProviderFailed, match="after 2 attempts"):
+        asyncio.run(reg(boom).complete("m", [{"role": "user", "content": "x"}]))
+    h = reg(lambda r: httpx2.Response(422, json={"error": {"message": "bad"}}))
+    assert asyncio.run(h.complete("m", [{"role": "user", "content": "x"}])).error
