@@ -15,7 +15,7 @@ import hashlib
 import json
 import math
 import random
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 from coordbench.errors import ConfigError
@@ -103,7 +103,7 @@ def generate(family: str, team: int, index: int) -> dict[str, Any]:
     raise RuntimeError(f"{family} team {team} #{index}: no draw passed the gates")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _generated(family: str, team: int, index: int) -> dict[str, Any]:
     return generate(family, team, index)
 
