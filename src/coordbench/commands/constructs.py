@@ -6,8 +6,11 @@ from pathlib import Path
 
 import typer
 
+from coordbench.core.files import check_out_dir, check_range
+
 from .common import emit_json, executor_option, out, play, workers_option
 from .household import harness_settings, local_stats
+from .limits import MAX_CONNECTIONS, MAX_EPISODES, MAX_SEED, MAX_WORKERS
 
 app = typer.Typer(no_args_is_help=True, help="Coordination constructs D1-D4.")
 
@@ -41,6 +44,12 @@ def constructs_run(
     from coordbench.suites.constructs.runner import ConstructSpec
     from coordbench.suites.constructs.suite import HEADLINE, SUITE, ConstructCondition
 
+    check_range("--limit", limit, 1, MAX_EPISODES)
+    check_range("--seed", seed, 0, MAX_SEED)
+    check_range("--max-connections", max_connections, 1, MAX_CONNECTIONS)
+    check_range("--workers", workers, 1, MAX_WORKERS)
+    if out_dir is not None:
+        check_out_dir(out_dir)
     spec = ConstructSpec(planner, agents, observation, model, seed, order)
     cond = ConstructCondition(spec, subset, construct, team, limit,
                               str(instances) if instances else None)

@@ -6,9 +6,20 @@ from pathlib import Path
 
 import typer
 
-from coordbench.errors import ConfigError
+from coordbench.core.files import check_out_dir, check_range
 
 from .common import emit_json, executor_option, out, play, positive, workers_option
+from .limits import (
+    MAX_CONNECTIONS,
+    MAX_COST,
+    MAX_EPISODES,
+    MAX_IN_FLIGHT,
+    MAX_REPLY_TOKENS,
+    MAX_SEED,
+    MAX_STEPS,
+    MAX_TOKENS,
+    MAX_WORKERS,
+)
 
 app = typer.Typer(no_args_is_help=True, help="MECoBench: household teams.")
 
@@ -72,6 +83,7 @@ def mecobench_run(
     from coordbench.core.stats import summarize
     from coordbench.report.format import estimate_json, fmt
     from coordbench.runner import Limits
+    from coordbench.suites.mecobench.instances import check_playable
     from coordbench.suites.mecobench.runner import HouseholdSpec
     from coordbench.suites.mecobench.suite import (
         HEADLINE,
@@ -82,14 +94,24 @@ def mecobench_run(
     )
 
     positive(limit=limit, in_flight=in_flight)
+    check_range("--limit", limit, 1, MAX_EPISODES)
+    check_range("--in-flight", in_flight, 1, MAX_IN_FLIGHT)
+    check_range("--seed", seed, 0, MAX_SEED)
+    check_range("--max-connections", max_connections, 1, MAX_CONNECTIONS)
+    check_range("--max-tokens-per-episode", max_tokens_per_episode, 1, MAX_TOKENS)
+    check_range("--cost-limit", cost_limit, 0.000001, MAX_COST)
+    check_range("--max-steps", max_steps, 1, MAX_STEPS)
+    check_range("--max-reply-tokens", max_reply_tokens, 1, MAX_REPLY_TOKENS)
+    check_range("--workers", workers, 1, MAX_WORKERS)
+    if out_dir is not None:
+        check_out_dir(out_dir)
     spec = HouseholdSpec(structure, team, protocol, agents, prior, seed, model, leader_model)
     cond = household_condition(str(tasks) if tasks else None, suite, spec)
+    check_playable([c.data[1] for c in SUITE.cases(cond, limit)], team, prior)
     settings = None
     if agents == "llm":
         settings = harness_settings(models, cache, cache_path, max_connections, seed,
                                     {spec.alias(i) for i in range(team)})
-    if cost_limit is not None and not cost_limit > 0:
-        raise ConfigError(f"--cost-limit must be > 0, got {cost_limit}")
     run = play(out_dir or Path("runs") / "mecobench", [(SUITE, cond)], limit=limit,
                quiet=as_json, executor=executor, workers=workers, in_flight=in_flight,
                resources=HouseholdResources(settings, images, max_steps, max_reply_tokens),

@@ -7,9 +7,15 @@ from typing import Any
 
 import typer
 
-from coordbench.errors import ConfigError
+from coordbench.core.files import check_in_dir, check_out_dir, check_out_file, check_range
 
 from .common import emit_json, executor_option, need_torch, out, play, positive, workers_option
+from .limits import MAX_EPISODES, MAX_SEED, MAX_WORKERS
+
+MAX_DEMOS = 10_000  # successful demonstrations per task
+MAX_FRAME = 1024  # pixels of a square frame
+MAX_GRAD_STEPS = 10_000_000
+MAX_BATCH = 65_536
 
 app = typer.Typer(no_args_is_help=True,
                   help="Physical multi-robot collaboration (MuJoCo): demos, eval, train.")
@@ -56,8 +62,10 @@ def physical_demos(
     from coordbench.runner import make_executor
     from coordbench.suites.physical.demos import write_demos
 
-    if n < 1 or size < 16:
-        raise ConfigError("--n must be >= 1 and --size >= 16")
+    check_range("--n", n, 1, MAX_DEMOS)
+    check_range("--size", size, 16, MAX_FRAME)
+    check_range("--workers", workers, 1, MAX_WORKERS)
+    check_out_dir(out_dir)
     names = _tasks(task)
     metas = {}
     with make_executor(executor, min(workers, len(names))) as ex:
@@ -93,6 +101,12 @@ def physical_eval(
     from coordbench.suites.physical.suite import SUITE, PhysicalSpec, make_policy
 
     positive(rollouts=rollouts, per_phase=per_phase)
+    check_range("--rollouts", rollouts, 1, MAX_EPISODES)
+    check_range("--per-phase", per_phase, 1, MAX_EPISODES)
+    check_range("--workers", workers, 1, MAX_WORKERS)
+    check_out_dir(out_dir)
+    if phase_level:
+        check_in_dir(demos, "--demos", "demonstrations folder")
     names = _tasks(task)
     plan: list[tuple] = []
     for name in names:
@@ -165,7 +179,16 @@ def physical_train(
     from coordbench.learn.imitation import default_config
     from coordbench.runner import make_executor
 
+    check_range("--steps", steps, 1, MAX_GRAD_STEPS)
+    check_range("--batch", batch, 1, MAX_BATCH)
+    check_range("--seed", seed, 0, MAX_SEED)
+    check_range("--workers", workers, 1, MAX_WORKERS)
+    check_in_dir(demos, "--demos", "demonstrations folder")
     names = _tasks(task)
+    if out_path is not None and len(names) == 1:
+        check_out_file(out_path)
+    else:
+        check_out_dir(out_path or Path("runs/policies"))
     tag = f"{algo}_{obs}_{scope}_{sharing}{'_id' if agent_id else ''}_seed{seed}"
     jobs = []
     for name in names:

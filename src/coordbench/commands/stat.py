@@ -6,9 +6,10 @@ from pathlib import Path
 
 import typer
 
-from coordbench.errors import ConfigError
+from coordbench.core.files import check_in_dir, check_out_dir, check_out_file, check_range
 
 from .common import emit_json, err, executor_option, need_torch, out, play, workers_option
+from .limits import MAX_EPISODES, MAX_SEED, MAX_STEPS, MAX_WORKERS
 
 app = typer.Typer(no_args_is_help=True, help="STAT: spatial task allocation at scale.")
 
@@ -49,6 +50,12 @@ def stat_eval(
     from coordbench.report.stat_report import collect, console_table
     from coordbench.suites.stat.suite import SUITE, StatEvalSpec, condition_metrics
 
+    check_range("--episodes", episodes, 1, MAX_EPISODES)
+    check_range("--seed", seed, 0, MAX_SEED)
+    check_range("--episode-limit", episode_limit, 1, MAX_STEPS)
+    check_range("--workers", workers, 1, MAX_WORKERS)
+    if out_dir is not None:
+        check_out_dir(out_dir)
     spec = StatEvalSpec(config, policy, layouts, seed, episode_limit)
     run = play(out_dir or Path("runs") / "stat-eval" / spec.condition, [(SUITE, spec)],
                limit=episodes, quiet=as_json, executor=executor, workers=workers,
@@ -86,11 +93,18 @@ def stat_train(
     max return with CIs."""
     need_torch()
     from coordbench.learn.registry import train_configs
-    from coordbench.learn.sweep import parse_seeds, summarize, sweep
+    from coordbench.learn.sweep import MAX_NUM_ENVS, MAX_TRAIN_STEPS, parse_seeds, summarize, sweep
     from coordbench.report.format import estimate_json
     from coordbench.runner import check_executor
 
     check_executor(executor, workers)
+    check_range("--workers", workers, 1, MAX_WORKERS)
+    check_range("--steps", steps, 1, MAX_TRAIN_STEPS)
+    check_range("--utd", utd, 0.001, 1000)
+    check_range("--num-envs", num_envs, 1, MAX_NUM_ENVS)
+    check_range("--eval-every", eval_every, 1, MAX_TRAIN_STEPS)
+    check_range("--eval-episodes", eval_episodes, 1, MAX_EPISODES)
+    check_out_dir(out_dir)
     tcs = train_configs(config, algo, parse_seeds(seeds), steps=steps, utd=utd,
                         num_envs=num_envs, eval_every=eval_every, eval_episodes=eval_episodes,
                         arch=arch)
@@ -124,6 +138,12 @@ def stat_table(
     from coordbench.report import stat_train_report as rep
 
     rep.check_format(fmt)
+    for d in dirs:
+        check_in_dir(d, "DIRS", "training directory")
+    if output:
+        check_out_file(output, "--output")
+    if plots:
+        check_out_dir(plots, "--plots")
     results = rep.load_results(dirs)
     built = rep.build(results, references=references)
     text = rep.markdown(built) if fmt == "md" else rep.csv_text(built)
@@ -148,13 +168,14 @@ def stat_speed(
     """Measure joint environment steps per second under random valid actions."""
     from dataclasses import asdict
 
-    from coordbench.envs.stat.config import get_config
-    from coordbench.envs.stat.speed import measure_speed
+    import numba
 
-    if batch < 1:
-        raise ConfigError(f"--batch must be >= 1, got {batch}")
-    if not seconds > 0:
-        raise ConfigError(f"--seconds must be > 0, got {seconds}")
+    from coordbench.envs.stat.config import get_config
+    from coordbench.envs.stat.speed import MAX_BATCH, measure_speed
+
+    check_range("--batch", batch, 1, MAX_BATCH)
+    check_range("--seconds", seconds, 0.001, 3600)
+    check_range("--threads", threads, 1, numba.config.NUMBA_NUM_THREADS)
     res = measure_speed(get_config(config), batch, seconds, with_obs=not no_obs, threads=threads)
     if as_json:
         emit_json(asdict(res))

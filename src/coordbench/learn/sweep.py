@@ -23,16 +23,39 @@ from coordbench.runner.executors import check_executor, make_executor
 from .core import TrainConfig, method_label
 from .registry import checkpoint_bytes, make, train
 
+MAX_SEEDS = 1000
+MAX_SEED = 2**32 - 1
+MAX_NUM_ENVS = 4096  # environments stepped together by one learner
+MAX_TRAIN_STEPS = 10**9
+
 
 def parse_seeds(text: str) -> list[int]:
-    """Return the seeds a range ("0-4") or a list ("0,2,5") names; ConfigError otherwise."""
+    """Return the seeds a range ("0-4") or a list ("0,2,5") names; ConfigError unless they
+    are 1 to MAX_SEEDS distinct seeds in 0..MAX_SEED, a range ascending."""
+    form = f"--seeds must look like 0-4 or 0,2,5 (seeds 0..{MAX_SEED}); got {text!r}"
     try:
-        if "-" in text:
-            a, b = text.split("-")
-            return list(range(int(a), int(b) + 1))
-        return [int(x) for x in text.split(",")]
+        bounds = [int(x) for x in text.split("-")] if "-" in text else None
+        listed = None if bounds else [int(x) for x in text.split(",")]
     except ValueError:
-        raise ConfigError(f"--seeds must look like 0-4 or 0,2,5; got {text!r}") from None
+        raise ConfigError(form) from None
+    if bounds is not None:
+        if len(bounds) != 2:
+            raise ConfigError(form)
+        a, b = bounds
+        if b < a:
+            raise ConfigError(f"--seeds range {text!r} is empty: write it low-high")
+        if b - a + 1 > MAX_SEEDS:
+            raise ConfigError(f"--seeds names {b - a + 1} seeds; at most {MAX_SEEDS}")
+        seeds = list(range(a, b + 1))
+    else:
+        seeds = listed or []
+    if not seeds or any(not 0 <= s <= MAX_SEED for s in seeds):
+        raise ConfigError(form)
+    if len(set(seeds)) != len(seeds):
+        raise ConfigError(f"--seeds lists a seed twice: {text!r}")
+    if len(seeds) > MAX_SEEDS:
+        raise ConfigError(f"--seeds names {len(seeds)} seeds; at most {MAX_SEEDS}")
+    return seeds
 
 
 def result_path(out: Path, tc: TrainConfig) -> Path:

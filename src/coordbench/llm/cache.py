@@ -9,6 +9,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from coordbench.errors import ConfigError
+
 DEFAULT_CACHE = Path.home() / ".cache" / "coordbench" / "responses.sqlite"
 
 
@@ -38,13 +40,31 @@ class ResponseCache:
 
     def __init__(self, path: str | Path = DEFAULT_CACHE) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, "
-                         "value TEXT NOT NULL)")
-        self._db.commit()
+        if self.path.is_dir():
+            raise ConfigError(f"--cache-path {self.path}: is a folder, expected a sqlite file")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, check_same_thread=False)
+        except OSError as e:
+            raise ConfigError(f"--cache-path {self.path}: cannot create its folder "
+                              f"({e.strerror or e})") from None
+        except sqlite3.Error as e:
+            raise ConfigError(f"--cache-path {self.path}: cannot open the response cache "
+                              f"({e})") from None
+        try:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, "
+                             "value TEXT NOT NULL)")
+            # a database of something else opens fine; it must hold our table's two columns
+            cols = [r[1] for r in self._db.execute("PRAGMA table_info(responses)")]
+            if cols != ["key", "value"]:
+                raise sqlite3.DatabaseError(f"its 'responses' table has columns {cols}")
+            self._db.commit()
+        except sqlite3.Error as e:
+            self._db.close()
+            raise ConfigError(f"--cache-path {self.path}: not a coordbench response cache "
+                              f"(sqlite: {e})") from None
 
     def get(self, key: str) -> dict[str, Any] | None:
         """Return the stored completion for `key`, or None."""

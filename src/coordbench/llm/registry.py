@@ -25,8 +25,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from coordbench.core.files import read_text, validation_line
 from coordbench.errors import ConfigError
 
 
@@ -36,6 +37,25 @@ class Prices(BaseModel):
     model_config = ConfigDict(extra="forbid")
     prompt_per_mtok: float = 0.0
     completion_per_mtok: float = 0.0
+
+
+class Generation(BaseModel):
+    """The generation settings a registry entry may give: the chat-completions parameters
+    coordbench passes through to every call (an unknown one would fail every call)."""
+
+    model_config = ConfigDict(extra="forbid")
+    temperature: float | None = Field(None, ge=0, le=2, allow_inf_nan=False)
+    top_p: float | None = Field(None, gt=0, le=1, allow_inf_nan=False)
+    max_tokens: int | None = Field(None, ge=1, le=1_000_000)
+    max_completion_tokens: int | None = Field(None, ge=1, le=1_000_000)
+    seed: int | None = None
+    stop: str | list[str] | None = None
+    frequency_penalty: float | None = Field(None, ge=-2, le=2, allow_inf_nan=False)
+    presence_penalty: float | None = Field(None, ge=-2, le=2, allow_inf_nan=False)
+    logit_bias: dict[str, float] | None = None
+    response_format: dict[str, Any] | None = None
+    reasoning_effort: str | None = None
+    extra_body: dict[str, Any] | None = None  # server-specific settings (vLLM's top_k ...)
 
 
 class ModelSpec(BaseModel):
@@ -54,6 +74,13 @@ class ModelSpec(BaseModel):
     generation: dict[str, Any] = Field(default_factory=lambda: {"temperature": 0.0,
                                                                  "max_tokens": 512})
     prices: Prices = Field(default_factory=Prices)
+
+    @field_validator("generation")
+    @classmethod
+    def _known_generation(cls, v: dict[str, Any]) -> dict[str, Any]:
+        # checked against Generation, kept as given: the dict is part of every cache key
+        Generation.model_validate(v)
+        return v
 
     def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
         """Return the price in dollars of one call's usage."""
@@ -89,19 +116,17 @@ def load_registry(path: str | Path | None = None) -> Registry:
         return Registry(models)
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such models file") from None
-    except (OSError, yaml.YAMLError) as e:
+        data = yaml.safe_load(read_text(path, "models file")) or {}
+    except yaml.YAMLError as e:
         raise ConfigError(f"{path}: not valid YAML ({str(e).splitlines()[0]})") from None
     entries = data.get("models") if isinstance(data, dict) else None
     if not isinstance(entries, dict):
         raise ConfigError(f"{path}: expected a top-level 'models' mapping")
     for alias, entry in entries.items():
+        if entry is not None and not isinstance(entry, dict):
+            raise ConfigError(f"{path}: model {alias!r}: expected a mapping of settings")
         try:
-            models[str(alias)] = ModelSpec(alias=str(alias), **(entry or {}))
-        except (ValidationError, TypeError) as e:
-            first = str(e).splitlines()
-            detail = " ".join(first[1:3]).strip() if len(first) > 2 else str(e)
-            raise ConfigError(f"{path}: model {alias!r}: {detail}") from None
+            models[str(alias)] = ModelSpec.model_validate({**(entry or {}), "alias": str(alias)})
+        except ValidationError as e:
+            raise ConfigError(validation_line(e, f"{path}: model {alias!r}")) from None
     return Registry(models)

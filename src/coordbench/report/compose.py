@@ -100,6 +100,13 @@ def open_for_report(path: str | Path) -> RunDir:
     """Return the run directory at `path`; a training directory written before it had a
     manifest gets one (its result files are left as they are)."""
     path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise RunDirError(f"{path} is a file, not a run directory")
+    for name in ("results.json", "report.md"):
+        # both are rewritten at the end: a folder in their place would fail after all the work
+        if (path / name).is_dir():
+            raise RunDirError(f"{path / name} is a folder; the report writes a file there "
+                              "(move the folder away)")
     if path.is_dir() and not (path / "manifest.json").exists() and any(path.glob("*_seed*.json")):
         from .stat_train_report import adopt
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,8 +69,12 @@ class HouseholdTask:
 
     @property
     def max_agents(self) -> int:
-        """Return the largest team the task supports (sequential tasks: the number of zones)."""
-        return len(self.zones) if self.zones else max(len(self.start_rooms), 5)
+        """Return the largest team the task supports (sequential tasks: the number of zones;
+        tasks with roles: the number of roles)."""
+        if self.zones:
+            return len(self.zones)
+        # a construct-style task gives each agent a role; more agents would have none
+        return len(self.roles) if self.roles else max(len(self.start_rooms), 5)
 
     def budget(self, prior: str = "full") -> int:
         """Return the effective-step budget (actions summed over agents).
@@ -97,7 +100,9 @@ class HouseholdTask:
         if text is None and prior == "noisy":
             text = self.goal_texts.get("full")
         if text is None:
-            raise ConfigError(f"task {self.task_id} has no goal text for prior {prior!r}")
+            raise ConfigError(f"{self.source or 'task ' + self.task_id}: no goal text for "
+                              f"prior {prior!r} (field '{PRIOR_FIELDS[prior]}' must be a "
+                              "string)")
         return text
 
     def hints(self, prior: str = "full", seed: int = 0) -> dict[str, list[int]]:
@@ -195,6 +200,10 @@ def task_from_dict(task: dict, where: str) -> HouseholdTask:
                          if d in scene.nodes and d not in doors)
         required = int(constraints.get("required_handover_count", len(doors) and 1))
         starts = [int(r) for r in _field(task, "init_room_ids", where, list)]
+        for r in starts:
+            if r not in scene.rooms:
+                raise ConfigError(f"{where}: field 'init_room_ids' names {r}, not a room of "
+                                  "init_graph")
     else:
         names = _field(task, "init_rooms", where, list)
         starts = []
@@ -234,16 +243,27 @@ def task_from_dict(task: dict, where: str) -> HouseholdTask:
                               (task.get("coordbench_noisy_hints") or {}).items()}})
 
 
+def checked_task(task: Any, where: str) -> HouseholdTask:
+    """Return the HouseholdTask of one task object read from a file, after checking it
+    against the task file model (`schema.TaskModel`) and that every id it names exists;
+    ConfigError (one line) names `where`, the task and the field."""
+    from .schema import check_references, check_task
+
+    tid = str(task.get("task_id", "?")) if isinstance(task, dict) else "?"
+    model = check_task(task, f"{where} (task_id {tid})")
+    built = task_from_dict(task, where)
+    check_references(model, set(built.scene.nodes), set(built.scene.rooms), built.source)
+    return built
+
+
 def load_tasks(path: str | Path) -> list[HouseholdTask]:
-    """Return every task of a MECoBench JSON file (a list of task objects, or one object)."""
+    """Return every task of a MECoBench JSON file (a list of task objects, or one object);
+    ConfigError names the file, the task and the field of the first problem."""
+    from coordbench.core.files import read_json
+
     path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such task file") from None
-    except (OSError, json.JSONDecodeError) as e:
-        raise ConfigError(f"{path}: not valid JSON ({e})") from None
+    data = read_json(path, "task file")
     items = data if isinstance(data, list) else [data]
     if not items:
         raise ConfigError(f"{path}: the file holds no task")
-    return [task_from_dict(t, f"{path.name}[{i}]") for i, t in enumerate(items)]
+    return [checked_task(t, f"{path.name}[{i}]") for i, t in enumerate(items)]

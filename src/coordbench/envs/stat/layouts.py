@@ -14,6 +14,9 @@ from .config import StatConfig
 LAYOUT_KINDS = ("paper", "uniform")
 
 
+MAX_SEED = 2**32 - 1
+
+
 def paper_layout(cfg: StatConfig, seed: int) -> np.ndarray:
     """Return the (m, 2) task positions the released environment draws for `seed`.
 
@@ -44,7 +47,10 @@ def uniform_layout(cfg: StatConfig, seed: int, episode: int) -> np.ndarray:
 
 
 def layout_seed(kind: str, seed: int, episode: int) -> int:
-    """Return the integer that identifies episode `episode`'s layout under `kind`."""
+    """Return the integer that identifies episode `episode`'s layout under `kind`; a seed
+    outside 0..2**32-1 is refused here, before numpy's SeedSequence fails on it mid-run."""
+    if not 0 <= seed <= MAX_SEED:
+        raise ConfigError(f"--seed must be between 0 and {MAX_SEED}, got {seed}")
     if kind == "paper":
         return paper_eval_seed(episode)
     if kind == "uniform":

@@ -27,6 +27,9 @@ class SpeedResult:
     threads: int
 
 
+# the paper steps 4096 environments; far more only exhausts memory before measuring
+MAX_BATCH = 65_536
+
 def measure_speed(cfg: StatConfig, batch: int, seconds: float, *, with_obs: bool = True,
                   seed: int = 0, threads: int | None = None) -> SpeedResult:
     """Return the steps/s of sampling random valid actions and stepping `batch` envs.

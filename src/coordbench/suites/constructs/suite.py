@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,21 +51,29 @@ class ConstructCondition:
     def instances(self) -> list[dict[str, Any]]:
         """Return the condition's instance dicts, in order."""
         raws = (load_instance_file(Path(self.instances_file)) if self.instances_file
-                else select(self.subset, self.construct, self.team))
+                else select(self.subset, self.construct, self.team, self.limit))
         return raws[:self.limit] if self.limit else raws
 
 
 def load_instance_file(path: Path) -> list[dict[str, Any]]:
-    """Return the instances of a JSON list file; ConfigError names a bad file or entry."""
-    try:
-        raws = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ConfigError(f"{path}: not a readable JSON file ({e})") from None
-    if not isinstance(raws, list):
-        raise ConfigError(f"{path}: expected a JSON list of instances")
+    """Return the instances of a JSON list file, each checked against the task and instance
+    models (`envs.household.schema`, `suites.constructs.schema`); ConfigError names the file,
+    the instance and the field of the first problem."""
+    from coordbench.core.files import read_json
+    from coordbench.envs.household.schema import check_references, check_task
+
+    from .schema import check_instance
+
+    raws = read_json(path, "instance file")
+    if not isinstance(raws, list) or not raws:
+        raise ConfigError(f"{path}: expected a non-empty JSON list of instances")
     for k, raw in enumerate(raws):
-        load_instance(raw, f"{path.name}[{k}] ({raw.get('task_id', '?')})"
-                      if isinstance(raw, dict) else f"{path.name}[{k}]")
+        where = (f"{path.name}[{k}] ({raw.get('task_id', '?')})" if isinstance(raw, dict)
+                 else f"{path.name}[{k}]")
+        model = check_task(raw, where)
+        task, _ = load_instance(raw, where)
+        check_references(model, set(task.scene.nodes), set(task.scene.rooms), where)
+        check_instance(raw, task, where)
     return raws
 
 

@@ -58,3 +58,17 @@ def suite_dicts(name: str) -> list[dict[str, Any]]:
 def load_suite(name: str) -> list[HouseholdTask]:
     """Return every case of a suite as HouseholdTasks."""
     return [task_from_dict(t, f"suite {name}[{k}]") for k, t in enumerate(suite_dicts(name))]
+
+
+def check_playable(tasks: list[HouseholdTask], team: int, prior: str) -> None:
+    """Raise ConfigError (naming the task and its file) unless a team of `team` agents can
+    play every task under `prior`: no more agents than the task supports, one per zone in
+    sequential tasks, and a goal text for the prior."""
+    for t in tasks:
+        if not 1 <= team <= t.max_agents:
+            raise ConfigError(f"--team must be between 1 and {t.max_agents} for {t.source}, "
+                              f"got {team}")
+        if t.zones and len(t.zones) != team:
+            raise ConfigError(f"{t.source}: a sequential task gives one zone per agent; it "
+                              f"has {len(t.zones)}, --team is {team}")
+        t.goal_text(prior)
