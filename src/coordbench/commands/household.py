@@ -99,7 +99,7 @@ def mecobench_run(
     check_range("--seed", seed, 0, MAX_SEED)
     check_range("--max-connections", max_connections, 1, MAX_CONNECTIONS)
     check_range("--max-tokens-per-episode", max_tokens_per_episode, 1, MAX_TOKENS)
-    check_range("--cost-limit", cost_limit, 0.000001, MAX_COST)
+    check_range("--cost-limit", cost_limit, 0, MAX_COST, low_open=True)
     check_range("--max-steps", max_steps, 1, MAX_STEPS)
     check_range("--max-reply-tokens", max_reply_tokens, 1, MAX_REPLY_TOKENS)
     check_range("--workers", workers, 1, MAX_WORKERS)

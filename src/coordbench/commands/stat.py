@@ -100,7 +100,7 @@ def stat_train(
     check_executor(executor, workers)
     check_range("--workers", workers, 1, MAX_WORKERS)
     check_range("--steps", steps, 1, MAX_TRAIN_STEPS)
-    check_range("--utd", utd, 0.001, 1000)
+    check_range("--utd", utd, 0, 1000, low_open=True)
     check_range("--num-envs", num_envs, 1, MAX_NUM_ENVS)
     check_range("--eval-every", eval_every, 1, MAX_TRAIN_STEPS)
     check_range("--eval-episodes", eval_episodes, 1, MAX_EPISODES)
@@ -174,7 +174,7 @@ def stat_speed(
     from coordbench.envs.stat.speed import MAX_BATCH, measure_speed
 
     check_range("--batch", batch, 1, MAX_BATCH)
-    check_range("--seconds", seconds, 0.001, 3600)
+    check_range("--seconds", seconds, 0, 3600, low_open=True)
     check_range("--threads", threads, 1, numba.config.NUMBA_NUM_THREADS)
     res = measure_speed(get_config(config), batch, seconds, with_obs=not no_obs, threads=threads)
     if as_json:

@@ -109,20 +109,20 @@ def check_in_dir(path: str | Path, option: str, what: str = "folder") -> Path:
 
 
 def check_range(option: str, value: float | None, low: float | None = None,
-                high: float | None = None) -> None:
-    """Raise ConfigError unless `value` (when given) is a finite number in [low, high]; the
-    message names the option and the valid range."""
+                high: float | None = None, *, low_open: bool = False) -> None:
+    """Raise ConfigError unless `value` (when given) is a finite number in [low, high]
+    ((low, high] with `low_open`); the message names the option and the valid range."""
     if value is None:
         return
-    if isinstance(value, float) and not math.isfinite(value) or (
-            (low is not None and value < low) or (high is not None and value > high)):
-        if low is not None and high is not None:
-            allowed = f">= {_num(low)} and <= {_num(high)}"
-        elif low is not None:
-            allowed = f">= {_num(low)}"
-        else:
-            allowed = f"<= {_num(high)}"
-        raise ConfigError(f"{option} must be {allowed}, got {value}")
+    below = low is not None and (value <= low if low_open else value < low)
+    if (isinstance(value, float) and not math.isfinite(value)) or below or (
+            high is not None and value > high):
+        parts = []
+        if low is not None:
+            parts.append(f"{'>' if low_open else '>='} {_num(low)}")
+        if high is not None:
+            parts.append(f"<= {_num(high)}")
+        raise ConfigError(f"{option} must be {' and '.join(parts) or 'finite'}, got {value}")
 
 
 def _num(v: float) -> str:
