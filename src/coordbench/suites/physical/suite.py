@@ -76,6 +76,8 @@ class PhysicalSpec:
         return 0 if self.protocol == "main" else int(self.protocol[-1])
 
 
+MAX_ROLLOUTS = 1_000_000
+
 class PhysicalSuite:
     """The physical suite on the one runner: lockstep rollouts of a team policy."""
 
@@ -94,6 +96,10 @@ class PhysicalSuite:
 
     def cases(self, spec: PhysicalSpec, limit: int | None = None) -> list[Case]:
         """Return seeds 1..limit (main) or the first `limit` demonstrations' phase starts."""
+        if limit is not None and not 1 <= limit <= MAX_ROLLOUTS:
+            # checked here too: `coordbench run --physical N` reaches the suite unchecked
+            raise ConfigError(f"physical rollouts per task must be >= 1 and <= {MAX_ROLLOUTS}"
+                              f", got {limit}")
         if spec.phase == 0:
             return [Case(f"seed{s:04d}", s) for s in range(1, (limit or 100) + 1)]
         data = load_demos(Path(spec.demos))
@@ -118,11 +124,13 @@ class PhysicalSuite:
         for a in range(0, len(cases), self.batch):
             chunk = cases[a:a + self.batch]
             if spec.phase == 0:
-                trs = run(spec.task, policy, [c.data for c in chunk], condition=cond)[0]
+                trs = run(spec.task, policy, [c.data for c in chunk], condition=cond,
+                          keys=[c.key for c in chunk])[0]
             else:
                 trs = run(spec.task, policy, [c.data[0] for c in chunk],
                           starts=[c.data[1] for c in chunk], until_phase=spec.phase,
-                          budget=PHASE_BUDGET, condition=cond)[0]
+                          budget=PHASE_BUDGET, condition=cond,
+                          keys=[c.key for c in chunk])[0]
             yield from zip(chunk, trs, strict=True)
 
     def metrics(self, trajectory: Trajectory) -> dict[str, float | None]:
