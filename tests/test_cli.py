@@ -44,7 +44,7 @@ def test_stat_speed_json():
 def test_run_and_report_write_a_run_directory(tmp_path):
     out = tmp_path / "run"
     res = runner.invoke(app, ["run", "--out", str(out), "--configs", "3A-6T-5x3",
-                              "--episodes", "10"])
+                              "--episodes", "10", "--cases", "12", "--physical", "2"])
     assert res.exit_code == 0, res.output
     assert "hungarian" in res.stdout
     report = (out / "report.md").read_text()

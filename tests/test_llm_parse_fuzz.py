@@ -1,4 +1,4 @@
-"""Parsing and grounding of model replies: known cases, and 10,000 adversarial replies."""
+"""Parsing and grounding of model replies: known cases, and 3,000 adversarial replies per run (hypothesis)."""
 
 import json
 
@@ -54,7 +54,7 @@ adversarial = st.one_of(
 )
 
 
-@settings(max_examples=10_000, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=3_000, deadline=None, suppress_health_check=list(HealthCheck))
 @given(adversarial)
 def test_no_reply_crashes_the_parser(reply):
     out = parse_action(reply, OBS)

@@ -74,6 +74,9 @@ def run(
                                               "construct planners (rep240)."),
     physical: int | None = typer.Option(None, help="Physical suite: expert and noisy-expert "
                                                    "rollouts per task (default 10; 0 skips)."),
+    cases: int | None = typer.Option(None, min=1, help="Household and construct cases per "
+                                                       "condition (default: all; a quick "
+                                                       "look)."),
     executor: str = executor_option(),
     workers: int = workers_option(),
 ) -> None:
@@ -100,6 +103,10 @@ def run(
         plan["mecobench"] = plan["constructs"] = None
     if physical is not None:
         plan["physical"]["rollouts"] = physical
+    if cases is not None:
+        for family in ("mecobench", "constructs"):
+            if plan[family]:
+                plan[family]["limit"] = cases
     items, labels = expand(plan)
     _report(play(out_dir, items, labels=labels, executor=executor, workers=workers))
 

@@ -8,7 +8,15 @@ import typer
 
 from coordbench.core.files import check_out_dir, check_range
 
-from .common import emit_json, executor_option, out, play, workers_option
+from .common import (
+    breaker_option,
+    emit_json,
+    executor_option,
+    fail_fast_option,
+    out,
+    play,
+    workers_option,
+)
 from .household import harness_settings, local_stats
 from .limits import MAX_CONNECTIONS, MAX_EPISODES, MAX_SEED, MAX_WORKERS
 
@@ -35,12 +43,15 @@ def constructs_run(
     max_connections: int | None = typer.Option(None, help="Cap concurrent calls per model."),
     executor: str = executor_option(),
     workers: int = workers_option(),
+    fail_fast: bool = fail_fast_option(),
+    breaker: int = breaker_option(),
     out_dir: Path | None = typer.Option(None, "--out", help="Run directory (resumable)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Run planners on the construct instances; SR, construct score and legality."""
     from coordbench.report.constructs_report import console_table, summarize
     from coordbench.report.format import estimate_json
+    from coordbench.runner import Limits
     from coordbench.suites.constructs.runner import ConstructSpec
     from coordbench.suites.constructs.suite import HEADLINE, SUITE, ConstructCondition
 
@@ -54,10 +65,11 @@ def constructs_run(
     cond = ConstructCondition(spec, subset, construct, team, limit,
                               str(instances) if instances else None)
     cases = SUITE.cases(cond)  # a bad instance file fails here, before any work
-    settings = harness_settings(models, cache, None, max_connections, seed, {model}) \
-        if agents == "llm" else None
+    settings = harness_settings(models, cache, None, max_connections, seed, {model},
+                                breaker) if agents == "llm" else None
     run = play(out_dir or Path("runs") / "constructs", [(SUITE, cond)], quiet=as_json,
                executor=executor, workers=workers, resources=settings,
+               limits=Limits(fail_fast=fail_fast, breaker=breaker),
                labels=[f"constructs {planner} {agents}"], stats=local_stats(settings, executor))
     overall, per = summarize(run, SUITE.condition(cond), len(cases))
     if as_json:

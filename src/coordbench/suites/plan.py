@@ -16,7 +16,8 @@ def load_plan(path: Path = DEFAULT_PLAN) -> dict[str, Any]:
 
 def expand(plan: dict[str, Any]) -> tuple[list[tuple], list[str]]:
     """Return (runner items (suite, spec, limit), a progress label per item) for `plan`;
-    a family missing from the plan (or set to null) is not run."""
+    a family missing from the plan (or set to null) is not run. A household or construct
+    section's optional `limit` keeps the first cases of each condition."""
     items: list[tuple] = []
     labels: list[str] = []
     if plan.get("stat"):
@@ -37,7 +38,8 @@ def expand(plan: dict[str, Any]) -> tuple[list[tuple], list[str]]:
         for t in p["teams"]:
             for proto in p["protocols"]:
                 spec = HouseholdSpec(t["structure"], t["team"], proto, p["agents"])
-                items.append((HH, household_condition(None, p["instance_set"], spec), None))
+                items.append((HH, household_condition(None, p["instance_set"], spec),
+                              p.get("limit")))
                 labels.append(f"household {t['structure']} n={t['team']} {proto}")
     if plan.get("constructs"):
         from coordbench.suites.constructs.runner import ConstructSpec
@@ -47,7 +49,7 @@ def expand(plan: dict[str, Any]) -> tuple[list[tuple], list[str]]:
         p = plan["constructs"]
         for planner in p["planners"]:
             items.append((CS, ConstructCondition(ConstructSpec(planner, p["agents"]),
-                                                 p["subset"]), None))
+                                                 p["subset"]), p.get("limit")))
             labels.append(f"constructs {p['subset']} {planner}")
     if plan.get("physical") and plan["physical"]["rollouts"] > 0:
         from coordbench.envs.physical.tasks import TASKS

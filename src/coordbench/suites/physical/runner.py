@@ -106,14 +106,15 @@ class EpisodeRecord:
 
 def run(task_name: str, policy: Policy, seeds: list[int], *, record: bool = False,
         starts: list[tuple[np.ndarray, int, int]] | None = None, budget: int | None = None,
-        until_phase: int = 3, condition: str = "") -> tuple[list[Trajectory],
-                                                            list[EpisodeRecord]]:
+        until_phase: int = 3, condition: str = "", keys: list[str] | None = None
+        ) -> tuple[list[Trajectory], list[EpisodeRecord]]:
     """Roll `policy` out on `task_name` for each seed in lockstep; return (trajectories,
     per-step records if `record`).
 
     `starts` (phase-level evaluation): per seed, (state, step, completed phases) to restore
     instead of a fresh reset; `until_phase` stops an episode once that many phases are done;
-    `budget` caps control steps after the start (default: the task's limit).
+    `budget` caps control steps after the start (default: the task's limit). `keys` name the
+    episodes inside `condition` (default: seed<seed>).
     """
     task = get_task(task_name)
     # one task object per environment: tasks keep per-episode state (MoveHouse's door
@@ -155,7 +156,8 @@ def run(task_name: str, policy: Policy, seeds: list[int], *, record: bool = Fals
     trajectories = []
     for k, (env, seed) in enumerate(zip(envs, seeds, strict=True)):
         rec = Recorder(
-            suite="physical", episode_id=f"{condition or task_name}/seed{seed:04d}",
+            suite="physical", episode_id=f"{condition or task_name}/"
+                                         f"{keys[k] if keys else f'seed{seed:04d}'}",
             task_id=task_name, seed=int(seed), policy=policy.name,
             team=[AgentSpec(id=f"robot{i}", driver=policy.name) for i in range(env.n)],
             params={"n_robots": env.n, "start_step": start_steps[k],
