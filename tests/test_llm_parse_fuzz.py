@@ -1,4 +1,4 @@
-"""Parsing and grounding of model replies: known cases, and 3,000 adversarial replies per run (hypothesis)."""
+"""Parsing and grounding of model replies: known cases, and 3,000 adversarial replies per run."""
 
 import json
 
