@@ -105,6 +105,9 @@ CASES = [
     ([*MECO, "--in-flight", "0"], "--in-flight must be >= 1"),
     ([*MECO, "--seed", "-1"], "--seed must be >= 0"),
     ([*MECO, "--out", "{under_file}"], "is a file, not a folder"),
+    ([*MECO, "--models", "{latin1}"], "not a UTF-8 text models file"),
+    ([*MECO, "--cache-path", "{folder}"], "--cache-path {folder}: is a folder"),
+    ([*CONS, "--models", "{registry}"], "generation.temprature"),
     ([*LLM, "--models", "{registry}", "--model", "m"], "generation.temprature"),
     ([*LLM, "--models", "{latin1}"], "not a UTF-8 text models file"),
     ([*LLM, "--cache-path", "{folder}"], "--cache-path"),
@@ -136,7 +139,7 @@ CASES = [
 
 
 def _fill(args: list[str], files: dict[str, str]) -> list[str]:
-    return [a.format(**files) if a.startswith("{") or "{" in a else a for a in args]
+    return [a.format(**files) for a in args]
 
 
 @pytest.mark.parametrize(("args", "needle"), CASES, ids=[" ".join(c[0][:2] + c[0][-2:])
@@ -151,7 +154,7 @@ def test_bad_input_is_one_clear_error(args, needle, files, tmp_path, monkeypatch
         assert res.exit_code == 2 and needle in res.output, res.output
         return
     assert isinstance(exc, CoordbenchError), repr(exc)
-    message = str(exc)
+    message, needle = str(exc), needle.format(**files)
     assert needle in message and "\n" not in message, message
 
 

@@ -49,6 +49,7 @@ def constructs_run(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Run planners on the construct instances; SR, construct score and legality."""
+    from coordbench.llm.registry import load_registry
     from coordbench.report.constructs_report import console_table, summarize
     from coordbench.report.format import estimate_json
     from coordbench.runner import Limits
@@ -61,6 +62,8 @@ def constructs_run(
     check_range("--workers", workers, 1, MAX_WORKERS)
     if out_dir is not None:
         check_out_dir(out_dir)
+    if models is not None:  # checked even where these planners do not use it
+        load_registry(models)
     spec = ConstructSpec(planner, agents, observation, model, seed, order)
     cond = ConstructCondition(spec, subset, construct, team, limit,
                               str(instances) if instances else None)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from coordbench.core.files import check_out_dir, check_range
+from coordbench.core.files import check_out_dir, check_out_file, check_range
 
 from .common import (
     breaker_option,
@@ -94,6 +94,7 @@ def mecobench_run(
     from rich.table import Table
 
     from coordbench.core.stats import summarize
+    from coordbench.llm.registry import load_registry
     from coordbench.report.format import estimate_json, fmt
     from coordbench.runner import Limits
     from coordbench.suites.mecobench.instances import check_playable
@@ -118,6 +119,11 @@ def mecobench_run(
     check_range("--workers", workers, 1, MAX_WORKERS)
     if out_dir is not None:
         check_out_dir(out_dir)
+    # given paths are checked even where this team does not use them: a typo fails now
+    if models is not None:
+        load_registry(models)
+    if cache_path is not None:
+        check_out_file(cache_path, "--cache-path")
     spec = HouseholdSpec(structure, team, protocol, agents, prior, seed, model, leader_model)
     cond = household_condition(str(tasks) if tasks else None, suite, spec)
     check_playable([c.data[1] for c in SUITE.cases(cond, limit)], team, prior)
