@@ -34,7 +34,8 @@ run: install
 test: install-dev
 	$(BIN)/ruff check src tests benchmarks
 	@# pytest exits 5 when it collects no tests; report that instead of failing.
-	$(BIN)/python -m pytest; rc=$$?; if [ $$rc -eq 5 ]; then echo 'no tests collected'; exit 0; fi; exit $$rc
+	@# Two workers (the CI machine's two cores); tests that start Ray share one (loadgroup).
+	$(BIN)/python -m pytest -n 2 --dist loadgroup; rc=$$?; if [ $$rc -eq 5 ]; then echo 'no tests collected'; exit 0; fi; exit $$rc
 
 bench: install-dev
 	$(BIN)/python benchmarks/stat_speed.py

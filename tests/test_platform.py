@@ -16,6 +16,9 @@ from coordbench.cli import app
 from coordbench.errors import ConfigError
 from tests.test_golden import trajectory_hashes
 
+# Ray starts one local instance at a time: every test of this file runs in one xdist worker
+pytestmark = pytest.mark.xdist_group("ray")
+
 runner = CliRunner()
 
 

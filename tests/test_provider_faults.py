@@ -245,3 +245,31 @@ def test_mocked_transport_failures_classify(tmp_path):
         asyncio.run(reg(boom).complete("m", [{"role": "user", "content": "x"}]))
     h = reg(lambda r: httpx2.Response(422, json={"error": {"message": "bad"}}))
     assert asyncio.run(h.complete("m", [{"role": "user", "content": "x"}])).error
+
+
+def test_structured_output_is_sent_and_dropped_for_a_server_that_refuses_it():
+    seen = []
+
+    def refuses(request):
+        body = json.loads(request.content)
+        seen.append("response_format" in body)
+        if "response_format" in body:
+            return httpx2.Response(400, json={"error": {"message": "response_format unused"}})
+        return httpx2.Response(200, json={"choices": [{"message": {"content": "{}"}}]})
+
+    def accepts(request):
+        body = json.loads(request.content)
+        seen.append(body.get("response_format", {}).get("json_schema", {}).get("schema"))
+        return httpx2.Response(200, json={"choices": [{"message": {"content": "{}"}}]})
+
+    schema = {"type": "object"}
+    for handler in (refuses, accepts):
+        reg = Registry({"m": ModelSpec(alias="m", base_url="http://mock/v1", model="m")})
+        h = ModelHarness(reg, None, http_client=httpx2.AsyncClient(
+            transport=httpx2.MockTransport(handler)))
+        for _ in range(2):
+            out = asyncio.run(h.complete("m", [{"role": "user", "content": "x"}],
+                                         schema=schema))
+            assert out.error is None and out.structured == (handler is accepts)
+    # refused once, asked again without, never sent again; accepted: sent every time
+    assert seen == [True, False, False, schema, schema]

@@ -13,6 +13,9 @@ from coordbench.errors import ConfigError, RunDirError
 from coordbench.runner import Limits, run_condition, run_conditions
 from tests.fake_suite import SUITE, FakeSpec, double
 
+# Ray starts one local instance at a time: every test of this file runs in one xdist worker
+pytestmark = pytest.mark.xdist_group("ray")
+
 
 def _episodes(run: RunDir, cond: str) -> dict[str, str]:
     """Return {key: trajectory JSON without the creation time and the checkout's sha (a

@@ -126,6 +126,7 @@ def test_table_and_training_bad_input_is_one_line(tmp_path):
     assert res.returncode == 2 and "is corrupt" in res.stderr
 
 
+@pytest.mark.xdist_group("ray")
 def test_ray_executor_runs_a_tiny_sweep(tmp_path):
     pytest.importorskip("ray")
     args = ["stat", "train", "--config", "3A-6T-5x3", "--algo", "iql", "--steps", "1000",

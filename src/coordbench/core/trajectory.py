@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from pydantic_core import PydanticSerializationError
 
-SCHEMA_VERSION = "1.3"
+SCHEMA_VERSION = "1.4"
 
 # JSON allows these raw inside strings, but str.splitlines() and many line readers break on
 # them; a model reply can hold any of them, so they are written escaped.
@@ -174,6 +174,7 @@ class ModelCallEvent(_Record):
     parse_status: Literal["ok", "failed", "n/a"] = "n/a"
     parse_error: str | None = None
     error: str | None = None
+    structured: bool = False  # the request carried a JSON schema the server accepted (1.4)
     reply: str = ""
 
 

@@ -15,6 +15,11 @@ Two kinds of failure, kept apart because only one of them says anything about th
   provider failures in a row the harness stops calling (its circuit opens) and every further
   call fails at once with `stop_run` set, so a sweep stops instead of burning its budget.
 
+A call may carry a JSON schema for its reply: it is sent as `response_format` (json_schema) to
+OpenAI-compatible servers; a server that refuses it (400/422) is asked again without, and the
+harness remembers not to send it to that model again. Each call records whether its reply was
+constrained (`structured`).
+
 Every call has a wall-clock deadline (`timeout_s` of its model), which cancels the request
 (and closes its connection), so a server that drips bytes cannot hold a call forever; the
 connection cap covers retries too. Text from a provider is cleaned (lone surrogates) and the
@@ -121,6 +126,7 @@ class Completion:
     cost: float = 0.0
     error: str | None = None
     provider_failed: bool = False  # the error is the provider's, not the reply's
+    structured: bool = False  # the request carried a JSON schema the server accepted
     event: dict[str, Any] | None = field(default=None, repr=False)  # its model_call record
 
     @property
@@ -137,7 +143,7 @@ class Completion:
                 "completion_tokens": self.completion_tokens,
                 "cached_tokens": self.cached_tokens, "cost": self.cost,
                 "finish_reason": self.finish_reason, "error": self.error,
-                "reply": self.text[:4000]}
+                "structured": self.structured, "reply": self.text[:4000]}
 
 
 class Provider(ABC):
@@ -331,6 +337,7 @@ class ModelHarness:
         self.breaker = breaker
         self.failures_in_a_row = 0
         self.last_failure = ""
+        self.schema_refused: set[str] = set()  # aliases whose server refused response_format
         self.cache = cache
         self.http_client = http_client
         self.seed = seed
@@ -380,16 +387,23 @@ class ModelHarness:
 
     async def complete(self, alias: str, messages: list[dict[str, Any]],
                        max_tokens: int | None = None, *,
-                       who: tuple[int, str, str] | None = None) -> Completion:
+                       who: tuple[int, str, str] | None = None,
+                       schema: dict[str, Any] | None = None) -> Completion:
         """Return the model's reply to `messages` (see the module docstring); raise
         ProviderFailed when the provider failed.
 
         With `who` = (agent, role, phase), the call is recorded into the episode running in
         this context (its `event` is that record, for the caller to add a parse status); a
-        provider failure is recorded before it is raised.
+        provider failure is recorded before it is raised. `schema`: the JSON schema of the
+        reply, sent as structured output where the server takes it.
         """
         slot = reserve_model_call() if who is not None else None
-        done = await self._complete(alias, messages, max_tokens)
+        done = await self._complete(alias, messages, max_tokens, schema)
+        if (done.error and done.structured and not done.provider_failed
+                and done.error.startswith(tuple(f"HTTP {c}" for c in REJECTED))):
+            # the server refused the schema (or the request with it): ask again without
+            self.schema_refused.add(alias)
+            done = await self._complete(alias, messages, max_tokens, None)
         if who is not None:
             done.event = record_model_call(done.record(*who), slot)
         if done.provider_failed:
@@ -398,9 +412,16 @@ class ModelHarness:
         return done
 
     async def _complete(self, alias: str, messages: list[dict[str, Any]],
-                        max_tokens: int | None) -> Completion:
+                        max_tokens: int | None, schema: dict[str, Any] | None = None
+                        ) -> Completion:
         spec = self.spec(alias)
         generation = dict(spec.generation)
+        structured = (schema is not None and spec.provider == "openai"
+                      and alias not in self.schema_refused
+                      and "response_format" not in generation)
+        if structured:
+            generation["response_format"] = {"type": "json_schema", "json_schema": {
+                "name": "reply", "schema": schema}}
         if max_tokens is not None:
             generation["max_tokens"] = min(int(generation.get("max_tokens", max_tokens)),
                                            max_tokens)
@@ -413,7 +434,7 @@ class ModelHarness:
             if hit is not None:
                 self.stats.cache_hits += 1
                 return Completion(**{**hit, "cache_hit": True, "latency_s": 0.0, "attempts": 0,
-                                     "request_hash": key})
+                                     "request_hash": key, "structured": structured})
         if self.failures_in_a_row >= self.breaker:
             return self._open_circuit(alias, key)
         provider = self.provider(alias)
@@ -463,7 +484,7 @@ class ModelHarness:
             self.stats.failures += 1
             return Completion(text="", alias=alias, latency_s=latency, attempts=attempts,
                               request_hash=key, error=self.redact(alias, error or "no reply"),
-                              provider_failed=provider_failed)
+                              provider_failed=provider_failed, structured=structured)
         text, p, c, cached, reason = reply
         text = self.redact(alias, text)
         reason = self.redact(alias, reason)[:40] if reason is not None else None
@@ -479,7 +500,8 @@ class ModelHarness:
         row["cost"] += cost
         done = Completion(text=text, alias=alias, prompt_tokens=p, completion_tokens=c,
                           cached_tokens=cached, finish_reason=reason, latency_s=latency,
-                          attempts=attempts, request_hash=key, cost=cost)
+                          attempts=attempts, request_hash=key, cost=cost,
+                          structured=structured)
         if self.cache is not None:
             self.cache.put(key, {"text": text, "alias": alias, "prompt_tokens": p,
                                  "completion_tokens": c, "cached_tokens": cached,

@@ -65,6 +65,21 @@ Update the shared memory for the team: your location, what you hold, objects you
 where, which object you claim ("claims": {{"object id": agent}}). Reply with the whole updated \
 memory as one JSON object."""
 
+# JSON schemas sent as `response_format` (json_schema) to servers that support structured
+# output, for the replies that must be JSON. They are loose on purpose: they fix the shape the
+# parser reads, not the values, so a constrained reply can still be a wrong action.
+_REF = {"anyOf": [{"type": "object"}, {"type": "string"}, {"type": "integer"}]}
+ACT_SCHEMA = {"type": "object", "required": ["action"], "properties": {
+    "action": {"type": "string"}, "object": _REF, "target": _REF, "room": {"type": "string"},
+    "door_id": {"type": "integer"}, "agent": {"type": "integer"},
+    "memory": {"type": "string"}}}
+ASSIGN_SCHEMA = {"type": "object", "required": ["assignments"], "properties": {
+    "assignments": {"type": "array", "items": {
+        "type": "object", "required": ["agent", "instruction"],
+        "properties": {"agent": {"type": "integer"}, "instruction": {"type": "string"}}}}}}
+MEMORY_SCHEMA = {"type": "object"}
+SCHEMAS = {"act": ACT_SCHEMA, "assignment": ASSIGN_SCHEMA, "memory": MEMORY_SCHEMA}
+
 # The construct planners (CoCoBench): one menu choice per decision.
 CONSTRUCT_PLAN = """You are {who}. Coordinate the team to reach the goal with few actions; \
 avoid contention for shared objects.

@@ -78,7 +78,8 @@ class LlmMind:
             return None  # the team's token budget for this episode is spent
         messages = [self._system(obs), self._user(text, images or [])]
         out = await self.harness.complete(self.alias, messages, self.max_tokens,
-                                          who=(self.agent, self.role, phase))
+                                          who=(self.agent, self.role, phase),
+                                          schema=prompts.SCHEMAS.get(phase))
         self._last_call = out.event
         return out
 
