@@ -117,6 +117,8 @@ CASES = [
     ([*CONS, "--instances", "{folder}"], "is a folder, expected a instance file"),
     ([*CONS, "--instances", "{file}"], "not valid JSON"),
     ([*CONS, "--limit", "0"], "--limit must be >= 1"),
+    ([*CONS, "--team", "1000"], "--team must be 2, 3 or 4"),
+    ([*CONS, "--construct", "D9"], "--construct must be one of"),
     ([*CONS, "--seed", "-1"], "--seed must be >= 0"),
     ([*CONS, "--out", "{under_file}"], "is a file, not a folder"),
     # physical collaboration
@@ -124,6 +126,7 @@ CASES = [
     ([*DEMOS, "--size", "100000"], "--size must be >= 16 and <= 1024"),
     ([*DEMOS, "--out", "{under_file}"], "is a file, not a folder"),
     ([*PEVAL, "--rollouts", "0"], "--rollouts must be >= 1"),
+    (["physical", "eval", "--task", " , "], "--task names no task"),
     ([*PEVAL, "--phase-level", "--demos", "{missing}"], "no such demonstrations folder"),
     ([*PEVAL, "--out", "{file}"], "exists and is not a folder"),
     ([*PTRAIN, "--steps", "0"], "--steps must be >= 1"),

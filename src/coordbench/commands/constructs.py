@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from coordbench.core.files import check_out_dir, check_range
+from coordbench.errors import ConfigError
 
 from .common import (
     breaker_option,
@@ -62,6 +63,13 @@ def constructs_run(
     check_range("--workers", workers, 1, MAX_WORKERS)
     if out_dir is not None:
         check_out_dir(out_dir)
+    # the built-in set's filters are checked even when an instance file replaces the set
+    if subset not in ("all", "rep240"):
+        raise ConfigError(f"--subset must be all or rep240, not {subset!r}")
+    if construct is not None and construct not in ("D1", "D2", "D3", "D4"):
+        raise ConfigError(f"--construct must be one of D1, D2, D3, D4, not {construct!r}")
+    if team is not None and team not in (2, 3, 4):
+        raise ConfigError(f"--team must be 2, 3 or 4, got {team}")
     if models is not None:  # checked even where these planners do not use it
         load_registry(models)
     spec = ConstructSpec(planner, agents, observation, model, seed, order)

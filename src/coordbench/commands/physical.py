@@ -8,6 +8,7 @@ from typing import Any
 import typer
 
 from coordbench.core.files import check_in_dir, check_out_dir, check_out_file, check_range
+from coordbench.errors import ConfigError
 
 from .common import emit_json, executor_option, need_torch, out, play, positive, workers_option
 from .limits import MAX_EPISODES, MAX_SEED, MAX_WORKERS
@@ -27,6 +28,9 @@ def _tasks(task: str) -> list[str]:
     if task == "all":
         return list(TASKS)
     names = [t.strip() for t in task.split(",") if t.strip()]
+    if not names:
+        raise ConfigError(f"--task names no task; give a task, a comma-separated list or all "
+                          f"(got {task!r})")
     for name in names:
         get_task(name)
     return names
