@@ -346,6 +346,7 @@ class ModelHarness:
         self.max_connections = max_connections
         self.stats = HarnessStats()
         self._providers: dict[str, Provider] = {}
+        self._by_loop: WeakKeyDictionary[Any, dict[str, Provider]] = WeakKeyDictionary()
         self._caps: WeakKeyDictionary[Any, dict[str, asyncio.Semaphore]] = WeakKeyDictionary()
         self._rng = random.Random(seed)
 
@@ -354,12 +355,18 @@ class ModelHarness:
         return self.registry.get(alias)
 
     def provider(self, alias: str) -> Provider:
-        """Return (building on first use) the provider of `alias`."""
-        if alias not in self._providers:
+        """Return (building on first use) the provider of `alias` for the running event loop
+        (an HTTP client belongs to the loop it was made on; outside a loop, a shared one that
+        checks the alias's key)."""
+        try:
+            providers = self._by_loop.setdefault(asyncio.get_running_loop(), {})
+        except RuntimeError:
+            providers = self._providers
+        if alias not in providers:
             spec = self.spec(alias)
-            self._providers[alias] = (TransformersProvider(spec) if spec.provider ==
-                                      "transformers" else OpenAIProvider(spec, self.http_client))
-        return self._providers[alias]
+            providers[alias] = (TransformersProvider(spec) if spec.provider == "transformers"
+                                else OpenAIProvider(spec, self.http_client))
+        return providers[alias]
 
     def _cap(self, alias: str) -> asyncio.Semaphore:
         # one semaphore per event loop: a harness can outlive the loop it was first used on
