@@ -81,8 +81,10 @@ def test_provider_failures_are_not_results_and_a_rerun_replays_them(tmp_path, fa
     tr = RunDir.open(out)
     text = tr.errored_path(cond, errored[0]).read_text()
     assert '"termination":"error"' in text
-    # the report of a run whose episodes all errored still composes
+    # the report of a run whose episodes all errored still composes, and says so
     assert runner.invoke(app, ["report", str(out)]).exit_code == 0
+    assert "errored by model provider failures are not counted" in (out / "report.md"
+                                                                     ).read_text()
     with ScriptedServer(household_reply) as server:
         models = models_file(tmp_path, server.base_url)
         res = household(tmp_path, models, out)

@@ -81,8 +81,12 @@ def compose(run: RunDir) -> Report:
     lines = [f"# coordbench report: {title}", "",
              f"- run: `{run.path.name}`; coordbench {m.get('coordbench_version')}, "
              f"git {m.get('git_sha') or 'unknown'}; trajectory schema {m.get('schema_version')}",
-             "- every number is recomputed from the saved trajectories (`coordbench report DIR`)",
-             ""]
+             "- every number is recomputed from the saved trajectories (`coordbench report DIR`)"]
+    errored = sum(len(run.errored_keys(c)) for c in run.conditions)
+    if errored:
+        lines.append(f"- {errored} episode{'s' * (errored != 1)} errored by model provider "
+                     "failures are not counted (`errors/`); rerunning the command replays them")
+    lines.append("")
     text = "\n".join(lines) + "\n" + "\n".join(p.markdown for p in parts if p.markdown)
     report = Report(text, [t for p in parts for t in p.tables])
     for p in parts:
