@@ -56,6 +56,12 @@ def files(tmp_path_factory) -> dict[str, str]:
 
 
 CASES = [
+    # the default benchmark
+    (["run", "--episodes", "100000000000"], "--episodes must be >= 1"),
+    (["run", "--seed", "-1"], "--seed must be >= 0"),
+    (["run", "--physical", "-1"], "--physical must be >= 0"),
+    (["run", "--configs", ","], "--configs names nothing"),
+    (["run", "--workers", "0"], "--workers must be >= 1"),
     # STAT evaluation, training, speed, tables
     ([*EVAL, "--seed", "-1"], "--seed must be >= 0"),
     ([*EVAL, "--episodes", "0"], "--episodes must be >= 1"),

@@ -134,7 +134,7 @@ def test_cli_contract(tmp_path, demos):
                       (("physical", "train", "--task", "CoCarry", "--obs", "depth",
                         "--demos", str(demos)), "--obs must be one of"),
                       (("physical", "train", "--task", "CoCarry", "--demos",
-                        str(tmp_path / "none")), "does not exist")]:
+                        str(tmp_path / "none")), "no such demonstrations folder")]:
         res = cli(*args)
         assert res.returncode == 2 and msg in res.stderr, (args, res.stderr)
         assert len(res.stderr.strip().splitlines()) == 1

@@ -14,7 +14,7 @@ import typer
 from coordbench import __version__
 from coordbench.commands import constructs, household, models, physical, stat
 from coordbench.commands.common import err, executor_option, out, play, workers_option
-from coordbench.errors import CoordbenchError
+from coordbench.errors import ConfigError, CoordbenchError
 
 
 def _version(value: bool) -> None:
@@ -89,13 +89,22 @@ def run(
     collaboration: the scripted experts, nominal and noisy, on all ten tasks. The plan is
     coordbench/suites/data/default_plan.json; the options override it.
     """
+    from coordbench.commands.limits import MAX_EPISODES, MAX_SEED, MAX_WORKERS
+    from coordbench.core.files import check_out_dir, check_range
     from coordbench.suites.plan import expand, load_plan
 
+    check_range("--episodes", episodes, 1, MAX_EPISODES)
+    check_range("--seed", seed, 0, MAX_SEED)
+    check_range("--physical", physical, 0, 1_000_000)
+    check_range("--workers", workers, 1, MAX_WORKERS)
+    check_out_dir(out_dir)
     plan = load_plan()
     st = plan["stat"]
     for key, value in (("configs", configs), ("policies", policies)):
         if value is not None:
             st[key] = [v.strip() for v in value.split(",") if v.strip()]
+            if not st[key]:
+                raise ConfigError(f"--{key} names nothing: give a comma-separated list")
     for key, value in (("episodes", episodes), ("layouts", layouts), ("seed", seed)):
         if value is not None:
             st[key] = value
