@@ -62,6 +62,8 @@ def test_one_writer_at_a_time(tmp_path):
 
 
 KILLABLE = {
+    "run": ["run", "--configs", "3A-6T-5x3", "--policies", "greedy,hungarian", "--episodes",
+            "10", "--cases", "3", "--physical", "1"],
     "stat": ["stat", "eval", "--config", "3A-6T-5x3", "--policy", "greedy", "--episodes",
              "40"],
     "mecobench": ["mecobench", "run", "--suite", "v1", "--structure", "parallel", "--team",
@@ -94,9 +96,10 @@ def test_kill_9_then_resume_matches_an_uninterrupted_run(tmp_path, family):
     out, clean = tmp_path / "killed", tmp_path / "clean"
     _kill_when_started(cmd, out)
     n_before = len(list((out / "episodes").glob("*/*.jsonl")))
-    res = runner.invoke(app, [*cmd, "--out", str(out), "--json"])
+    quiet = [] if family == "run" else ["--json"]
+    res = runner.invoke(app, [*cmd, "--out", str(out), *quiet])
     assert res.exit_code == 0, res.output
-    assert runner.invoke(app, [*cmd, "--out", str(clean), "--json"]).exit_code == 0
+    assert runner.invoke(app, [*cmd, "--out", str(clean), *quiet]).exit_code == 0
     got, want = trajectory_hashes(out), trajectory_hashes(clean)
     assert got == want and 1 <= n_before <= len(want)
     shutil.rmtree(tmp_path)

@@ -424,7 +424,7 @@ class ModelHarness:
         spec = self.spec(alias)
         generation = dict(spec.generation)
         structured = (schema is not None and spec.provider == "openai"
-                      and alias not in self.schema_refused
+                      and spec.structured_output and alias not in self.schema_refused
                       and "response_format" not in generation)
         if structured:
             generation["response_format"] = {"type": "json_schema", "json_schema": {

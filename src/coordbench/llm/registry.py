@@ -68,6 +68,7 @@ class ModelSpec(BaseModel):
     model: str
     api_key_env: str | None = None
     supports_images: bool = False
+    structured_output: bool = True  # send reply schemas as response_format (docs/llm.md)
     max_connections: int = Field(8, ge=1)
     timeout_s: float = Field(120.0, gt=0)
     max_retries: int = Field(5, ge=0)
