@@ -67,7 +67,7 @@ def _play(root: Path, port: int, structured: bool, protocol: str, cases: int, st
     models = root / f"models-{structured}.yaml"
     models.write_text(f"models:\n  served:\n    base_url: http://127.0.0.1:{port}/v1\n"
                       f"    model: smollm2\n    max_connections: 1\n    timeout_s: 600\n"
-                      f"    structured_output: {str(structured).lower()}\n"
+                      f"    structured_output: {'json_object' if structured else 'off'}\n"
                       f"    generation: {{temperature: 0.0, max_tokens: 96}}\n")
     out = root / f"{protocol}-{structured}"
     res = CliRunner().invoke(app, [

@@ -275,3 +275,28 @@ def test_structured_output_is_sent_and_dropped_for_a_server_that_refuses_it():
             assert out.error is None and out.structured == (handler is accepts)
     # refused once, asked again without, never sent again; accepted: sent every time
     assert seen == [True, False, False, schema, schema]
+
+
+def test_a_schema_a_server_errors_on_is_dropped_and_llama_cpp_gets_its_own_form():
+    seen = []
+
+    def breaks(request):  # llama.cpp's server answers an unknown response_format with 500
+        body = json.loads(request.content)
+        seen.append(body.get("response_format"))
+        if body.get("response_format", {}).get("type") == "json_schema":
+            return httpx2.Response(500, json={"error": {"message": "literal_error"}})
+        return httpx2.Response(200, json={"choices": [{"message": {"content": "{}"}}]})
+
+    for form in ("json_schema", "json_object"):
+        reg = Registry({"m": ModelSpec(alias="m", base_url="http://mock/v1", model="m",
+                                       max_retries=0, structured_output=form)})
+        h = ModelHarness(reg, None, http_client=httpx2.AsyncClient(
+            transport=httpx2.MockTransport(breaks)))
+        for _ in range(2):
+            out = asyncio.run(h.complete("m", [{"role": "user", "content": "x"}],
+                                         schema={"type": "object"}))
+            assert out.error is None
+    kinds = [f["type"] if f else None for f in seen]
+    assert kinds == ["json_schema", None, None, "json_object", "json_object"]
+    assert seen[-1]["schema"] == {"type": "object"}
+

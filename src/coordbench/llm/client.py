@@ -15,9 +15,10 @@ Two kinds of failure, kept apart because only one of them says anything about th
   provider failures in a row the harness stops calling (its circuit opens) and every further
   call fails at once with `stop_run` set, so a sweep stops instead of burning its budget.
 
-A call may carry a JSON schema for its reply: it is sent as `response_format` (json_schema) to
-OpenAI-compatible servers; a server that refuses it (400/422) is asked again without, and the
-harness remembers not to send it to that model again. Each call records whether its reply was
+A call may carry a JSON schema for its reply: it is sent as `response_format` (json_schema, or
+llama.cpp's json_object form, per the model's `structured_output`) to OpenAI-compatible
+servers; when a call with a schema fails, it is asked again without, and if that works the
+harness does not send that model a schema again. Each call records whether its reply was
 constrained (`structured`).
 
 Every call has a wall-clock deadline (`timeout_s` of its model), which cancels the request
@@ -406,11 +407,15 @@ class ModelHarness:
         """
         slot = reserve_model_call() if who is not None else None
         done = await self._complete(alias, messages, max_tokens, schema)
-        if (done.error and done.structured and not done.provider_failed
-                and done.error.startswith(tuple(f"HTTP {c}" for c in REJECTED))):
-            # the server refused the schema (or the request with it): ask again without
-            self.schema_refused.add(alias)
-            done = await self._complete(alias, messages, max_tokens, None)
+        rejected = done.error is not None and done.error.startswith(
+            tuple(f"HTTP {c}" for c in REJECTED))
+        if done.structured and (rejected or done.provider_failed):
+            # servers refuse a schema they do not take in many ways (400, 422, even a 500):
+            # ask again without it; if that works, never send this model one again
+            retry = await self._complete(alias, messages, max_tokens, None)
+            if retry.error is None:
+                self.schema_refused.add(alias)
+            done = retry
         if who is not None:
             done.event = record_model_call(done.record(*who), slot)
         if done.provider_failed:
@@ -424,9 +429,11 @@ class ModelHarness:
         spec = self.spec(alias)
         generation = dict(spec.generation)
         structured = (schema is not None and spec.provider == "openai"
-                      and spec.structured_output and alias not in self.schema_refused
+                      and spec.structured_output != "off" and alias not in self.schema_refused
                       and "response_format" not in generation)
-        if structured:
+        if structured and spec.structured_output == "json_object":  # llama.cpp's form
+            generation["response_format"] = {"type": "json_object", "schema": schema}
+        elif structured:
             generation["response_format"] = {"type": "json_schema", "json_schema": {
                 "name": "reply", "schema": schema}}
         if max_tokens is not None:

@@ -68,7 +68,9 @@ class ModelSpec(BaseModel):
     model: str
     api_key_env: str | None = None
     supports_images: bool = False
-    structured_output: bool = True  # send reply schemas as response_format (docs/llm.md)
+    # how reply schemas are sent as response_format: OpenAI's json_schema, llama.cpp's
+    # json_object with a schema, or not at all (docs/llm.md)
+    structured_output: Literal["json_schema", "json_object", "off"] = "json_schema"
     max_connections: int = Field(8, ge=1)
     timeout_s: float = Field(120.0, gt=0)
     max_retries: int = Field(5, ge=0)
