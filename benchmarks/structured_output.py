@@ -75,7 +75,8 @@ def _play(root: Path, port: int, structured: bool, protocol: str, cases: int, st
         "--structure", "parallel", "--team", "2", "--protocol", protocol, "--limit",
         str(cases), "--max-steps", str(steps), "--no-cache", "--out", str(out), "--json"])
     if res.exit_code != 0:
-        raise SystemExit(f"{protocol} structured={structured}: {res.output[-400:]}")
+        raise SystemExit(f"{protocol} structured={structured}: {res.output[-400:]} "
+                         f"{res.exception!r}")
     summary = json.loads(res.stdout.strip().splitlines()[-1])
     rd = RunDir.open(out)
     calls = [c for t in rd.load_episodes(next(iter(rd.conditions)))

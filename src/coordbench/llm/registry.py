@@ -78,6 +78,12 @@ class ModelSpec(BaseModel):
                                                                  "max_tokens": 512})
     prices: Prices = Field(default_factory=Prices)
 
+    @field_validator("structured_output", mode="before")
+    @classmethod
+    def _yaml_booleans(cls, v: Any) -> Any:
+        # YAML reads a bare `off` (and `no`, `false`) as False, `on`/`true` as True
+        return {True: "json_schema", False: "off"}.get(v, v) if isinstance(v, bool) else v
+
     @field_validator("generation")
     @classmethod
     def _known_generation(cls, v: dict[str, Any]) -> dict[str, Any]:
