@@ -411,10 +411,13 @@ class ModelHarness:
             tuple(f"HTTP {c}" for c in REJECTED))
         if done.structured and (rejected or done.provider_failed):
             # servers refuse a schema they do not take in many ways (400, 422, even a 500):
-            # ask again without it; if that works, never send this model one again
-            retry = await self._complete(alias, messages, max_tokens, None)
+            # ask once more without it (one attempt: an outage is not retried twice over);
+            # if that works, never send this model one again
+            retry = await self._complete(alias, messages, max_tokens, None, retries=0)
             if retry.error is None:
                 self.schema_refused.add(alias)
+            elif retry.provider_failed and done.provider_failed:
+                self.failures_in_a_row -= 1  # one call, one failure for the breaker
             done = retry
         if who is not None:
             done.event = record_model_call(done.record(*who), slot)
@@ -424,9 +427,10 @@ class ModelHarness:
         return done
 
     async def _complete(self, alias: str, messages: list[dict[str, Any]],
-                        max_tokens: int | None, schema: dict[str, Any] | None = None
-                        ) -> Completion:
+                        max_tokens: int | None, schema: dict[str, Any] | None = None,
+                        retries: int | None = None) -> Completion:
         spec = self.spec(alias)
+        retries = spec.max_retries if retries is None else retries
         generation = dict(spec.generation)
         structured = (schema is not None and spec.provider == "openai"
                       and spec.structured_output != "off" and alias not in self.schema_refused
@@ -479,7 +483,7 @@ class ModelHarness:
                     except (TransientError, TimeoutError) as e:
                         error = (str(e) if isinstance(e, TransientError)
                                  else f"no reply within the {spec.timeout_s:g} s deadline")
-                        if attempts > spec.max_retries:
+                        if attempts > retries:
                             error = f"{error} (after {attempts} attempts)"
                             provider_failed = True
                             break
