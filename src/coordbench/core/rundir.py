@@ -56,6 +56,13 @@ def _training_file(p: Path) -> bool:
     return p.is_file() and "_seed" in p.name and p.suffix in (".json", ".pt")
 
 
+def _keys(folder: Path) -> list[str]:
+    """Return the sorted keys of the episode files in `folder` (none if it is missing)."""
+    if not folder.is_dir():
+        return []
+    return sorted(p.stem for p in folder.glob("*.jsonl") if not p.name.startswith("."))
+
+
 class RunDir:
     """A run directory on disk (see the module docstring for the layout)."""
 
@@ -214,10 +221,7 @@ class RunDir:
 
     def errored_keys(self, condition: str) -> list[str]:
         """Return the keys of `condition`'s episodes whose last attempt errored, sorted."""
-        folder = self.path / "errors" / condition
-        if not folder.is_dir():
-            return []
-        return sorted(p.stem for p in folder.glob("*.jsonl") if not p.name.startswith("."))
+        return _keys(self.path / "errors" / condition)
 
     def has_episode(self, condition: str, key: str) -> bool:
         """Return whether episode `key` of `condition` is complete on disk."""
@@ -240,10 +244,7 @@ class RunDir:
 
     def episode_keys(self, condition: str) -> list[str]:
         """Return the keys of the complete episodes of `condition`, sorted."""
-        folder = self.path / "episodes" / condition
-        if not folder.is_dir():
-            return []
-        return sorted(p.stem for p in folder.glob("*.jsonl") if not p.name.startswith("."))
+        return _keys(self.path / "episodes" / condition)
 
     def load_episode(self, condition: str, key: str) -> Trajectory:
         """Return one trajectory; raise RunDirError naming the file if it is corrupt."""
