@@ -55,3 +55,10 @@ def test_every_separator_and_a_lone_surrogate_by_name():
     call = back.events[0]
     assert call.reply == "a" + SEPARATORS + "\ufffdz\ufffd"
     assert back.events[-1].type == "episode_end"
+
+
+def test_lone_surrogate_in_a_dict_key_becomes_one_replacement_character():
+    # pydantic writes a surrogate key as three U+FFFD without raising; ours must give one
+    back = Trajectory.from_jsonl(_trajectory("", "k\udc80", "").to_jsonl())
+    assert back.events[2].actions[0].args == {"k\ufffd": ""}
+    assert back.header.task_id == "k\ufffd"

@@ -45,8 +45,11 @@ def json_line(record: BaseModel) -> str:
     try:
         text = record.model_dump_json()
     except PydanticSerializationError:
-        text = json.dumps(_scrub(record.model_dump(mode="json")), ensure_ascii=False,
-                          separators=(",", ":"))
+        text = None
+    # pydantic raises on a lone surrogate in a value but writes one in a dict key as three
+    # U+FFFD (in JSON mode too); the python dump keeps it, so clean that and dump again.
+    if text is None or "\ufffd" in text:
+        text = type(record).model_validate(_scrub(record.model_dump())).model_dump_json()
     return text.translate(_LINE_BREAKERS)
 
 
