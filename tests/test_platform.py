@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 import coordbench
 from coordbench.cli import app
 from coordbench.errors import ConfigError
+from coordbench.report.format import contract_json
 from tests.test_golden import trajectory_hashes
 
 # Ray starts one local instance at a time: every test of this file runs in one xdist worker
@@ -65,8 +66,10 @@ def test_python_api_gives_what_the_cli_prints(tmp_path):
     got = coordbench.evaluate("stat", config="3A-6T-5x3", policy="greedy", episodes=5,
                               out=tmp_path / "api")
     assert got["suite"] == "stat" and got["spec"]["config"] == "3A-6T-5x3"
-    assert got["metrics"] == cli
-    assert coordbench.results(tmp_path / "api")[got["condition"]]["metrics"] == cli
+    # the API keeps each interval's ends; the --json contract is its mean, ci95 and n
+    assert contract_json(got["metrics"]) == cli
+    assert got["metrics"]["success"]["interval"] == "wilson"
+    assert contract_json(coordbench.results(tmp_path / "api")[got["condition"]]["metrics"]) == cli
     with pytest.raises(ConfigError, match="unknown suite 'chess'"):
         coordbench.evaluate("chess")
     with pytest.raises(ConfigError, match="stat: .*unexpected keyword"):

@@ -2,6 +2,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 from coordbench.core.stats import bootstrap_diff_ci, mean_ci, welch_test
@@ -44,3 +46,62 @@ def test_bootstrap_interval_covers_the_difference():
     d, lo, hi = bootstrap_diff_ci(a, b, seed=1)
     assert lo < d < hi and lo > 0.6 and hi < 1.4
     assert bootstrap_diff_ci(a, b, seed=1) == (d, lo, hi)
+
+
+def test_wilson_interval_known_values_and_edges():
+    from coordbench.core.stats import wilson_ci
+
+    # 9 of 10: the textbook Wilson 95% interval is [0.5958, 0.9821]
+    e = wilson_ci(9, 10)
+    assert e.mean == 0.9 and e.method == "wilson"
+    assert abs(e.lo - 0.5958) < 1e-3 and abs(e.hi - 0.9821) < 1e-3
+    # 10 of 10 and 0 of 10 keep a real interval inside [0, 1] (a t-interval gives ± 0)
+    full, none = wilson_ci(10, 10), wilson_ci(0, 10)
+    assert full.hi == 1.0 and 0.65 < full.lo < 0.75
+    assert none.lo == 0.0 and 0.25 < none.hi < 0.35
+    assert wilson_ci(0, 0).n == 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from([0.0, 1.0]), min_size=1, max_size=200))
+def test_rate_intervals_stay_inside_0_1_and_contain_the_rate(xs):
+    from coordbench.core.stats import rate_ci
+
+    e = rate_ci(xs)
+    assert 0.0 <= e.lo <= e.mean <= e.hi <= 1.0
+    assert e.n == len(xs)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(0.0, 1.0), min_size=2, max_size=50))
+def test_unit_metrics_are_clipped_to_their_range(xs):
+    from coordbench.core.stats import estimate
+
+    e = estimate(xs, "unit")
+    assert 0.0 <= e.lo <= e.hi <= 1.0
+    assert e.lo - 1e-12 <= e.mean <= e.hi + 1e-12
+
+
+def test_summarize_picks_the_interval_by_kind_and_rejects_non_binary_rates():
+    import pytest
+
+    from coordbench.core.stats import summarize
+
+    s = summarize({"SR": [1, 1, 1, 1, 0], "CR": [1.0, 1.0, 0.9, 1.0, 1.0],
+                   "steps": [3, 4, 5, None]}, {"SR": "binary", "CR": "unit"})
+    assert s["SR"].method == "wilson" and s["SR"].hi < 1.0
+    assert s["CR"].method == "t-clipped" and s["CR"].hi == 1.0
+    assert s["steps"].method == "t" and s["steps"].n == 3
+    assert s["SR"].fmt(2) == f"0.80 [{s['SR'].lo:.2f}, {s['SR'].hi:.2f}]"
+    with pytest.raises(ValueError, match="0/1"):
+        summarize({"SR": [0.5]}, {"SR": "binary"})
+
+
+def test_pct_prints_asymmetric_intervals_as_a_range():
+    from coordbench.core.stats import mean_ci, wilson_ci
+    from coordbench.report.format import estimate_json, pct
+
+    assert pct(wilson_ci(9, 10)) == "90.0% [59.6, 98.2]"
+    assert pct(mean_ci([0.0, 1.0])).startswith("50.0% ± ")
+    j = estimate_json(wilson_ci(10, 10))
+    assert j["interval"] == "wilson" and j["hi"] == 1.0 and j["lo"] > 0.6

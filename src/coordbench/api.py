@@ -48,7 +48,8 @@ def _condition(suite: str, options: dict[str, Any]) -> tuple[Any, Any, int | Non
 def evaluate(suite: str, *, out: str | Path | None = None, executor: str = "local",
              workers: int = 1, **options: Any) -> dict[str, Any]:
     """Play (or resume) one condition of `suite` and return its summary:
-    {"suite", "condition", "run", "spec", "metrics": {metric: {"mean", "ci95", "n"}}}.
+    {"suite", "condition", "run", "spec", "metrics": {metric: {"mean", "ci95", "n", "lo",
+    "hi", "interval"}}} (the CLI's `--json` prints the mean, ci95 and n of each).
 
     `options` are the condition's fields, named as the CLI options are: e.g. stat: config,
     policy, layouts, seed, episode_limit, episodes; mecobench: structure, team, protocol,

@@ -127,8 +127,10 @@ def play(path: Path, plan: Sequence, *, quiet: bool = False, labels: Sequence[st
 
 
 def emit_json(payload: Any) -> None:
-    """Print one JSON object on stdout."""
-    sys.stdout.write(json.dumps(payload) + "\n")
+    """Print one JSON object on stdout, every estimate in the `--json` contract's form."""
+    from coordbench.report.format import contract_json
+
+    sys.stdout.write(json.dumps(contract_json(payload)) + "\n")
 
 
 def positive(**values: int | None) -> None:

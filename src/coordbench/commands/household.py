@@ -95,6 +95,7 @@ def mecobench_run(
 
     from coordbench.core.stats import summarize
     from coordbench.llm.registry import load_registry
+    from coordbench.metrics.household import KINDS
     from coordbench.report.format import estimate_json, fmt
     from coordbench.runner import Limits
     from coordbench.suites.mecobench.instances import check_playable
@@ -139,7 +140,7 @@ def mecobench_run(
                labels=[f"{structure} n={team} {protocol} {model or agents}"],
                stats=local_stats(settings, executor))
     n_cases = len(SUITE.cases(cond, limit))
-    summary = summarize(condition_values_of(run, SUITE.condition(cond), n_cases))
+    summary = summarize(condition_values_of(run, SUITE.condition(cond), n_cases), KINDS)
     if as_json:
         emit_json({"cases": n_cases, **{k: estimate_json(e) for k, e in summary.items()}})
         return

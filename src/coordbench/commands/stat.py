@@ -46,6 +46,7 @@ def stat_eval(
 ) -> None:
     """Evaluate a scripted allocator; mean and 95% CI of every diagnostic over episodes."""
     from coordbench.core.stats import summarize
+    from coordbench.metrics.stat import KINDS
     from coordbench.report.format import estimate_json
     from coordbench.report.stat_report import collect, console_table
     from coordbench.suites.stat.suite import SUITE, StatEvalSpec, condition_metrics
@@ -61,7 +62,7 @@ def stat_eval(
                limit=episodes, quiet=as_json, executor=executor, workers=workers,
                labels=[f"{config} {policy}"])
     if as_json:
-        summary = summarize(condition_metrics(run, spec.condition, episodes))
+        summary = summarize(condition_metrics(run, spec.condition, episodes), KINDS)
         emit_json({k: estimate_json(e) for k, e in summary.items()})
         return
     out.print(console_table(collect(run, [spec.condition], episodes),

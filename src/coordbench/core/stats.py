@@ -1,4 +1,5 @@
-"""Statistics used by every table: mean with a t-based 95% CI, Welch's t-test, bootstrap CI."""
+"""Statistics used by every table: means with t-based 95% CIs (clipped to a metric's range),
+Wilson intervals for rates, Welch's t-test, bootstrap CI."""
 
 from __future__ import annotations
 
@@ -12,30 +13,52 @@ from scipy import stats as _st
 
 @dataclass(frozen=True)
 class Estimate:
-    """A mean with the half-width of its confidence interval over n independent values."""
+    """A mean over n independent values with its 95% interval [lo, hi].
+
+    `ci95` is the half-width of a symmetric t-interval; for a Wilson interval (rates) or one
+    clipped to a metric's range it is half the interval's width, and `lo`/`hi` say where it
+    lies. `method` is "t", "t-clipped" or "wilson".
+    """
 
     mean: float
-    ci95: float | None  # None when n < 2: no interval can be honest
+    ci95: float | None  # None when there is no interval (n < 2 for a t-interval)
     n: int
+    lo: float | None = None
+    hi: float | None = None
+    method: str = "t"
 
-    def as_dict(self) -> dict[str, float | int | None]:
-        """Return {"mean", "ci95", "n"} with plain Python numbers (JSON-ready)."""
-        return {"mean": self.mean, "ci95": self.ci95, "n": self.n}
+    def as_dict(self) -> dict[str, float | int | str | None]:
+        """Return {"mean", "ci95", "n", "lo", "hi", "interval"} as plain Python values."""
+        return {"mean": self.mean, "ci95": self.ci95, "n": self.n, "lo": self.lo,
+                "hi": self.hi, "interval": self.method}
+
+    @property
+    def symmetric(self) -> bool:
+        """Return whether the interval is mean ± ci95 (a t-interval left as it is)."""
+        return self.method == "t"
 
     def fmt(self, digits: int = 2) -> str:
-        """Return 'mean ± ci95' as text."""
-        if self.ci95 is None:
+        """Return 'mean ± ci95', or 'mean [lo, hi]' for an asymmetric interval, as text."""
+        if self.ci95 is None or self.lo is None or self.hi is None:
             return f"{self.mean:.{digits}f}"
-        return f"{self.mean:.{digits}f} ± {self.ci95:.{digits}f}"
+        if self.symmetric:
+            return f"{self.mean:.{digits}f} ± {self.ci95:.{digits}f}"
+        return f"{self.mean:.{digits}f} [{self.lo:.{digits}f}, {self.hi:.{digits}f}]"
 
 
-def mean_ci(values: Sequence[float] | np.ndarray, confidence: float = 0.95) -> Estimate:
-    """Return the mean and the half-width t_{(1+c)/2, n-1} * s / sqrt(n) of its c-level CI.
+def _finite(values: Sequence[float] | np.ndarray) -> np.ndarray:
+    x = np.asarray(values, dtype=np.float64)
+    return x[~np.isnan(x)]
+
+
+def mean_ci(values: Sequence[float] | np.ndarray, confidence: float = 0.95,
+            bounds: tuple[float, float] | None = None) -> Estimate:
+    """Return the mean and the half-width t_{(1+c)/2, n-1} * s / sqrt(n) of its c-level CI,
+    with the interval clipped to `bounds` (a metric's possible range) when given.
 
     Values are treated as independent (one per seed or episode). NaNs are dropped first.
     """
-    x = np.asarray(values, dtype=np.float64)
-    x = x[~np.isnan(x)]
+    x = _finite(values)
     n = int(x.size)
     if n == 0:
         return Estimate(math.nan, None, 0)
@@ -44,12 +67,62 @@ def mean_ci(values: Sequence[float] | np.ndarray, confidence: float = 0.95) -> E
         return Estimate(mean, None, n)
     sem = float(x.std(ddof=1)) / math.sqrt(n)
     half = float(_st.t.ppf(0.5 + confidence / 2, df=n - 1)) * sem
-    return Estimate(mean, half, n)
+    lo, hi = mean - half, mean + half
+    if bounds is not None and (lo < bounds[0] or hi > bounds[1]):
+        lo, hi = max(lo, bounds[0]), min(hi, bounds[1])
+        return Estimate(mean, (hi - lo) / 2, n, lo, hi, "t-clipped")
+    return Estimate(mean, half, n, lo, hi)
 
 
-def summarize(values: dict[str, Sequence[float | None]]) -> dict[str, Estimate]:
-    """Return {metric: mean with 95% CI over the units where it applies} (None = n/a)."""
-    return {k: mean_ci([v for v in vs if v is not None]) for k, vs in values.items()}
+def wilson_ci(successes: int, n: int, confidence: float = 0.95) -> Estimate:
+    """Return the success rate successes/n with its Wilson score interval (inside [0, 1]
+    for every n >= 1, unlike a t-interval at 0% or 100%)."""
+    if n == 0:
+        return Estimate(math.nan, None, 0)
+    if not 0 <= successes <= n:
+        raise ValueError(f"{successes} successes out of {n}")
+    z = float(_st.norm.ppf(0.5 + confidence / 2))
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    # at 0 or n successes the bound is exactly 0 or 1; rounding must not move it inside
+    lo = 0.0 if successes == 0 else max(0.0, centre - half)
+    hi = 1.0 if successes == n else min(1.0, centre + half)
+    return Estimate(p, (hi - lo) / 2, n, lo, hi, "wilson")
+
+
+def rate_ci(values: Sequence[float] | np.ndarray, confidence: float = 0.95) -> Estimate:
+    """Return the rate of 0/1 outcomes (NaNs dropped) with its Wilson interval; values that
+    are not all 0 or 1 raise ValueError."""
+    x = _finite(values)
+    if not np.all((x == 0) | (x == 1)):
+        raise ValueError("a rate needs 0/1 outcomes")
+    return wilson_ci(int(x.sum()), int(x.size), confidence)
+
+
+Kind = str  # "binary" (0/1 outcomes: Wilson), "unit" (a share in [0, 1]: clipped t), "mean"
+UNIT = (0.0, 1.0)
+
+
+def estimate(values: Sequence[float] | np.ndarray, kind: Kind = "mean",
+             confidence: float = 0.95) -> Estimate:
+    """Return the estimate a metric of this kind gets: Wilson for 0/1 outcomes, a t-interval
+    clipped to [0, 1] for shares, a plain t-interval otherwise."""
+    if kind == "binary":
+        return rate_ci(values, confidence)
+    if kind == "unit":
+        return mean_ci(values, confidence, UNIT)
+    return mean_ci(values, confidence)
+
+
+def summarize(values: dict[str, Sequence[float | None]],
+              kinds: dict[str, Kind] | None = None) -> dict[str, Estimate]:
+    """Return {metric: estimate over the units where it applies} (None = n/a), each metric's
+    interval chosen by its kind in `kinds` (see `estimate`; unnamed metrics: t-interval)."""
+    kinds = kinds or {}
+    return {k: estimate([v for v in vs if v is not None], kinds.get(k, "mean"))
+            for k, vs in values.items()}
 
 
 @dataclass(frozen=True)

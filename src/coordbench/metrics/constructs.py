@@ -217,6 +217,12 @@ def episode_metrics(traj: Trajectory) -> dict[str, float | None]:
     return out
 
 
+# how each metric's interval is drawn (core.stats.estimate): 0/1 outcomes get Wilson
+# intervals, shares a t-interval clipped to [0, 1]; counts a plain t-interval
+KINDS = {"SR": "binary", "legal_rate": "binary", "CS": "unit", "invalid_action_ratio": "unit",
+         "progress_on_failure": "unit", **{f"C_{c}": "unit" for c in SCORES}}
+
+
 def correlation_matrix(rows: Sequence[dict[str, float | None]],
                        keys: Sequence[str] = ("D1", "D2", "D3", "D4")
                        ) -> dict[str, dict[str, float | None]]:

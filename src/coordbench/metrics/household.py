@@ -155,3 +155,9 @@ def episode_metrics(traj: Trajectory) -> dict[str, float | None]:
         "hallucinated_completion": float(hallucinated_completion(traj)),
         "steps": float(len(_steps(traj))),
     }
+
+
+# how each metric's interval is drawn (core.stats.estimate): 0/1 outcomes get Wilson
+# intervals, shares a t-interval clipped to [0, 1]; counts and steps a plain t-interval
+KINDS = {"SR": "binary", "hallucinated_completion": "binary", "CR": "unit", "AUC": "unit",
+         "DOL": "unit", "CAR": "unit", "HFR": "unit", "spatial_error": "unit"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from coordbench.core.stats import Estimate, mean_ci
+from coordbench.core.stats import Estimate, estimate
 from coordbench.core.trajectory import PhysicalCouplingEvent, PhysicalPhaseEvent, Trajectory
 
 
@@ -34,11 +34,17 @@ def episode_metrics(tr: Trajectory) -> dict[str, float]:
     return out
 
 
+# how each metric's interval is drawn (core.stats.estimate): success and phases reached are
+# 0/1 outcomes (Wilson intervals)
+KINDS = {"success": "binary", "p1": "binary", "p2": "binary", "p3": "binary"}
+
+
 def summarize(trajectories: list[Trajectory]) -> dict[str, Estimate]:
     """Return mean and 95% CI over rollouts of every episode metric."""
     rows = [episode_metrics(t) for t in trajectories]
     keys = rows[0].keys() if rows else []
-    return {k: mean_ci([r[k] for r in rows if not np.isnan(r[k])]) for k in keys}
+    return {k: estimate([r[k] for r in rows if not np.isnan(r[k])], KINDS.get(k, "mean"))
+            for k in keys}
 
 
 def failure_breakdown(trajectories: list[Trajectory]) -> dict[str, float]:

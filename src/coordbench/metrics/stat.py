@@ -155,5 +155,9 @@ def episode_metrics(a: StatEpisodeArrays) -> dict[str, float]:
     }
 
 
+# how each metric's interval is drawn (core.stats.estimate)
+KINDS = {"success": "binary", "decision_active_frac": "unit",
+         "decision_active_frac_post": "unit"}
+
 METRIC_NAMES = tuple(episode_metrics(StatEpisodeArrays(
     1, 1, *(np.zeros(1) for _ in range(7)))).keys())

@@ -5,8 +5,8 @@ from __future__ import annotations
 from rich.table import Table
 
 from coordbench.core.rundir import RunDir
-from coordbench.core.stats import Estimate, mean_ci
-from coordbench.metrics.constructs import correlation_matrix, episode_metrics
+from coordbench.core.stats import Estimate, estimate
+from coordbench.metrics.constructs import KINDS, correlation_matrix, episode_metrics
 from coordbench.suites.constructs.families import CONSTRUCTS
 from coordbench.suites.constructs.suite import HEADLINE
 
@@ -28,8 +28,9 @@ def summarize(run: RunDir, cond: str, limit: int | None = None
                 continue
             overall.setdefault(name, []).append(v)
             per[construct].setdefault(name, []).append(v)
-    est = {k: mean_ci(v) for k, v in overall.items()}
-    per_est = {c: {k: mean_ci(v) for k, v in d.items()} for c, d in per.items() if d}
+    est = {k: estimate(v, KINDS.get(k, "mean")) for k, v in overall.items()}
+    per_est = {c: {k: estimate(v, KINDS.get(k, "mean")) for k, v in d.items()}
+               for c, d in per.items() if d}
     return est, per_est
 
 
@@ -49,7 +50,8 @@ def markdown(run: RunDir, conditions: list[str]) -> str:
     """Return the construct section of a run report: scores per construct and condition,
     diagnostics, and the construct-score correlation matrix over conditions."""
     lines = ["## Coordination constructs", "",
-             "Mean ± 95% t-interval over instances (definitions: docs/constructs.md).", "",
+             "Mean over instances with a 95% interval: [Wilson] for rates, ± t for the rest, "
+             "[clipped to 0-1] for scores (definitions: docs/constructs.md).", "",
              "| planner | agents | observation | construct | n | SR | CS | legal rate | "
              "invalid actions | progress on failure | steps on success | planner calls |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]

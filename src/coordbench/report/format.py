@@ -14,17 +14,40 @@ def json_number(x: float | None) -> float | None:
 
 
 def estimate_json(e: Estimate) -> dict[str, Any]:
-    """Return {"mean", "ci95", "n"} with NaN as None."""
-    return {"mean": json_number(e.mean), "ci95": json_number(e.ci95), "n": e.n}
+    """Return {"mean", "ci95", "n", "lo", "hi", "interval"} with NaN as None (lo/hi: the
+    interval's ends; "interval": t, t-clipped or wilson)."""
+    return {"mean": json_number(e.mean), "ci95": json_number(e.ci95), "n": e.n,
+            "lo": json_number(e.lo), "hi": json_number(e.hi), "interval": e.method}
+
+
+_CONTRACT = ("mean", "ci95", "n")
+
+
+def contract_json(payload: Any) -> Any:
+    """Return `payload` with every estimate reduced to {"mean", "ci95", "n"}: the form the
+    commands' `--json` output has always had (results.json keeps lo, hi and the interval)."""
+    if isinstance(payload, dict):
+        if "interval" in payload and all(k in payload for k in _CONTRACT):
+            return {k: payload[k] for k in _CONTRACT}
+        return {k: contract_json(v) for k, v in payload.items()}
+    if isinstance(payload, list):
+        return [contract_json(v) for v in payload]
+    return payload
 
 
 def pct(e: dict[str, Any] | Estimate) -> str:
-    """Return a rate as 'xx.x% ± y.y' (n/a where there is no value)."""
+    """Return a rate as 'xx.x% ± y.y', or 'xx.x% [lo, hi]' when its interval is a Wilson
+    or clipped one (n/a where there is no value)."""
     if isinstance(e, Estimate):
         e = estimate_json(e)
     if e["mean"] is None:
         return "n/a"
-    ci = f" ± {100 * e['ci95']:.1f}" if e.get("ci95") is not None else ""
+    if e.get("ci95") is None:
+        ci = ""
+    elif e.get("interval", "t") != "t" and e.get("lo") is not None:
+        ci = f" [{100 * e['lo']:.1f}, {100 * e['hi']:.1f}]"
+    else:
+        ci = f" ± {100 * e['ci95']:.1f}"
     return f"{100 * e['mean']:.1f}%{ci}"
 
 

@@ -9,6 +9,7 @@ from coordbench.core.rundir import RunDir
 from coordbench.core.stats import Estimate, summarize
 from coordbench.metrics.behaviour import TAG_RULES_VERSION, tag_table
 from coordbench.metrics.household import (
+    KINDS,
     duplicate_grabs,
     hallucinated_completion,
     wrong_class_grabs,
@@ -24,7 +25,7 @@ COLUMNS = ("SR", "CR", "AUC", "DOL", "CAR", "HFR", "spatial_error", "duplicate_g
 
 def collect(run: RunDir, conditions: list[str]) -> list[tuple[str, dict, dict[str, Estimate]]]:
     """Return (condition, spec, summary) for the household `conditions` with episodes."""
-    return [(cond, run.conditions[cond], summarize(condition_values(run, cond)))
+    return [(cond, run.conditions[cond], summarize(condition_values(run, cond), KINDS))
             for cond in conditions if run.episode_keys(cond)]
 
 
@@ -121,7 +122,8 @@ def console_table(results: list[tuple[str, dict, dict[str, Estimate]]]) -> Table
 def markdown(results: list[tuple[str, dict, dict[str, Estimate]]]) -> str:
     """Return the household section of a run report."""
     lines = ["## MECoBench household teams", "",
-             "Mean ± 95% t-interval over cases; n/a where a metric does not apply "
+             "Mean over cases with a 95% interval: [Wilson] for SR, a t-interval clipped to "
+             "[0, 1] for shares, ± t for counts; n/a where a metric does not apply "
              "(definitions: docs/household.md).", "",
              "| structure | team | protocol | agents | prior | source | cases | "
              + " | ".join(HEADLINE) + " |",

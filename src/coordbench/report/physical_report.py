@@ -8,7 +8,7 @@ import numpy as np
 from rich.table import Table
 
 from coordbench.core.rundir import RunDir
-from coordbench.core.stats import Estimate, mean_ci
+from coordbench.core.stats import Estimate, rate_ci
 from coordbench.core.trajectory import Trajectory
 from coordbench.envs.physical.tasks import get_task
 from coordbench.metrics.physical import episode_metrics, failure_breakdown, summarize
@@ -29,13 +29,13 @@ def main_summary(trs: list[Trajectory]) -> dict[str, Any]:
 def phase_summary(task_name: str, by_phase: dict[int, list[Trajectory]]) -> dict[str, Any]:
     """Return per-phase success and the collaborative vs non-collaborative averages."""
     task = get_task(task_name)
-    per = {f"p{k}": mean_ci([episode_metrics(t)["success"] for t in trs])
+    per = {f"p{k}": rate_ci([episode_metrics(t)["success"] for t in trs])
            for k, trs in by_phase.items()}
     groups: dict[str, list[float]] = {"collaborative": [], "non_collaborative": []}
     for k, trs in by_phase.items():
         key = "collaborative" if task.phases[k - 1].collaborative else "non_collaborative"
         groups[key].extend(episode_metrics(t)["success"] for t in trs)
-    return {"phases": per, **{k: mean_ci(v) if v else Estimate(float("nan"), None, 0)
+    return {"phases": per, **{k: rate_ci(v) if v else Estimate(float("nan"), None, 0)
                              for k, v in groups.items()}}
 
 
@@ -91,12 +91,12 @@ def section(run: RunDir, conditions: list[str]) -> Section:
         else:
             phases.setdefault(key, {})[int(spec["protocol"][-1])] = trs
             results[cond] = {"suite": "physical", "spec": spec, "metrics": {
-                "success": estimate_json(mean_ci(success_rates(trs)))}}
+                "success": estimate_json(rate_ci(success_rates(trs)))}}
     if not rows and not phases:
         return Section("physical collaboration")
     lines = ["## Physical collaboration", "",
-             "Success and cumulative phase rates over rollouts (seeds 1..N), ± a 95% "
-             "t-interval; drops per rollout (definitions: docs/physical.md).", "",
+             "Success and cumulative phase rates over rollouts (seeds 1..N) with 95% Wilson "
+             "intervals; drops per rollout (definitions: docs/physical.md).", "",
              "| task | policy | n | success | p1 | p2 | p3 | drops |",
              "|---|---|---|---|---|---|---|---|"]
     for (task, policy), e in rows.items():

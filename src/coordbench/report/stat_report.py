@@ -8,6 +8,7 @@ from rich.table import Table
 
 from coordbench.core.rundir import RunDir
 from coordbench.core.stats import Estimate, bootstrap_diff_ci, summarize, welch_test
+from coordbench.metrics.stat import KINDS
 from coordbench.report.stat_reference import BEST_LEARNED_FINAL, RELEASED_ENV_RETURNS
 from coordbench.suites.stat.suite import condition_metrics
 
@@ -36,7 +37,7 @@ def collect(run: RunDir, conditions: list[str], episodes: int | None = None
         spec = run.conditions[cond]
         values = condition_metrics(run, cond, episodes)
         if values:
-            out.append(ConditionResult(cond, spec, values, summarize(values)))
+            out.append(ConditionResult(cond, spec, values, summarize(values, KINDS)))
     return out
 
 
@@ -67,7 +68,8 @@ def markdown(results: list[ConditionResult]) -> str:
     lines = [
         "## STAT: returns",
         "",
-        "± is the half-width of a 95% t-interval over episodes; n = episodes.",
+        "± is the half-width of a 95% t-interval over episodes; success has a 95% Wilson "
+        "interval [lo, hi]; n = episodes.",
         "",
         "| config | policy | n | return | released env | best learned (paper) | H | success |",
         "|---|---|---|---|---|---|---|---|",
