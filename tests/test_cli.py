@@ -8,6 +8,7 @@ from typer.testing import CliRunner
 
 from coordbench.cli import app
 from coordbench.metrics.stat import METRIC_NAMES
+from tests.report_html import check_report_html
 
 runner = CliRunner()
 
@@ -60,12 +61,20 @@ def test_run_and_report_write_a_run_directory(tmp_path):
     written = (out / "report.md").read_text()
     assert written.startswith("# coordbench report: STAT, MECoBench household teams, "
                               "coordination constructs, physical collaboration")
+    html = check_report_html(out / "report.html",
+                             {"stat", "mecobench", "constructs", "physical"})
+    assert "100.0% [" in html  # success rates carry their Wilson interval
     (out / "report.md").unlink()
+    (out / "report.html").unlink()
     res = runner.invoke(app, ["report", str(out)])
     assert res.exit_code == 0
     # `report` rebuilds exactly what `run` wrote, the physical section included
     assert (out / "report.md").read_text() == written
     assert "## Physical collaboration" in written
+    assert not (out / "report.html").exists()  # only with --html
+    res = runner.invoke(app, ["report", str(out), "--html"])
+    assert res.exit_code == 0 and "report.html" in res.stdout
+    check_report_html(out / "report.html", {"stat", "mecobench", "constructs", "physical"})
 
 
 def test_schema_command(tmp_path):
@@ -127,3 +136,16 @@ def test_mecobench_bad_input_is_one_line(tmp_path):
         assert res.returncode == 2, (args, res.stderr)
         assert needle in res.stderr and "Traceback" not in res.stderr
         assert len(res.stderr.strip().splitlines()) == 1, res.stderr
+
+
+def test_progress_is_printed_as_lines_when_stderr_is_not_a_terminal(tmp_path):
+    res = cli("stat", "eval", "--config", "3A-6T-5x3", "--policy", "greedy", "--episodes", "3",
+              "--out", str(tmp_path / "p"))
+    assert res.returncode == 0, res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert lines == ["3A-6T-5x3 greedy: 0/3 episodes, 0 s started",
+                     lines[1]] and lines[1].startswith("3A-6T-5x3 greedy: 3/3 episodes, ")
+    assert lines[1].endswith(" done") and "━" not in res.stderr
+    # the family command writes the whole report itself
+    assert {"results.json", "report.md", "report.html"} <= {
+        p.name for p in (tmp_path / "p").iterdir()}

@@ -247,10 +247,40 @@ def test_train_cli_json_and_resume(tmp_path):
     assert set(payload["final_return"]) == {"mean", "ci95", "n"}
     assert payload["final_return"]["n"] == 2 and "conflict_rate" in payload
     files = sorted(p.name for p in tmp_path.iterdir())
-    assert files == ["manifest.json", "vdn_3A-6T-5x3_seed0.json", "vdn_3A-6T-5x3_seed0.pt",
+    assert files == ["manifest.json", "report.html", "report.md", "results.json",
+                     "vdn_3A-6T-5x3_seed0.csv", "vdn_3A-6T-5x3_seed0.json",
+                     "vdn_3A-6T-5x3_seed0.pt", "vdn_3A-6T-5x3_seed1.csv",
                      "vdn_3A-6T-5x3_seed1.json", "vdn_3A-6T-5x3_seed1.pt"]
+    # the learning log: one row per evaluation, the curve's numbers with its timing
+    result = json.loads((tmp_path / "vdn_3A-6T-5x3_seed0.json").read_text())
+    log = (tmp_path / "vdn_3A-6T-5x3_seed0.csv").read_text().splitlines()
+    head = log[0].split(",")
+    assert head[:4] == ["step", "wall_s", "steps_per_s", "return"]
+    assert len(log) == len(result["curve"]) + 1
+    last = dict(zip(head, log[-1].split(","), strict=True))
+    assert float(last["return"]) == result["final_return"] and float(last["wall_s"]) > 0
+    assert "<svg" in (tmp_path / "report.html").read_text()  # learning curves
     again = CliRunner().invoke(app, args)  # resumed: nothing retrained, same numbers
     assert json.loads(again.stdout.strip().splitlines()[-1]) == payload
+
+
+def test_training_progress_lines_follow_the_live_log(tmp_path):
+    from coordbench.learn.registry import train_configs
+    from coordbench.learn.sweep import _Progress
+
+    tc = train_configs("3A-6T-5x3", "vdn", [3], steps=5000)[0]
+    part = tmp_path / "run.csv.part"
+    said: list[str] = []
+    watch = _Progress(said.append, [(tc, part)])
+    watch.check()  # no log yet: nothing to say
+    part.write_text("step,wall_s,steps_per_s,return\n2000,1.0,2000.0,211.5\n")
+    watch.check()
+    watch.check()  # unchanged: said once
+    with part.open("a") as f:
+        f.write("4000,2.0,20")  # a row still being written is not read
+    watch.check()
+    assert said == ["vdn 3A-6T-5x3 seed 3: 2,000/5,000 steps, eval return 211.50, "
+                    "2,000 steps/s"]
 
 
 def test_pair_network_is_equivariant_under_task_permutations():

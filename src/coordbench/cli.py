@@ -80,7 +80,7 @@ def run(
     executor: str = executor_option(),
     workers: int = workers_option(),
 ) -> None:
-    """Run the default benchmark and save its report (results.json, report.md).
+    """Run the default benchmark and save its report (results.json, report.md, report.html).
 
     STAT: the scripted allocators on three configurations over the paper's layouts.
     MECoBench household teams (v1, 192 cases): rule-based teams without communication and
@@ -117,27 +117,31 @@ def run(
             if plan[family]:
                 plan[family]["limit"] = cases
     items, labels = expand(plan)
-    _report(play(out_dir, items, labels=labels, executor=executor, workers=workers))
+    _report(play(out_dir, items, labels=labels, executor=executor, workers=workers,
+                 report=False))
 
 
-def _report(run_obj) -> None:
+def _report(run_obj, html: bool = True) -> None:
     """Compose the run's report, write it, print its tables."""
     from coordbench.report.compose import compose, write
 
     rep = compose(run_obj)
-    write(run_obj, rep)
+    write(run_obj, rep, html=html)
     for table in rep.tables:
         out.print(table)
-    out.print(f"run directory: {run_obj.path}  (report: {run_obj.path / 'report.md'})")
+    name = "report.html" if html else "report.md"
+    out.print(f"run directory: {run_obj.path}  (report: {run_obj.path / name})")
 
 
 @app.command()
-def report(run_dir: Path = typer.Argument(..., help="A run or training directory.")) -> None:
+def report(run_dir: Path = typer.Argument(..., help="A run or training directory."),
+           html: bool = typer.Option(False, "--html", help="Also write report.html: every "
+                                     "table plus plots, one self-contained file.")) -> None:
     """Recompute every table of a run from its saved trajectories (or training results);
-    rewrite its results.json and report.md."""
+    rewrite its results.json and report.md (and report.html with --html)."""
     from coordbench.report.compose import open_for_report
 
-    _report(open_for_report(run_dir))
+    _report(open_for_report(run_dir), html=html)
 
 
 @app.command()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shlex
 import sys
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -75,33 +76,65 @@ def command_line() -> str:
 
 class Bars:
     """Progress bars for the condition engine (one per condition); with `stats`, a model
-    harness of this process, each bar also shows its calls, cache hits, retries and tokens."""
+    harness of this process, each bar also shows its calls, cache hits, retries and tokens.
 
-    def __init__(self, prog: Progress, stats: Any = None) -> None:
+    When stderr is not a terminal (a log file, CI, a pipe) bars cannot redraw, so progress is
+    printed as plain lines instead: one per condition at most every `every_s` seconds, and
+    one when a condition is done.
+    """
+
+    def __init__(self, prog: Progress, stats: Any = None, lines: bool = False,
+                 every_s: float = 10.0) -> None:
         self.prog, self.bars, self.labels, self.stats = prog, {}, {}, stats
+        self.lines, self.every_s = lines, every_s
+        self.counts: dict[str, list[float]] = {}  # condition -> [done, total, start, last line]
 
     def start(self, condition: str, label: str, total: int, done: int) -> None:
         """Add a bar for `condition`."""
         self.labels[condition] = label
         self.bars[condition] = self.prog.add_task(label, total=total, completed=done)
+        now = time.monotonic()
+        self.counts[condition] = [done, total, now, now]
+        if self.lines:
+            self._line(condition, "started" if done == 0 else "resumed")
+
+    def _harness(self) -> str:
+        st = self.stats
+        if st is None:
+            return ""
+        return (f"; calls {st.calls} cached {st.cache_hits} retries {st.retries} "
+                f"in flight {st.in_flight} tokens {st.prompt_tokens + st.completion_tokens:,}")
+
+    def _line(self, condition: str, what: str = "") -> None:
+        done, total, start, _ = self.counts[condition]
+        took = time.monotonic() - start
+        err.print(f"{self.labels[condition]}: {int(done)}/{int(total)} episodes, {took:.0f} s"
+                  f"{self._harness()}{' ' + what if what else ''}", highlight=False,
+                  soft_wrap=True)
 
     def advance(self, condition: str, n: int) -> None:
         """Advance `condition`'s bar."""
         desc = self.labels[condition]
         if self.stats is not None:
-            st = self.stats
-            desc += (f": calls {st.calls} cached {st.cache_hits} retries {st.retries} "
-                     f"in flight {st.in_flight} tokens {st.prompt_tokens + st.completion_tokens:,}")
+            desc += ":" + self._harness()[1:]
         self.prog.update(self.bars[condition], advance=n, description=desc)
+        c = self.counts[condition]
+        c[0] += n
+        now = time.monotonic()
+        if self.lines and (c[0] >= c[1] or now - c[3] >= self.every_s):
+            c[3] = now
+            self._line(condition, "done" if c[0] >= c[1] else "")
 
 
 @contextmanager
 def bars(quiet: bool, stats: Any = None) -> Iterator[Bars]:
-    """Yield progress bars on stderr (none when `quiet`)."""
+    """Yield progress bars on stderr (none when `quiet`; plain lines when stderr is not a
+    terminal)."""
+    lines = not quiet and not err.is_terminal
     prog = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), console=err, disable=quiet, transient=False)
+                    TimeElapsedColumn(), console=err, disable=quiet or lines, transient=False)
     with prog:
-        yield Bars(prog, stats)
+        yield Bars(prog, stats, lines=lines)
 
 
 def run_dir(path: Path):
@@ -111,9 +144,20 @@ def run_dir(path: Path):
     return RunDir.create_or_open(path, command=command_line())
 
 
+def write_report(run: Any) -> Any:
+    """Recompute the whole run's report and write results.json, report.md and report.html;
+    return the report."""
+    from coordbench.report.compose import compose, write
+
+    rep = compose(run)
+    write(run, rep)
+    return rep
+
+
 def play(path: Path, plan: Sequence, *, quiet: bool = False, labels: Sequence[str] | None = None,
-         stats: Any = None, **options: Any):
-    """Run `plan` ((suite, spec[, limit]) items) into the run at `path`; return the run."""
+         stats: Any = None, report: bool = True, **options: Any):
+    """Run `plan` ((suite, spec[, limit]) items) into the run at `path`, then (with `report`)
+    write the run's report files; return the run."""
     from coordbench.runner import check_executor, run_conditions
 
     check_executor(options.get("executor", "local"), options.get("workers", 1))
@@ -123,6 +167,8 @@ def play(path: Path, plan: Sequence, *, quiet: bool = False, labels: Sequence[st
     summary = errored_summary(run, names)
     if summary:
         PENDING_FAILURES.append(summary)
+    if report:
+        write_report(run)
     return run
 
 

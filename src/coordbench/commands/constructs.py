@@ -91,4 +91,4 @@ def constructs_run(
         emit_json(payload)
         return
     out.print(console_table(f"constructs: {planner}, {agents}, {observation}", per))
-    out.print(f"run directory: {run.path}")
+    out.print(f"run directory: {run.path}  (report: {run.path / 'report.html'})")

@@ -11,6 +11,7 @@ from coordbench.core.files import check_out_dir, check_out_file, check_range
 from .common import (
     breaker_option,
     emit_json,
+    err,
     executor_option,
     fail_fast_option,
     out,
@@ -127,7 +128,13 @@ def mecobench_run(
         check_out_file(cache_path, "--cache-path")
     spec = HouseholdSpec(structure, team, protocol, agents, prior, seed, model, leader_model)
     cond = household_condition(str(tasks) if tasks else None, suite, spec)
-    check_playable([c.data[1] for c in SUITE.cases(cond, limit)], team, prior)
+    cases = SUITE.cases(cond, limit)
+    check_playable([c.data[1] for c in cases], team, prior)
+    if tasks is None and suite is None and not as_json:
+        # the examples are a smoke test, not the benchmark: say so before anything runs
+        err.print(f"note: no --tasks or --suite given, so this plays the {len(cases)} bundled "
+                  f"example {structure} task{'s' * (len(cases) != 1)}; --suite v1 plays "
+                  "the MECoBench instance set", highlight=False, soft_wrap=True)
     settings = None
     if agents == "llm":
         settings = harness_settings(models, cache, cache_path, max_connections, seed,
@@ -152,4 +159,4 @@ def mecobench_run(
               "wrong_class_grabs", "hallucinated_completion", "steps"):
         table.add_row(k, fmt(summary[k]), str(summary[k].n))
     out.print(table)
-    out.print(f"run directory: {run.path}")
+    out.print(f"run directory: {run.path}  (report: {run.path / 'report.html'})")

@@ -146,7 +146,7 @@ def physical_eval(
                 f"{k} {rep.pct(v)}" for k, v in pl["phases"].items()) +
                 f"; collaborative {rep.pct(pl['collaborative'])}, non-collaborative "
                 f"{rep.pct(pl['non_collaborative'])}")
-    out.print(f"run directory: {run.path}")
+    out.print(f"run directory: {run.path}  (report: {run.path / 'report.html'})")
 
 
 def _train_one(job: tuple) -> tuple[str, dict[str, Any], bytes]:

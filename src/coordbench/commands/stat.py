@@ -8,7 +8,16 @@ import typer
 
 from coordbench.core.files import check_in_dir, check_out_dir, check_out_file, check_range
 
-from .common import emit_json, err, executor_option, need_torch, out, play, workers_option
+from .common import (
+    emit_json,
+    err,
+    executor_option,
+    need_torch,
+    out,
+    play,
+    workers_option,
+    write_report,
+)
 from .limits import MAX_EPISODES, MAX_SEED, MAX_STEPS, MAX_WORKERS
 
 app = typer.Typer(no_args_is_help=True, help="STAT: spatial task allocation at scale.")
@@ -67,7 +76,7 @@ def stat_eval(
         return
     out.print(console_table(collect(run, [spec.condition], episodes),
                             title=f"STAT {config} {policy}"))
-    out.print(f"run directory: {run.path}")
+    out.print(f"run directory: {run.path}  (report: {run.path / 'report.html'})")
 
 
 @app.command("train")
@@ -109,7 +118,11 @@ def stat_train(
     tcs = train_configs(config, algo, parse_seeds(seeds), steps=steps, utd=utd,
                         num_envs=num_envs, eval_every=eval_every, eval_episodes=eval_episodes,
                         arch=arch)
-    summary = summarize(sweep(tcs, out_dir, workers, executor))
+    say = None if as_json else (lambda line: err.print(line, highlight=False, soft_wrap=True))
+    summary = summarize(sweep(tcs, out_dir, workers, executor, say=say))
+    from coordbench.report.compose import open_for_report
+
+    write_report(open_for_report(out_dir))
     if as_json:
         emit_json({k: estimate_json(e) for k, e in summary.items()})
         return

@@ -228,6 +228,7 @@ class EvalSchedule:
     def __init__(self, tc: TrainConfig, method: Method, cfg: StatConfig, log=None) -> None:
         self.tc, self.method, self.cfg, self.log = tc, method, cfg, log
         self.curve: list[dict[str, float]] = []
+        self.walls: list[float] = []  # seconds since the start, at each evaluation
         self.next = 0
         self.start = time.perf_counter()
 
@@ -240,8 +241,12 @@ class EvalSchedule:
     def _eval(self, steps: int) -> None:
         self.curve.append({"step": steps, **evaluate(self.method, self.cfg, self.tc.seed,
                                                      self.tc.eval_episodes)})
+        self.walls.append(time.perf_counter() - self.start)
         if self.log:
-            self.log(self.curve[-1])
+            wall = self.walls[-1]
+            self.log({"step": steps, "wall_s": round(wall, 3),
+                      "steps_per_s": round(steps / wall, 1) if wall > 0 else 0.0,
+                      **{k: v for k, v in self.curve[-1].items() if k != "step"}})
 
     def finish(self, steps: int, updates: int) -> dict[str, Any]:
         """Evaluate once more; return the curve, final and max return, and throughput."""
@@ -252,7 +257,7 @@ class EvalSchedule:
         return {"config": asdict(self.tc), "curve": curve, "final_return": curve[-1]["return"],
                 "max_return": best["return"], "max_return_step": best["step"],
                 "updates": updates, "wall_s": wall, "steps_per_s": steps / wall,
-                "final": curve[-1]}
+                "final": curve[-1], "curve_wall_s": self.walls}
 
 
 def clone_frozen(module: torch.nn.Module) -> torch.nn.Module:

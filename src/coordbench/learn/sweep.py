@@ -9,7 +9,10 @@ sweep loses only the runs in flight.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import threading
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -68,12 +71,109 @@ def checkpoint_path(out: Path, tc: TrainConfig) -> Path:
     return result_path(out, tc).with_suffix(".pt")
 
 
-def train_one(fields: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
-    """Train one seed (in a worker); return (result, checkpoint bytes)."""
+def log_path(out: Path, tc: TrainConfig) -> Path:
+    """Return the learning log (CSV: one row per evaluation) of one run."""
+    return result_path(out, tc).with_suffix(".csv")
+
+
+def live_log_path(out: Path, tc: TrainConfig) -> Path:
+    """Return the learning log a local worker appends to while it trains."""
+    return result_path(out, tc).with_suffix(".csv.part")
+
+
+LOG_FIELDS = ("step", "wall_s", "steps_per_s")
+
+
+def log_text(result: dict[str, Any]) -> str:
+    """Return a run's learning log as CSV text: step, wall_s, steps_per_s (empty for
+    results written before coordbench recorded them), then every evaluation metric."""
+    curve, walls = result["curve"], result.get("curve_wall_s") or []
+    if not curve:
+        return ""
+    keys = [*LOG_FIELDS, *(k for k in curve[0] if k not in LOG_FIELDS)]
+    lines = [",".join(keys)]
+    for i, row in enumerate(curve):
+        wall = walls[i] if i < len(walls) else None
+        extra = {"wall_s": "" if wall is None else round(wall, 3),
+                 "steps_per_s": "" if not wall else round(row["step"] / wall, 1)}
+        lines.append(",".join(str(extra.get(k, row.get(k, ""))) for k in keys))
+    return "\n".join(lines) + "\n"
+
+
+class _LiveLog:
+    """Appends each evaluation to a run's .csv.part as it happens, so the driver can show
+    progress while the seed trains (the finished log is written from the result)."""
+
+    def __init__(self, path: str | None) -> None:
+        self.path, self.header = path, False
+        if path:
+            Path(path).unlink(missing_ok=True)  # an interrupted earlier attempt
+
+    def __call__(self, row: dict[str, float]) -> None:
+        if not self.path:
+            return
+        with open(self.path, "a", encoding="utf-8") as f:
+            if not self.header:
+                f.write(",".join(row) + "\n")
+                self.header = True
+            f.write(",".join(str(v) for v in row.values()) + "\n")
+
+
+def train_one(job: tuple[dict[str, Any], str | None] | dict[str, Any]
+              ) -> tuple[dict[str, Any], bytes]:
+    """Train one seed (in a worker); return (result, checkpoint bytes). `job` is the
+    config's fields and the live log path (None: no live log, e.g. on a Ray cluster)."""
+    fields, live = job if isinstance(job, tuple) else (job, None)
     tc = TrainConfig(**fields)
     method = make(tc)
-    res = train(tc, method)
+    res = train(tc, method, log=_LiveLog(live))
     return res, checkpoint_bytes(tc, method)
+
+
+class _Progress:
+    """Prints a line per run whenever its live log gains an evaluation (polled every
+    `every_s` seconds in a thread) and when it finishes."""
+
+    def __init__(self, say: Callable[[str], None], runs: list[tuple[TrainConfig, Path]],
+                 every_s: float = 5.0) -> None:
+        self.say, self.runs, self.every_s = say, runs, every_s
+        self.seen: dict[Path, int] = {}
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._poll, daemon=True)
+
+    @staticmethod
+    def name(tc: TrainConfig) -> str:
+        return f"{method_label(tc.algo, tc.extra)} {tc.config} seed {tc.seed}"
+
+    def _poll(self) -> None:
+        while not self.stop.wait(self.every_s):
+            self.check()
+
+    def check(self) -> None:
+        """Print the newest evaluation of every run whose live log grew."""
+        for tc, path in self.runs:
+            try:
+                lines = [ln for ln in path.read_text(encoding="utf-8").split("\n") if ln]
+            except OSError:
+                continue
+            if len(lines) < 2 or len(lines) == self.seen.get(path):
+                continue
+            self.seen[path] = len(lines)
+            head, last = lines[0].split(","), lines[-1].split(",")
+            if len(last) != len(head):
+                continue  # a row still being written
+            row = dict(zip(head, last, strict=True))
+            self.say(f"{self.name(tc)}: {int(float(row['step'])):,}/{tc.total_steps:,} steps, "
+                     f"eval return {float(row['return']):.2f}, "
+                     f"{float(row['steps_per_s']):,.0f} steps/s")
+
+    def __enter__(self) -> _Progress:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join(timeout=self.every_s + 1)
 
 
 def train_condition(algo_label: str, config: str) -> str:
@@ -88,23 +188,38 @@ def register_training(run: RunDir, algo_label: str, config: str) -> None:
 
 
 def sweep(configs: list[TrainConfig], out: Path, workers: int = 2,
-          executor: str = "process", command: str = "") -> list[dict[str, Any]]:
+          executor: str = "process", command: str = "",
+          say: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
     """Train every config not yet on disk (one seed per worker); return all results (in
     `configs` order). `out` is a run directory: its manifest records each (method,
-    configuration) as a condition of suite stat_train, beside the result files."""
+    configuration) as a condition of suite stat_train, beside the result files and each
+    run's learning log (<run>.csv). With `say`, progress lines go to it: each evaluation of
+    a running seed (local and process workers, which share this disk) and each finished one.
+    """
     check_executor(executor, workers)
     out = Path(out)
     run = RunDir.create_or_open(out, command=command, adopt=True)
     for tc in configs:
         register_training(run, method_label(tc.algo, tc.extra), tc.config)
-    todo = [asdict(tc) for tc in configs if not result_path(out, tc).is_file()]
-    if todo:
-        with make_executor(executor, min(workers, len(todo))) as ex:
-            for res, ckpt in ex.map(train_one, todo):
-                tc = TrainConfig(**res["config"])
-                # checkpoint first: the result file marks the run finished
-                write_atomic_bytes(checkpoint_path(out, tc), ckpt)
-                write_atomic(result_path(out, tc), json.dumps(res, indent=1) + "\n")
+    todo = [tc for tc in configs if not result_path(out, tc).is_file()]
+    if not todo:
+        return [read_result(result_path(out, tc)) for tc in configs]
+    # Ray workers may run elsewhere: they keep no live log on this machine's paths
+    live = executor in ("local", "process")
+    jobs = [(asdict(tc), str(live_log_path(out, tc)) if live else None) for tc in todo]
+    watch = _Progress(say or (lambda _: None), [(tc, live_log_path(out, tc)) for tc in todo])
+    with make_executor(executor, min(workers, len(todo))) as ex, \
+            (watch if say and live else contextlib.nullcontext()):
+        for res, ckpt in ex.map(train_one, jobs):
+            tc = TrainConfig(**res["config"])
+            # checkpoint and log first: the result file marks the run finished
+            write_atomic_bytes(checkpoint_path(out, tc), ckpt)
+            write_atomic(log_path(out, tc), log_text(res))
+            write_atomic(result_path(out, tc), json.dumps(res, indent=1) + "\n")
+            live_log_path(out, tc).unlink(missing_ok=True)
+            if say:
+                say(f"{_Progress.name(tc)}: done, final return {res['final_return']:.2f}, "
+                    f"{res['steps_per_s']:,.0f} steps/s over {res['wall_s']:.0f} s")
     return [read_result(result_path(out, tc)) for tc in configs]
 
 

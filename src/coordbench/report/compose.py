@@ -57,6 +57,9 @@ class Report:
     markdown: str
     tables: list[Any] = field(default_factory=list)
     results: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # (suite, its conditions, its section) in report order: what the HTML report draws
+    parts: list[tuple[str, list[str], Section]] = field(default_factory=list)
+    intro: str = ""  # the markdown above the families' sections
 
     def results_json(self) -> str:
         """Return results.json's text."""
@@ -74,8 +77,9 @@ def compose(run: RunDir) -> Report:
     if unknown:
         raise RunDirError(f"{run.path} has conditions of unknown suite(s) {', '.join(unknown)}; "
                           "it was written by another coordbench")
-    parts = [sections[name](run, conds) for name, conds in by_suite.items()]
-    parts = [p for p in parts if p.markdown or p.results]
+    drawn = [(name, conds, sections[name](run, conds)) for name, conds in by_suite.items()]
+    drawn = [(n, c, p) for n, c, p in drawn if p.markdown or p.results]
+    parts = [p for _, _, p in drawn]
     m = run.manifest
     title = ", ".join(p.title for p in parts) or "no finished episodes"
     lines = [f"# coordbench report: {title}", "",
@@ -87,17 +91,22 @@ def compose(run: RunDir) -> Report:
         lines.append(f"- {errored} episode{'s' * (errored != 1)} errored by model provider "
                      "failures are not counted (`errors/`); rerunning the command replays them")
     lines.append("")
-    text = "\n".join(lines) + "\n" + "\n".join(p.markdown for p in parts if p.markdown)
-    report = Report(text, [t for p in parts for t in p.tables])
+    intro = "\n".join(lines) + "\n"
+    text = intro + "\n".join(p.markdown for p in parts if p.markdown)
+    report = Report(text, [t for p in parts for t in p.tables], parts=drawn, intro=intro)
     for p in parts:
         report.results.update(p.results)
     return report
 
 
-def write(run: RunDir, report: Report) -> None:
-    """Write results.json and report.md atomically."""
+def write(run: RunDir, report: Report, html: bool = True) -> None:
+    """Write results.json, report.md and (with `html`) report.html atomically."""
     run.write_text("results.json", report.results_json())
     run.write_text("report.md", report.markdown)
+    if html:
+        from .html import render
+
+        run.write_text("report.html", render(run, report))
 
 
 def open_for_report(path: str | Path) -> RunDir:
@@ -106,7 +115,7 @@ def open_for_report(path: str | Path) -> RunDir:
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise RunDirError(f"{path} is a file, not a run directory")
-    for name in ("results.json", "report.md"):
+    for name in ("results.json", "report.md", "report.html"):
         # both are rewritten at the end: a folder in their place would fail after all the work
         if (path / name).is_dir():
             raise RunDirError(f"{path / name} is a folder; the report writes a file there "

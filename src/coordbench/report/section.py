@@ -15,3 +15,4 @@ class Section:
     markdown: str = ""
     tables: list[Any] = field(default_factory=list)
     results: dict[str, dict[str, Any]] = field(default_factory=dict)
+    data: dict[str, Any] = field(default_factory=dict)  # what the section's figures reuse

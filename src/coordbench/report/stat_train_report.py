@@ -308,21 +308,22 @@ CURVE_METRICS = (("return", "return"), ("conflict_rate", "conflict rate"),
                  ("diversity_per_decision_agent", "per-agent assignment diversity"))
 
 
-def plot_curves(results: list[dict[str, Any]], out_dir: Path,
-                references: dict[tuple[str, str], list[dict[str, float]]] | None = None
-                ) -> list[Path]:
-    """Write one PNG per config (return, conflict rate, per-agent diversity vs steps; mean and
-    95% CI band over seeds; scripted allocators as dashed lines); return the paths."""
+# conflict rate and diversity cannot be negative: their bands are clipped at 0
+_CURVE_FLOOR = {"conflict_rate": 0.0, "diversity_per_decision_agent": 0.0}
+
+
+def curve_figures(results: list[dict[str, Any]],
+                  references: dict[tuple[str, str], list[dict[str, float]]] | None = None
+                  ) -> list[tuple[str, Any]]:
+    """Return (config, matplotlib figure) per config: return, conflict rate and per-agent
+    diversity vs steps, mean and 95% CI band over seeds, scripted allocators dashed."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from coordbench.core.atomic import write_atomic_bytes
-
     groups = group(results)
-    out_dir = Path(out_dir)
-    paths = []
+    figures = []
     for config in sorted({c for c, _ in groups}, key=_config_key):
         fig, axes = plt.subplots(1, 3, figsize=(15, 4))
         for algo in [m for m in METHOD_ORDER if (config, m) in groups] + sorted(
@@ -335,8 +336,9 @@ def plot_curves(results: list[dict[str, Any]], out_dir: Path,
                 ests = [mean_ci(ys[:, j]) for j in range(k)]
                 mean = np.array([e.mean for e in ests])
                 half = np.array([e.ci95 or 0.0 for e in ests])
+                lo = np.maximum(mean - half, _CURVE_FLOOR.get(key, -np.inf))
                 ax.plot(steps[:k], mean, label=algo.upper())
-                ax.fill_between(steps[:k], mean - half, mean + half, alpha=0.2)
+                ax.fill_between(steps[:k], lo, mean + half, alpha=0.2)
                 ax.set_title(f"{config}: {label}")
                 ax.set_xlabel("environment steps")
         for name, style in zip(REFERENCES, (":", "--", "-."), strict=True):
@@ -347,10 +349,24 @@ def plot_curves(results: list[dict[str, Any]], out_dir: Path,
                                linestyle=style, label=REFERENCE_LABELS[name])
         axes[0].legend(fontsize=8)
         fig.tight_layout()
+        figures.append((config, fig))
+    return figures
+
+
+def plot_curves(results: list[dict[str, Any]], out_dir: Path,
+                references: dict[tuple[str, str], list[dict[str, float]]] | None = None
+                ) -> list[Path]:
+    """Write `curve_figures` as one PNG per config (curves_<config>.png); return the paths."""
+    import matplotlib.pyplot as plt
+
+    from coordbench.core.atomic import write_atomic_bytes
+
+    paths = []
+    for config, fig in curve_figures(results, references):
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=90)
         plt.close(fig)
-        path = out_dir / f"curves_{config}.png"
+        path = Path(out_dir) / f"curves_{config}.png"
         write_atomic_bytes(path, buf.getvalue())
         paths.append(path)
     return paths
@@ -396,4 +412,5 @@ def section(run, conditions: list[str]):
             "final_return": estimate_json(mean_ci([r["final_return"] for r in rs])),
             "max_return": estimate_json(mean_ci([r["max_return"] for r in rs]))}}
     text = "## STAT training\n\n" + markdown(built)
-    return Section("STAT training", text, [], out)
+    return Section("STAT training", text, [], out,
+                   data={"results": results, "references": built["reference_samples"]})
