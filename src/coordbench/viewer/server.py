@@ -26,7 +26,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 from coordbench.core.rundir import RunDir
-from coordbench.errors import ConfigError, CoordbenchError
+from coordbench.errors import ConfigError, CoordbenchError, RunDirError
 
 from . import index
 from .episode import payload
@@ -101,13 +101,20 @@ class Viewer:
         return self.metrics.get(run, rd, cond, rd.episode_keys(cond))
 
     def episode_bytes(self, run: str, cond: str, key: str) -> bytes:
-        """Return one episode's payload as JSON bytes (cached)."""
+        """Return one episode's payload as JSON bytes (cached); an episode file that cannot
+        be read is an answer too, `{"unavailable": why}`: the page lists bad episodes."""
         ident = (run, cond, key)
         with self._lock:
             if ident in self._episodes:
                 self._episodes.move_to_end(ident)
                 return self._episodes[ident]
-        body = dumps(payload(self.run(run), cond, key)).encode()
+        rd = self.run(run)
+        if cond not in rd.conditions:
+            raise ConfigError(f"no condition {cond!r} in run {run!r}")
+        try:
+            body = dumps(payload(rd, cond, key)).encode()
+        except RunDirError as e:
+            return dumps({"unavailable": str(e), "condition": cond, "key": key}).encode()
         with self._lock:
             self._episodes[ident] = body
             while len(self._episodes) > _CACHE:

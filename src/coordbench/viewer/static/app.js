@@ -229,7 +229,8 @@ async function selectEpisode(key, step) {
     const ep = await api(`/api/episode?run=${encodeURIComponent(state.run)}` +
       `&cond=${encodeURIComponent(state.cond)}&key=${encodeURIComponent(key)}`);
     if (state.key !== key) return;
-    showEpisode(ep, step);
+    if (ep.unavailable) showEpisodeError(key, ep.unavailable);
+    else showEpisode(ep, step);
   } catch (e) {
     showEpisodeError(key, e.message);
   }
