@@ -428,20 +428,30 @@ function renderLegend(ep) {
   $("legend").innerHTML = html;
 }
 
-function shortLabel(c, width) {
-  let s = c.label;
+function fit(text, width) {
+  const n = Math.max(1, Math.floor((width - 4) / 6.2));
+  return text.length > n ? text.slice(0, Math.max(1, n - 1)) + "…" : text;
+}
+
+// two short lines per cell: what was done, and on what (or, when it failed, the outcome)
+function cellLines(c) {
   const a = c.args || {};
-  if (c.action !== undefined) {
-    const names = { walk_to_room: "room", walk_to_door: "door", put_on: "on", put_in: "in",
-                    handover: "give", receive: "recv", protocol_failure: "fail", none: "none" };
-    s = names[c.action] || c.action;
-    if (c.action === "walk_to_room" && a.room !== undefined) s = "→R" + a.room;
-    else if (c.action === "handover" && a.to_agent !== undefined) s = "give→" + a.to_agent;
-    else if ((c.action === "put_on" || c.action === "put_in") && a.target !== undefined) s += " " + a.obj + "→" + a.target;
-    else if (a.obj !== undefined) s += " " + (c.obj_class ? c.obj_class : a.obj);
+  if (c.action === undefined) {  // STAT: the action, then the reward
+    return [c.label, c.reward !== undefined ? "r " + fmt(c.reward) : ""];
   }
-  const fit = Math.max(1, Math.floor((width - 4) / 6.2));
-  return s.length > fit ? s.slice(0, Math.max(1, fit - 1)) + "…" : s;
+  const verbs = { walk_to_room: "room", walk_to_door: "door", put_on: "put on", put_in: "put in",
+                  handover: "give", receive: "receive", none: "none" };
+  let top = verbs[c.action] || c.action;
+  let bottom = c.obj_class || (a.obj !== undefined ? String(a.obj) : "");
+  if (c.action === "walk_to_room" && a.room !== undefined) { top = "→ room"; bottom = String(a.room); }
+  if (c.action === "walk_to_door") bottom = String(a.target !== undefined ? a.target : a.obj);
+  if (c.action === "handover" && a.to_agent !== undefined) top = "give→" + a.to_agent;
+  if ((c.action === "put_on" || c.action === "put_in") && a.target !== undefined) {
+    bottom = (c.obj_class || a.obj) + "→" + a.target;
+  }
+  if (c.code !== "ok") bottom = c.code;
+  else if (c.completed && c.completed.length) bottom = "+goal " + bottom;
+  return [top, bottom];
 }
 
 const TL = { left: 110, top: 26, lane: 34, gap: 4 };
@@ -482,17 +492,12 @@ function renderTimeline(ep) {
     const g = el("g", { class: "cell", "data-t": c.t, "data-agent": c.agent }, svg);
     el("rect", { x: x + 1, y: y + 1, width: cw - 2, height: TL.lane - 2, rx: 3, fill: bg,
                  stroke: c.wait ? "#b0bec5" : "none", "stroke-dasharray": c.wait ? "3 2" : "" }, g);
-    el("text", { x: x + cw / 2, y: y + 15, "text-anchor": "middle", "font-size": 10.5, fill: fg,
-                 text: shortLabel(c, cw) }, g);
-    if (c.code !== "ok" && c.code !== "idle" && c.code !== "completed" && cw >= 40) {
-      el("text", { x: x + cw / 2, y: y + 28, "text-anchor": "middle", "font-size": 9, fill: fg,
-                   text: shortLabel({ label: c.code }, cw) }, g);
-    } else if (c.completed && c.completed.length) {
-      el("text", { x: x + cw / 2, y: y + 28, "text-anchor": "middle", "font-size": 9, fill: fg,
-                   "font-weight": 700, text: "+goal" }, g);
-    } else if (c.reward !== undefined && cw >= 40) {
-      el("text", { x: x + cw / 2, y: y + 28, "text-anchor": "middle", "font-size": 9, fill: fg,
-                   text: "r " + fmt(c.reward) }, g);
+    const [top, bottom] = cellLines(c);
+    el("text", { x: x + cw / 2, y: y + 14, "text-anchor": "middle", "font-size": 10.5, fill: fg,
+                 "font-weight": 600, text: fit(top, cw) }, g);
+    if (bottom) {
+      el("text", { x: x + cw / 2, y: y + 27, "text-anchor": "middle", "font-size": 9.5, fill: fg,
+                   text: fit(bottom, cw) }, g);
     }
     title(g, `step ${c.t}, ${tl.agents[c.agent] ? tl.agents[c.agent].id : c.agent}: ${c.code}\n${c.detail}`);
     g.addEventListener("click", () => setStep(c.t + 1));
@@ -739,14 +744,17 @@ function drawHousehold(ep, s, box) {
   const nodes = {};
   for (const nd of st.nodes) nodes[nd.id] = nd;
   // rooms, tinted by the agents allowed there when the task has zones
+  const roomLabels = [];
   for (const r of st.rooms) {
     const [a, b, c, d] = r.rect;
     const zoneOf = st.zones ? st.zones.map((z, i) => z.includes(r.id) ? i : -1).filter((i) => i >= 0) : [];
     const fill = zoneOf.length === 1 ? agentColor(zoneOf[0]) : "#f7f8fa";
     el("rect", { x: X(a), y: Z(c), width: (b - a) * sc, height: (d - c) * sc, fill: fill,
                  "fill-opacity": zoneOf.length === 1 ? 0.12 : 1, stroke: "#78909c", "stroke-width": 1.5 }, svg);
-    el("text", { x: X(a) + 5, y: Z(c) + 13, "font-size": 11, "font-weight": 700, fill: "#455a64",
-                 text: `${r.name} (${r.id})${zoneOf.length ? "  zone of agent " + zoneOf.join(",") : ""}` }, svg);
+    roomLabels.push([X(a) + 5, Z(c) + 13, `${r.name} (${r.id})${zoneOf.length ? "  zone of agent " + zoneOf.join(",") : ""}`]);
+  }
+  for (const [lx, ly, text] of roomLabels) {
+    el("text", { x: lx, y: ly, "font-size": 11, "font-weight": 700, fill: "#455a64", text: text }, svg);
   }
   const open = new Set(cur.open);
   const held = new Set(cur.agents.flatMap((a) => a.held));
