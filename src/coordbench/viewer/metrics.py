@@ -49,6 +49,11 @@ class MetricsCache:
     returns what is done so far and never waits."""
 
     def __init__(self) -> None:
+        # set while no page request is being answered: the computation (which holds the
+        # GIL while it parses) waits for it before each file, so it never delays a click
+        self.quiet = threading.Event()
+        self.quiet.set()
+        self._busy = 0
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="viewer-metrics")
         self._lock = threading.Lock()
         self._rows: dict[tuple[str, str], dict[str, Any]] = {}
@@ -73,6 +78,7 @@ class MetricsCache:
                  keys: list[str]) -> None:
         rows = self._rows[ident]
         for key in keys:
+            self.quiet.wait(timeout=5.0)
             try:
                 m, why = episode_metrics(run.load_episode(condition, key))
             except CoordbenchError as e:
@@ -87,6 +93,32 @@ class MetricsCache:
         with self._lock:
             self._done.add(ident)
 
+    def foreground(self) -> _Foreground:
+        """Return a context manager marking a page request in progress (see `quiet`)."""
+        return _Foreground(self)
+
+    def _enter(self) -> None:
+        with self._lock:
+            self._busy += 1
+            self.quiet.clear()
+
+    def _exit(self) -> None:
+        with self._lock:
+            self._busy -= 1
+            if self._busy == 0:
+                self.quiet.set()
+
     def close(self) -> None:
         """Stop the background thread (pending conditions are dropped)."""
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+class _Foreground:
+    def __init__(self, cache: MetricsCache) -> None:
+        self.cache = cache
+
+    def __enter__(self) -> None:
+        self.cache._enter()
+
+    def __exit__(self, *exc: object) -> None:
+        self.cache._exit()

@@ -68,6 +68,21 @@ class Viewer:
         self.metrics = MetricsCache()
         self._episodes: OrderedDict[tuple[str, str, str], bytes] = OrderedDict()
         self._lock = threading.Lock()
+        # loading the household task sets and the suites' modules takes seconds once per
+        # process; do it now, off the request path, so the first episode opens quickly
+        threading.Thread(target=self._warm, name="viewer-warm", daemon=True).start()
+
+    def _warm(self) -> None:
+        from .replay import mecobench
+
+        suites = set()
+        for rd in self.runs.values():
+            for cond, spec in rd.conditions.items():
+                suites.add(index.suite_name(cond, spec))
+                if index.suite_name(cond, spec) == "mecobench":
+                    mecobench.find_task(spec, "case0000", "")
+        for name in sorted(suites):
+            headline(name)
 
     def run(self, name: str) -> RunDir:
         """Return the run called `name`; ConfigError if there is none."""
@@ -150,13 +165,16 @@ def _handler(viewer: Viewer) -> type[BaseHTTPRequestHandler]:
                 elif url.path == "/api/runs":
                     self._json(200, viewer.runs_payload())
                 elif url.path == "/api/episodes":
-                    self._json(200, viewer.episodes_payload(q.get("run", ""),
-                                                            q.get("cond", "")))
+                    with viewer.metrics.foreground():
+                        body = dumps(viewer.episodes_payload(q.get("run", ""),
+                                                             q.get("cond", ""))).encode()
+                    self._send(200, body, "application/json")
                 elif url.path == "/api/metrics":
                     self._json(200, viewer.metrics_payload(q.get("run", ""), q.get("cond", "")))
                 elif url.path == "/api/episode":
-                    body = viewer.episode_bytes(q.get("run", ""), q.get("cond", ""),
-                                                q.get("key", ""))
+                    with viewer.metrics.foreground():
+                        body = viewer.episode_bytes(q.get("run", ""), q.get("cond", ""),
+                                                    q.get("key", ""))
                     self._send(200, body, "application/json")
                 elif url.path == "/favicon.ico":
                     self._send(204, b"", "image/x-icon")

@@ -144,7 +144,8 @@ async function pollMetrics(run, cond) {
     if (state.run !== run || state.cond !== cond) return;
     state.metrics = m.metrics; state.metricErrors = m.errors;
     fillMetrics();
-    if (!m.done) state.pollTimer = setTimeout(() => pollMetrics(run, cond), 400);
+    // a thousand episodes take seconds to score; ask again at a pace that leaves the page idle
+    if (!m.done) state.pollTimer = setTimeout(() => pollMetrics(run, cond), 1000);
   } catch (e) {
     console.warn("metrics:", e.message);
   }
