@@ -173,8 +173,9 @@ function visibleRows() {
 }
 
 function renderListing() {
-  const head = ["episode", "status", "termination", "steps", "task", "seed",
-                ...state.headline, "problem"];
+  // the reason sits next to the status: a bad episode's why must not scroll out of sight
+  const head = ["episode", "status", "termination", "problem", "steps", "task", "seed",
+                ...state.headline];
   const numeric = new Set(["steps", "seed", ...state.headline]);
   $("episodes").querySelector("thead").innerHTML = "<tr>" + head.map((h) =>
     `<th${numeric.has(h) ? ' style="text-align:right"' : ""}>${esc(h)}</th>`).join("") + "</tr>";
@@ -189,9 +190,9 @@ function renderListing() {
       `<td class="num" data-m="${esc(m)}">${r.status === "ok" ? "…" : ""}</td>`).join("");
     html.push(`<tr data-key="${esc(r.key)}" class="${r.key === state.key ? "active" : ""}">` +
       `<td>${esc(r.key)}</td><td>${status}</td><td>${term}</td>` +
+      `<td class="why">${esc(r.problem || r.detail || "")}</td>` +
       `<td class="num">${fmt(r.steps)}</td><td>${esc(r.task_id)}</td>` +
-      `<td class="num">${r.seed === null ? "" : esc(r.seed)}</td>${metricCells}` +
-      `<td class="why">${esc(r.problem || r.detail || "")}</td></tr>`);
+      `<td class="num">${r.seed === null ? "" : esc(r.seed)}</td>${metricCells}</tr>`);
   }
   const tbody = $("episodes").querySelector("tbody");
   tbody.innerHTML = html.join("");
