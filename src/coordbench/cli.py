@@ -12,7 +12,7 @@ from pathlib import Path
 import typer
 
 from coordbench import __version__
-from coordbench.commands import constructs, household, models, physical, stat
+from coordbench.commands import constructs, household, models, physical, stat, view
 from coordbench.commands.common import err, executor_option, out, play, workers_option
 from coordbench.errors import ConfigError, CoordbenchError
 
@@ -56,6 +56,7 @@ app.add_typer(household.app, name="mecobench")
 app.add_typer(models.app, name="models")
 app.add_typer(constructs.app, name="constructs")
 app.add_typer(physical.app, name="physical")
+app.command("view")(view.view)
 
 
 @app.command()

@@ -1,0 +1,29 @@
+"""One episode's payload for the page: header, timeline, per-step picture, metrics; or, for
+an episode that cannot be loaded, the reason."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coordbench.core.rundir import RunDir
+from coordbench.errors import RunDirError
+
+from . import replay, timeline
+from .metrics import episode_metrics
+
+
+def payload(run: RunDir, condition: str, key: str) -> dict[str, Any]:
+    """Return everything the page draws for episode `key` of `condition`; RunDirError (one
+    line naming the file) if the file cannot be read as a complete trajectory."""
+    if condition not in run.conditions:
+        raise RunDirError(f"no condition {condition!r} in {run.path}")
+    traj = run.load_episode(condition, key)
+    metrics, metrics_error = episode_metrics(traj)
+    return {
+        "id": traj.header.episode_id, "run": run.path.name, "condition": condition,
+        "key": key, "suite": traj.header.suite,
+        "header": traj.header.model_dump(mode="json"),
+        "timeline": timeline.build(traj),
+        "picture": replay.picture(run, condition, traj),
+        "metrics": metrics, "metrics_error": metrics_error,
+    }

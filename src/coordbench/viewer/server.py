@@ -1,0 +1,215 @@
+"""The viewer's HTTP server: the standard library's ThreadingHTTPServer on 127.0.0.1, one
+static page (plain JS, CSS and SVG shipped in viewer/static, nothing fetched from elsewhere)
+and a small JSON API:
+
+    GET /api/runs                          runs and their conditions (manifests only)
+    GET /api/episodes?run=R&cond=C         the condition's listing (file names, first and
+                                           last lines) with the family's headline metrics
+    GET /api/metrics?run=R&cond=C          per-episode metrics, computed in the background
+    GET /api/episode?run=R&cond=C&key=K    one episode: header, timeline, picture, metrics
+
+The standard library is enough for a local, read-only viewer; a web framework would add a
+dependency and a second server stack for four GET routes.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import math
+import threading
+from collections import OrderedDict
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib import resources
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+from coordbench.core.rundir import RunDir
+from coordbench.errors import ConfigError, CoordbenchError, RunDirError
+
+from . import index
+from .episode import payload
+from .metrics import MetricsCache, headline
+
+HOST = "127.0.0.1"  # never another interface: the viewer serves local files to this machine
+_STATIC = {"/": ("index.html", "text/html; charset=utf-8"),
+           "/static/app.js": ("app.js", "text/javascript; charset=utf-8"),
+           "/static/style.css": ("style.css", "text/css; charset=utf-8")}
+_CACHE = 32  # episode payloads kept in memory (a click back to one is instant)
+
+
+def static_text(name: str) -> str:
+    """Return the text of one of the page's static files."""
+    return resources.files("coordbench.viewer").joinpath("static", name).read_text("utf-8")
+
+
+def clean_json(value: Any) -> Any:
+    """Return `value` with NaN and infinities as None (JSON has no such numbers)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: clean_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [clean_json(v) for v in value]
+    return value
+
+
+def dumps(value: Any) -> str:
+    """Return `value` as strict JSON text (see `clean_json`)."""
+    return json.dumps(clean_json(value), separators=(",", ":"), allow_nan=False)
+
+
+class Viewer:
+    """What the server serves: the runs under one path, an episode cache, the metrics."""
+
+    def __init__(self, path: Path) -> None:
+        self.runs = {name: RunDir.open(p) for name, p in index.find_runs(path).items()}
+        self.metrics = MetricsCache()
+        self._episodes: OrderedDict[tuple[str, str, str], bytes] = OrderedDict()
+        self._lock = threading.Lock()
+        # loading the household task sets and the suites' modules takes seconds once per
+        # process; do it now, off the request path, so the first episode opens quickly
+        threading.Thread(target=self._warm, name="viewer-warm", daemon=True).start()
+
+    def _warm(self) -> None:
+        from .replay import mecobench
+
+        suites = set()
+        for rd in self.runs.values():
+            for cond, spec in rd.conditions.items():
+                suites.add(index.suite_name(cond, spec))
+                if index.suite_name(cond, spec) == "mecobench":
+                    mecobench.find_task(spec, "case0000", "")
+        for name in sorted(suites):
+            headline(name)
+
+    def run(self, name: str) -> RunDir:
+        """Return the run called `name`; ConfigError if there is none."""
+        if name not in self.runs:
+            raise ConfigError(f"no run {name!r}")
+        return self.runs[name]
+
+    def runs_payload(self) -> dict[str, Any]:
+        """Return every run with its conditions."""
+        return {"runs": [{"name": name, "path": str(rd.path),
+                          "command": rd.manifest.get("command"),
+                          "created": rd.manifest.get("created"),
+                          "conditions": index.conditions(rd)}
+                         for name, rd in self.runs.items()]}
+
+    def episodes_payload(self, run: str, cond: str) -> dict[str, Any]:
+        """Return the listing of one condition."""
+        rd = self.run(run)
+        if cond not in rd.conditions:
+            raise ConfigError(f"no condition {cond!r} in run {run!r}")
+        suite = index.suite_name(cond, rd.conditions[cond])
+        rows = [r.as_dict() for r in index.condition_rows(rd, cond)]
+        return {"run": run, "condition": cond, "suite": suite, "rows": rows,
+                "headline": headline(suite)}
+
+    def metrics_payload(self, run: str, cond: str) -> dict[str, Any]:
+        """Return what is computed so far of one condition's per-episode metrics."""
+        rd = self.run(run)
+        if cond not in rd.conditions:
+            raise ConfigError(f"no condition {cond!r} in run {run!r}")
+        return self.metrics.get(run, rd, cond, rd.episode_keys(cond))
+
+    def episode_bytes(self, run: str, cond: str, key: str) -> bytes:
+        """Return one episode's payload as JSON bytes (cached); an episode file that cannot
+        be read is an answer too, `{"unavailable": why}`: the page lists bad episodes."""
+        ident = (run, cond, key)
+        with self._lock:
+            if ident in self._episodes:
+                self._episodes.move_to_end(ident)
+                return self._episodes[ident]
+        rd = self.run(run)
+        if cond not in rd.conditions:
+            raise ConfigError(f"no condition {cond!r} in run {run!r}")
+        try:
+            body = dumps(payload(rd, cond, key)).encode()
+        except RunDirError as e:
+            return dumps({"unavailable": str(e), "condition": cond, "key": key}).encode()
+        with self._lock:
+            self._episodes[ident] = body
+            while len(self._episodes) > _CACHE:
+                self._episodes.popitem(last=False)
+        return body
+
+
+def _handler(viewer: Viewer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        server_version = "coordbench-view"
+
+        def log_message(self, *args: Any) -> None:  # one line per request would bury the URL
+            pass
+
+        def _send(self, status: int, body: bytes, ctype: str) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Cache-Control", "no-store")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def _json(self, status: int, value: Any) -> None:
+            self._send(status, dumps(value).encode(), "application/json")
+
+        def do_GET(self) -> None:  # noqa: N802 - the http.server API
+            url = urlparse(self.path)
+            q = {k: v[0] for k, v in parse_qs(url.query).items()}
+            try:
+                if url.path in _STATIC:
+                    name, ctype = _STATIC[url.path]
+                    self._send(200, static_text(name).encode(), ctype)
+                elif url.path == "/api/runs":
+                    self._json(200, viewer.runs_payload())
+                elif url.path == "/api/episodes":
+                    with viewer.metrics.foreground():
+                        body = dumps(viewer.episodes_payload(q.get("run", ""),
+                                                             q.get("cond", ""))).encode()
+                    self._send(200, body, "application/json")
+                elif url.path == "/api/metrics":
+                    self._json(200, viewer.metrics_payload(q.get("run", ""), q.get("cond", "")))
+                elif url.path == "/api/episode":
+                    with viewer.metrics.foreground():
+                        body = viewer.episode_bytes(q.get("run", ""), q.get("cond", ""),
+                                                    q.get("key", ""))
+                    self._send(200, body, "application/json")
+                elif url.path == "/favicon.ico":
+                    self._send(204, b"", "image/x-icon")
+                else:
+                    self._json(404, {"error": f"no such page {url.path}"})
+            except CoordbenchError as e:
+                self._json(404, {"error": str(e)})
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the page went away mid-answer
+            except Exception as e:  # noqa: BLE001 - the page shows it; the server lives on
+                self._json(500, {"error": f"{type(e).__name__}: {e}"})
+
+    return Handler
+
+
+def make_server(path: Path, port: int = 0) -> tuple[ThreadingHTTPServer, Viewer]:
+    """Return a server bound to 127.0.0.1:`port` (0: any free port) serving the run(s) at
+    `path`, not yet serving; ConfigError (one line) if the port is in use or not allowed."""
+    viewer = Viewer(path)
+    try:
+        server = ThreadingHTTPServer((HOST, port), _handler(viewer))
+    except OSError as e:
+        viewer.metrics.close()
+        if e.errno == errno.EADDRINUSE:
+            raise ConfigError(f"port {port} on {HOST} is in use; choose another with "
+                              "--port (0 picks a free one)") from None
+        if e.errno == errno.EACCES:
+            raise ConfigError(f"port {port} on {HOST} is not allowed for this user; "
+                              "choose one above 1023") from None
+        raise
+    server.daemon_threads = True
+    return server, viewer
+
+
+def url_of(server: ThreadingHTTPServer) -> str:
+    """Return the URL the server answers on."""
+    host, port = server.server_address[:2]
+    return f"http://{host}:{port}/"

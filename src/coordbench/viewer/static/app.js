@@ -1,0 +1,950 @@
+// coordbench episode viewer: plain JS + SVG, no libraries, nothing fetched but this server's
+// JSON API (or, in an exported file, the episode inlined in #cb-data).
+"use strict";
+
+const SVGNS = "http://www.w3.org/2000/svg";
+const AGENT_COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf",
+                      "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22"];
+// outcome codes by what went wrong, so a researcher sees kinds of failure at a glance
+const CODE_GROUPS = {
+  ok: ["ok"], completed: ["completed"], wait: ["idle", "wait"],
+  conflict: ["conflict_lost"], protocol: ["protocol_failure"],
+  spatial: ["not_visible", "too_far", "out_of_zone"],
+  invalid: ["invalid", "wrong_target", "not_grabbable", "not_held", "held_by_other",
+            "illegal_skill", "not_sliceable", "no_switch", "no_tool"],
+  blocked: ["hands_full", "closed", "already_open", "already_closed", "protected",
+            "receiver_not_ready", "receiver_hands_full", "already_sliced", "buffer_full"],
+};
+const GROUP_STYLE = {
+  ok: ["#c8e6c9", "#1b5e20", "ok"], completed: ["#43a047", "#fff", "completed a goal"],
+  wait: ["#eceff1", "#607d8b", "wait / idle"], conflict: ["#ff8a65", "#4e1300", "conflict lost"],
+  protocol: ["#ce93d8", "#38006b", "protocol failure"],
+  spatial: ["#ffe082", "#5d4000", "spatial (not visible, too far, out of zone)"],
+  invalid: ["#ef9a9a", "#5f0000", "invalid / illegal"],
+  blocked: ["#ffcc80", "#5a3000", "blocked (hands full, closed, not ready...)"],
+  other: ["#b0bec5", "#263238", "other"],
+};
+const CODE_TO_GROUP = {};
+for (const [g, codes] of Object.entries(CODE_GROUPS)) for (const c of codes) CODE_TO_GROUP[c] = g;
+
+const state = { runs: [], run: null, cond: null, rows: [], headline: [], metrics: {},
+                metricErrors: {}, suite: null, episode: null, step: 0, key: null,
+                pollTimer: null, exported: false };
+
+// ---------------------------------------------------------------------------------- helpers
+function $(id) { return document.getElementById(id); }
+function esc(s) {
+  return String(s === null || s === undefined ? "" : s).replace(/[&<>"']/g,
+    (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
+}
+function el(tag, attrs, parent) {
+  const e = document.createElementNS(SVGNS, tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === "text") e.textContent = v; else e.setAttribute(k, v);
+  }
+  if (parent) parent.appendChild(e);
+  return e;
+}
+function title(node, text) { el("title", { text: text }, node); return node; }
+function fmt(v) {
+  if (v === null || v === undefined) return "n/a";
+  if (typeof v === "number") {
+    if (Number.isInteger(v)) return String(v);
+    return Math.abs(v) >= 100 ? v.toFixed(1) : v.toFixed(3);
+  }
+  return String(v);
+}
+function group(code) { return CODE_TO_GROUP[code] || "other"; }
+function agentColor(i) { return AGENT_COLORS[i % AGENT_COLORS.length]; }
+function badge(text, cls) { return `<span class="badge b-${esc(cls)}">${esc(text)}</span>`; }
+function codeBadge(code) {
+  const [bg, fg] = GROUP_STYLE[group(code)];
+  return `<span class="badge" style="background:${bg};color:${fg}">${esc(code)}</span>`;
+}
+async function api(path) {
+  const r = await fetch(path);
+  const body = await r.json();
+  if (!r.ok) throw new Error(body.error || r.statusText);
+  return body;
+}
+function setHash() {
+  if (state.exported) return;
+  const p = new URLSearchParams();
+  if (state.run) p.set("run", state.run);
+  if (state.cond) p.set("cond", state.cond);
+  if (state.key) p.set("key", state.key);
+  if (state.key) p.set("step", String(state.step));
+  history.replaceState(null, "", "#" + p.toString());
+}
+
+// ------------------------------------------------------------------------ runs, conditions
+async function loadRuns() {
+  const data = await api("/api/runs");
+  state.runs = data.runs;
+  const box = $("runs");
+  box.innerHTML = "";
+  for (const run of data.runs) {
+    const div = document.createElement("div");
+    div.className = "run";
+    div.innerHTML = `<h4 title="${esc(run.path)}">${esc(run.name)} <span class="muted">` +
+      `${run.conditions.length} conditions</span></h4>`;
+    const bySuite = {};
+    for (const c of run.conditions) (bySuite[c.suite] = bySuite[c.suite] || []).push(c);
+    for (const [suite, conds] of Object.entries(bySuite)) {
+      const h = document.createElement("div");
+      h.className = "suite-head";
+      h.textContent = suite;
+      div.appendChild(h);
+      for (const c of conds) {
+        const item = document.createElement("div");
+        item.className = "cond";
+        item.dataset.run = run.name;
+        item.dataset.cond = c.name;
+        const extra = (c.errored ? `, ${c.errored} errored` : "") +
+                      (c.damaged ? `, ${c.damaged} damaged` : "");
+        item.innerHTML = `${esc(c.name)} <span class="n">(${c.episodes}${extra})</span>`;
+        item.addEventListener("click", () => selectCondition(run.name, c.name));
+        div.appendChild(item);
+      }
+    }
+    box.appendChild(div);
+  }
+  if (data.runs.length === 1) {
+    $("run-info").textContent = data.runs[0].path + (data.runs[0].command ?
+      "  —  " + data.runs[0].command : "");
+  } else {
+    $("run-info").textContent = `${data.runs.length} runs`;
+  }
+}
+
+async function selectCondition(run, cond, key, step) {
+  state.run = run; state.cond = cond; state.key = null;
+  for (const it of document.querySelectorAll(".cond")) {
+    it.classList.toggle("active", it.dataset.run === run && it.dataset.cond === cond);
+  }
+  if (state.pollTimer) { clearTimeout(state.pollTimer); state.pollTimer = null; }
+  const data = await api(`/api/episodes?run=${encodeURIComponent(run)}&cond=${encodeURIComponent(cond)}`);
+  state.rows = data.rows; state.headline = data.headline; state.suite = data.suite;
+  state.metrics = {}; state.metricErrors = {};
+  state.episode = null;
+  $("episode").hidden = true;
+  delete document.body.dataset.episode;
+  $("empty").hidden = true;
+  $("listing").hidden = false;
+  $("cond-title").textContent = cond;
+  renderListing();
+  setHash();
+  pollMetrics(run, cond);
+  if (key) await selectEpisode(key, step);
+}
+
+async function pollMetrics(run, cond) {
+  try {
+    const m = await api(`/api/metrics?run=${encodeURIComponent(run)}&cond=${encodeURIComponent(cond)}`);
+    if (state.run !== run || state.cond !== cond) return;
+    state.metrics = m.metrics; state.metricErrors = m.errors;
+    fillMetrics();
+    // a thousand episodes take seconds to score; ask again at a pace that leaves the page idle
+    if (!m.done) state.pollTimer = setTimeout(() => pollMetrics(run, cond), 1000);
+  } catch (e) {
+    console.warn("metrics:", e.message);
+  }
+}
+
+function failedRank(r) {
+  if (r.status !== "ok") return 0;
+  if (!r.success) return 1;
+  return 2;
+}
+
+function visibleRows() {
+  const f = $("filter").value;
+  let rows = state.rows.filter((r) => {
+    if (f === "failed") return r.status !== "ok" || !r.success;
+    if (f === "success") return r.status === "ok" && r.success;
+    if (f === "bad") return r.status !== "ok";
+    return true;
+  });
+  if ($("failed-first").checked) {
+    rows = rows.slice().sort((a, b) => failedRank(a) - failedRank(b) ||
+                                        (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  }
+  return rows;
+}
+
+function renderListing() {
+  // the reason sits next to the status: a bad episode's why must not scroll out of sight
+  const head = ["episode", "status", "termination", "problem", "steps", "task", "seed",
+                ...state.headline];
+  const numeric = new Set(["steps", "seed", ...state.headline]);
+  $("episodes").querySelector("thead").innerHTML = "<tr>" + head.map((h) =>
+    `<th${numeric.has(h) ? ' style="text-align:right"' : ""}>${esc(h)}</th>`).join("") + "</tr>";
+  const rows = visibleRows();
+  const html = [];
+  for (const r of rows) {
+    const status = r.status === "ok" ? badge(r.success ? "success" : "failed",
+                                             r.success ? "ok" : "failed")
+                                     : badge(r.status, r.status);
+    const term = r.termination ? badge(r.termination, r.termination) : "";
+    const metricCells = state.headline.map((m) =>
+      `<td class="num" data-m="${esc(m)}">${r.status === "ok" ? "…" : ""}</td>`).join("");
+    html.push(`<tr data-key="${esc(r.key)}" class="${r.key === state.key ? "active" : ""}">` +
+      `<td>${esc(r.key)}</td><td>${status}</td><td>${term}</td>` +
+      `<td class="why">${esc(r.problem || r.detail || "")}</td>` +
+      `<td class="num">${fmt(r.steps)}</td><td>${esc(r.task_id)}</td>` +
+      `<td class="num">${r.seed === null ? "" : esc(r.seed)}</td>${metricCells}</tr>`);
+  }
+  const tbody = $("episodes").querySelector("tbody");
+  tbody.innerHTML = html.join("");
+  const bad = state.rows.filter((r) => r.status !== "ok").length;
+  const failed = state.rows.filter((r) => r.status === "ok" && !r.success).length;
+  $("listing-count").textContent = `${rows.length} shown of ${state.rows.length}; ` +
+    `${failed} failed, ${bad} bad or missing`;
+  fillMetrics();
+}
+
+function fillMetrics() {
+  for (const tr of $("episodes").querySelectorAll("tbody tr")) {
+    const key = tr.dataset.key;
+    const m = state.metrics[key];
+    const why = state.metricErrors[key];
+    for (const td of tr.querySelectorAll("td[data-m]")) {
+      if (m) td.textContent = fmt(m[td.dataset.m]);
+      else if (why) { td.textContent = "err"; td.title = why; }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------- episode
+async function selectEpisode(key, step) {
+  const row = state.rows.find((r) => r.key === key);
+  state.key = key;
+  for (const tr of $("episodes").querySelectorAll("tbody tr")) {
+    tr.classList.toggle("active", tr.dataset.key === key);
+  }
+  $("episode").hidden = false;
+  if (row && row.status !== "ok" && row.status !== "bad") {
+    showEpisodeError(key, `${row.status}: ${row.problem}`);
+    return;
+  }
+  try {
+    const ep = await api(`/api/episode?run=${encodeURIComponent(state.run)}` +
+      `&cond=${encodeURIComponent(state.cond)}&key=${encodeURIComponent(key)}`);
+    if (state.key !== key) return;
+    if (ep.unavailable) showEpisodeError(key, ep.unavailable);
+    else showEpisode(ep, step);
+  } catch (e) {
+    showEpisodeError(key, e.message);
+  }
+}
+
+function showEpisodeError(key, message) {
+  state.episode = null;
+  $("ep-title").textContent = `${state.cond}/${key}`;
+  $("ep-end").innerHTML = badge("cannot show", "bad");
+  $("ep-replay").innerHTML = `<div class="error-box">${esc(message)}</div>`;
+  for (const id of ["ep-summary", "picture", "picture-notes", "details", "timeline", "legend"]) {
+    $(id).innerHTML = "";
+  }
+  $("stepper").hidden = true;
+  document.body.dataset.episode = "error:" + key;
+  setHash();
+}
+
+function showEpisode(ep, step) {
+  state.episode = ep;
+  const tl = ep.timeline;
+  $("stepper").hidden = false;
+  $("ep-title").textContent = ep.id;
+  const end = tl.end;
+  $("ep-end").innerHTML = end ? badge(end.termination, end.termination) +
+    ` <span class="muted">${end.success ? "success" : "no success"} after ${end.t} steps` +
+    `${end.detail ? " — " + esc(end.detail) : ""}</span>` : badge("incomplete", "bad");
+  renderReplayNote(ep.picture.replay, ep.suite);
+  renderSummary(ep);
+  const slider = $("slider");
+  const max = ep.suite === "physical" ? (end ? end.t : 0) : tl.steps;
+  slider.max = String(max);
+  slider.step = "1";
+  renderLegend(ep);
+  renderTimeline(ep);
+  const s = Math.max(0, Math.min(max, step === undefined || step === null ? 0 : step));
+  setStep(s);
+  document.body.dataset.episode = ep.id;  // tests and the benchmark wait for this
+}
+
+function renderReplayNote(rp, suite) {
+  let html;
+  if (!rp.available) {
+    const cls = suite === "physical" ? "warn" : "bad";
+    html = `<div class="note ${cls}">No per-step state replay: ${esc(rp.reason)}</div>`;
+  } else if (rp.ok) {
+    html = `<div class="note good">State replayed through ${esc(rp.engine)}: ` +
+      `${rp.checked} recorded outcomes reproduced${rp.source ? " (" + esc(rp.source) + ")" : ""}</div>`;
+  } else {
+    html = `<div class="note bad">Replay through ${esc(rp.engine)} diverges from the record: ` +
+      `${esc(rp.mismatch)}. The picture after that step may not match what happened.</div>`;
+  }
+  $("ep-replay").innerHTML = html;
+}
+
+function renderSummary(ep) {
+  const h = ep.header;
+  const kv = [["suite", h.suite], ["task", h.task_id], ["seed", h.seed],
+              [h.protocol !== null ? "protocol" : "policy", h.protocol !== null ? h.protocol : h.policy],
+              ["team", h.team.map((a) => `${a.id}${a.role !== "agent" ? " (" + a.role + ")" : ""}: ${a.driver}`).join(", ")]];
+  const models = Object.entries(h.models || {});
+  if (models.length) kv.push(["models", models.map(([a, m]) => `${a}=${m}`).join(", ")]);
+  kv.push(["coordbench", `${h.coordbench_version} ${h.git_sha ? h.git_sha.slice(0, 8) : ""}`]);
+  let html = kv.map(([k, v]) => `<span class="kv"><b>${esc(k)}</b>${esc(v)}</span>`).join("");
+  const heads = new Set(state.headline);
+  const ms = Object.entries(ep.metrics || {});
+  if (ms.length) {
+    ms.sort((a, b) => (heads.has(b[0]) - heads.has(a[0])));
+    html += `<div class="chips" style="width:100%">` + ms.map(([k, v]) =>
+      `<span class="chip${heads.has(k) ? " head" : ""}">${esc(k)} ${esc(fmt(v))}</span>`).join("") +
+      `</div>`;
+  } else if (ep.metrics_error) {
+    html += `<div class="muted" style="width:100%">metrics: ${esc(ep.metrics_error)}</div>`;
+  }
+  const params = JSON.stringify(h.params, null, 1);
+  html += `<details style="width:100%"><summary class="muted">header parameters</summary>` +
+    `<pre>${esc(params.length > 4000 ? params.slice(0, 4000) + " …" : params)}</pre></details>`;
+  $("ep-summary").innerHTML = html;
+}
+
+function setStep(s) {
+  const ep = state.episode;
+  if (!ep) return;
+  const max = Number($("slider").max);
+  s = Math.max(0, Math.min(max, s));
+  state.step = s;
+  $("slider").value = String(s);
+  if (ep.suite === "physical") {
+    $("step-label").textContent = `control step ${s} / ${max}` +
+      (ep.picture.static && ep.picture.static.control_dt ?
+        `  (${(s * ep.picture.static.control_dt).toFixed(2)} s)` : "");
+  } else {
+    $("step-label").textContent = s === 0 ? `start (0 / ${max} steps)` :
+      `after step ${s - 1}  (${s} / ${max} steps)`;
+  }
+  drawPicture(ep, s);
+  renderDetails(ep, s);
+  moveCursor(ep, s);
+  setHash();
+}
+
+// ---------------------------------------------------------------------------------- details
+function renderDetails(ep, s) {
+  const tl = ep.timeline;
+  const box = $("details");
+  if (ep.suite === "physical") {
+    const st = ep.picture.static;
+    const done = st.latched.filter((p) => p.t <= s);
+    const ev = st.coupling.filter((c) => c.t <= s);
+    box.innerHTML = `<h4>phases latched by control step ${s}</h4>` +
+      (done.length ? done.map((p) => `<div>phase ${p.phase} <b>${esc(p.name)}</b> at t=${p.t}` +
+        `${p.collaborative ? " (collaborative)" : ""}</div>`).join("") : `<div class="muted">none yet</div>`) +
+      `<h4>coupling events so far</h4>` +
+      (ev.length ? ev.map((c) => `<div>t=${c.t} ${esc(c.kind)} robots ${esc(c.robots.join(", "))}` +
+        `${c.value !== null ? " value " + fmt(c.value) : ""}</div>`).join("") : `<div class="muted">none</div>`) +
+      `<h4>about this picture</h4><div class="muted">${esc(ep.picture.replay.reason || "")}</div>`;
+    return;
+  }
+  const t = s - 1;
+  if (t < 0) {
+    const first = tl.messages.filter((m) => m.t === 0).length + tl.calls.filter((c) => c.t === 0).length;
+    box.innerHTML = `<h4>start of the episode</h4><div class="muted">Move the slider (or use the ` +
+      `arrow keys) to see each step's actions, messages and model calls.` +
+      `${first ? " Step 0 has " + first + " messages/calls." : ""}</div>`;
+    return;
+  }
+  let html = `<h4>step ${t}: actions</h4>`;
+  const cells = tl.cells.filter((c) => c.t === t).sort((a, b) => a.agent - b.agent);
+  for (const c of cells) {
+    const who = tl.agents[c.agent] ? tl.agents[c.agent].id : `agent ${c.agent}`;
+    html += `<div class="act"><span class="who" style="color:${agentColor(c.agent)}">${esc(who)}</span>` +
+      `${codeBadge(c.code)} <span>${esc(c.detail)}${c.reward !== undefined ? ` <span class="muted">reward ${fmt(c.reward)}</span>` : ""}</span></div>`;
+    if (c.raw) html += `<details><summary class="muted">model reply behind this action</summary><pre>${esc(c.raw)}</pre></details>`;
+  }
+  const idle = tl.agents.map((_, i) => i).filter((i) => !cells.some((c) => c.agent === i));
+  if (idle.length && cells.length) {
+    html += `<div class="muted">no action recorded for ${idle.map((i) => tl.agents[i].id).join(", ")}</div>`;
+  }
+  const conf = tl.conflicts.filter((c) => c.t === t);
+  if (conf.length) {
+    html += `<h4>conflicts</h4>` + conf.map((c) => `<div>target ${esc(c.target)}: agents ` +
+      `${esc(c.agents.join(", "))} — ${c.winner === null ? "nobody kept it" : "agent " + c.winner + " won"}</div>`).join("");
+  }
+  const hand = tl.handovers.filter((h) => h.t === t);
+  if (hand.length) {
+    html += `<h4>handovers</h4>` + hand.map((h) => `<div>agent ${h.from} → agent ${esc(h.to)}: ` +
+      `object ${esc(h.obj)} ${codeBadge(h.code)}</div>`).join("");
+  }
+  const team = tl.team.find((x) => x.t === t);
+  if (team) {
+    const parts = [];
+    if (team.completion !== undefined) parts.push(`completion ${(100 * team.completion).toFixed(0)}%`);
+    if (team.reward !== undefined) parts.push(`team reward ${fmt(team.reward)}`);
+    if (team.decision_pre !== undefined) parts.push(`decision-active agents ${team.decision_pre} → ${team.decision_post}`);
+    if (team.buffers && Object.keys(team.buffers).length) parts.push("buffers " + Object.entries(team.buffers).map(([b, n]) => `${b}:${n}`).join(" "));
+    if (parts.length) html += `<h4>team</h4><div>${esc(parts.join("; "))}</div>`;
+  }
+  const msgs = tl.messages.filter((m) => m.t === t);
+  if (msgs.length) {
+    html += `<h4>messages before step ${t}</h4>` + msgs.map((m) =>
+      `<div class="msg"><span class="who" style="color:${agentColor(m.sender)}">agent ${m.sender}</span> ` +
+      `<span class="muted">${esc(m.phase)}${m.round ? " r" + m.round : ""} → ${m.recipients ? esc(m.recipients.join(",")) : "all"}` +
+      `${m.tokens ? ", " + m.tokens + " tok" : ""}</span>: ${esc(m.content)}</div>`).join("");
+  }
+  const calls = tl.calls.filter((c) => c.t === t);
+  if (calls.length) {
+    html += `<h4>model calls at step ${t}</h4>`;
+    for (const c of calls) {
+      const ps = c.parse_status === "ok" ? "ok" : c.parse_status === "failed" ? "failed" : "na";
+      html += `<div class="call"><span class="who" style="color:${agentColor(c.agent)}">agent ${c.agent}</span> ` +
+        `${esc(c.role)}/${esc(c.phase)} · ${esc(c.model)} · parse ${badge(c.parse_status, ps)} · ` +
+        `${c.prompt_tokens}+${c.completion_tokens} tokens · ${fmt(c.latency_s)} s` +
+        `${c.attempts > 1 ? " · " + c.attempts + " attempts" : ""}${c.cache_hit ? " · cache hit" : ""}` +
+        `${c.finish_reason ? " · " + esc(c.finish_reason) : ""}${c.structured ? " · schema" : ""}` +
+        `${c.parse_error ? `<div style="color:#8a1c1c">parse error: ${esc(c.parse_error)}</div>` : ""}` +
+        `${c.error ? `<div style="color:#8a1c1c">error: ${esc(c.error)}</div>` : ""}` +
+        `<div class="muted">prompt: not recorded in the trajectory (request ${esc(c.request_hash.slice(0, 12))})</div>` +
+        `<details${calls.length <= 3 ? " open" : ""}><summary class="muted">reply</summary><pre>${esc(c.reply || "(empty)")}</pre></details></div>`;
+    }
+  }
+  box.innerHTML = html;
+}
+
+// --------------------------------------------------------------------------------- timeline
+function renderLegend(ep) {
+  const used = new Set(ep.timeline.cells.map((c) => group(c.code)));
+  let html = "";
+  for (const [g, [bg, , label]] of Object.entries(GROUP_STYLE)) {
+    if (used.has(g)) html += `<span><span class="sw" style="background:${bg}"></span>${esc(label)}</span>`;
+  }
+  if (ep.timeline.conflicts.length) html += `<span><span class="sw" style="border:2px solid #b71c1c"></span>conflict (★ winner)</span>`;
+  if (ep.timeline.messages.length) html += `<span><span class="sw" style="background:#1f5fa8;border-radius:6px"></span>message</span>`;
+  if (ep.timeline.calls.length) html += `<span><span class="sw" style="background:#6a1b9a;transform:rotate(45deg)"></span>model call (red: parse failed)</span>`;
+  if (ep.timeline.handovers.length) html += `<span>⟶ handover</span>`;
+  $("legend").innerHTML = html;
+}
+
+function fit(text, width) {
+  const n = Math.max(1, Math.floor((width - 4) / 6.2));
+  return text.length > n ? text.slice(0, Math.max(1, n - 1)) + "…" : text;
+}
+
+// two short lines per cell: what was done, and on what (or, when it failed, the outcome)
+function cellLines(c) {
+  const a = c.args || {};
+  if (c.action === undefined) {  // STAT: the action, then the reward
+    return [c.label, c.reward !== undefined ? "r " + fmt(c.reward) : ""];
+  }
+  const verbs = { walk_to_room: "room", walk_to_door: "door", put_on: "put on", put_in: "put in",
+                  handover: "give", receive: "receive", none: "none" };
+  let top = verbs[c.action] || c.action;
+  let bottom = c.obj_class || (a.obj !== undefined ? String(a.obj) : "");
+  if (c.action === "walk_to_room" && a.room !== undefined) { top = "→ room"; bottom = String(a.room); }
+  if (c.action === "walk_to_door") bottom = String(a.target !== undefined ? a.target : a.obj);
+  if (c.action === "handover" && a.to_agent !== undefined) top = "give→" + a.to_agent;
+  if ((c.action === "put_on" || c.action === "put_in") && a.target !== undefined) {
+    bottom = (c.obj_class || a.obj) + "→" + a.target;
+  }
+  if (c.code !== "ok") bottom = c.code;
+  else if (c.completed && c.completed.length) bottom = "+goal " + bottom;
+  return [top, bottom];
+}
+
+const TL = { left: 110, top: 26, lane: 34, gap: 4 };
+
+function renderTimeline(ep) {
+  const box = $("timeline");
+  box.innerHTML = "";
+  if (ep.suite === "physical") { renderPhysicalTimeline(ep); return; }
+  const tl = ep.timeline;
+  const n = tl.agents.length;
+  const T = Math.max(1, tl.steps);
+  const avail = Math.max(600, $("timeline-wrap").clientWidth - TL.left - 20);
+  const cw = Math.max(44, Math.min(96, Math.floor(avail / T)));
+  const W = TL.left + cw * T + 20;
+  const H = TL.top + n * (TL.lane + TL.gap) + 34;
+  const svg = el("svg", { width: W, height: H, viewBox: `0 0 ${W} ${H}`, id: "timeline-svg" }, box);
+  $("timeline-hint").textContent = `${T} steps × ${n} agents; click a cell to jump there`;
+  // step axis
+  const every = Math.max(1, Math.ceil(36 / cw));
+  for (let t = 0; t < T; t += every) {
+    el("text", { x: TL.left + t * cw + cw / 2, y: 14, "text-anchor": "middle", "font-size": 10,
+                 fill: "#69737f", text: String(t) }, svg);
+  }
+  for (let i = 0; i < n; i++) {
+    const y = TL.top + i * (TL.lane + TL.gap);
+    const a = tl.agents[i];
+    el("rect", { x: 0, y: y, width: TL.left - 6, height: TL.lane, fill: agentColor(i), rx: 3 }, svg);
+    el("text", { x: 6, y: y + 14, fill: "#fff", "font-size": 12, "font-weight": 700, text: a.id }, svg);
+    el("text", { x: 6, y: y + 28, fill: "#fff", "font-size": 10,
+                 text: (a.role !== "agent" ? a.role + " · " : "") + a.driver }, svg);
+    el("line", { x1: TL.left, x2: TL.left + cw * T, y1: y + TL.lane / 2, y2: y + TL.lane / 2,
+                 stroke: "#eceff1" }, svg);
+  }
+  const laneY = (i) => TL.top + i * (TL.lane + TL.gap);
+  for (const c of tl.cells) {
+    const [bg, fg] = GROUP_STYLE[group(c.code)];
+    const x = TL.left + c.t * cw, y = laneY(c.agent);
+    const g = el("g", { class: "cell", "data-t": c.t, "data-agent": c.agent }, svg);
+    el("rect", { x: x + 1, y: y + 1, width: cw - 2, height: TL.lane - 2, rx: 3, fill: bg,
+                 stroke: c.wait ? "#b0bec5" : "none", "stroke-dasharray": c.wait ? "3 2" : "" }, g);
+    const [top, bottom] = cellLines(c);
+    el("text", { x: x + cw / 2, y: y + 14, "text-anchor": "middle", "font-size": 10.5, fill: fg,
+                 "font-weight": 600, text: fit(top, cw) }, g);
+    if (bottom) {
+      el("text", { x: x + cw / 2, y: y + 27, "text-anchor": "middle", "font-size": 9.5, fill: fg,
+                   text: fit(bottom, cw) }, g);
+    }
+    title(g, `step ${c.t}, ${tl.agents[c.agent] ? tl.agents[c.agent].id : c.agent}: ${c.code}\n${c.detail}`);
+    g.addEventListener("click", () => setStep(c.t + 1));
+  }
+  // conflicts: a red outline on every contender, a star on the winner
+  for (const c of tl.conflicts) {
+    for (const i of c.agents) {
+      const x = TL.left + c.t * cw, y = laneY(i);
+      el("rect", { x: x + 1, y: y + 1, width: cw - 2, height: TL.lane - 2, rx: 3, fill: "none",
+                   stroke: "#b71c1c", "stroke-width": 2, "pointer-events": "none" }, svg);
+      if (i === c.winner) {
+        el("text", { x: x + cw - 8, y: y + 11, "font-size": 11, fill: "#b71c1c",
+                     "text-anchor": "middle", "pointer-events": "none", text: "★" }, svg);
+      }
+    }
+  }
+  // handovers: an arrow from giver to receiver
+  for (const h of tl.handovers) {
+    if (typeof h.to !== "number" || h.to < 0 || h.to >= n) continue;
+    const x = TL.left + h.t * cw + cw - 6;
+    const y1 = laneY(h.from) + TL.lane / 2, y2 = laneY(h.to) + TL.lane / 2;
+    const color = h.code === "ok" ? "#2e7d32" : "#c62828";
+    el("line", { x1: x, x2: x, y1: y1, y2: y2 + (y2 > y1 ? -6 : 6), stroke: color,
+                 "stroke-width": 2, "pointer-events": "none" }, svg);
+    el("path", { d: y2 > y1 ? `M${x - 4},${y2 - 7} L${x + 4},${y2 - 7} L${x},${y2 - 1} Z`
+                            : `M${x - 4},${y2 + 7} L${x + 4},${y2 + 7} L${x},${y2 + 1} Z`,
+                 fill: color, "pointer-events": "none" }, svg);
+  }
+  // messages (blue dots) and model calls (diamonds) sit at the top-left of the step's cell
+  const countAt = {};
+  for (const m of tl.messages) {
+    if (m.sender < 0 || m.sender >= n) continue;
+    const k = `${m.t}/${m.sender}`;
+    const j = (countAt[k] = (countAt[k] || 0) + 1) - 1;
+    const x = TL.left + m.t * cw + 5 + 6 * (j % 4), y = laneY(m.sender) + TL.lane - 5;
+    const c = el("circle", { cx: x, cy: y, r: 2.6, fill: "#1f5fa8", class: "msg-dot" }, svg);
+    title(c, `message (${m.phase}) from agent ${m.sender}: ${m.content}`);
+  }
+  const callAt = {};
+  for (const c of tl.calls) {
+    if (c.agent < 0 || c.agent >= n) continue;
+    const k = `${c.t}/${c.agent}`;
+    const j = (callAt[k] = (callAt[k] || 0) + 1) - 1;
+    const x = TL.left + c.t * cw + cw - 6 - 6 * (j % 4), y = laneY(c.agent) + TL.lane - 5;
+    const fill = c.parse_status === "failed" || c.error ? "#c62828" : "#6a1b9a";
+    const d = el("path", { d: `M${x},${y - 3} L${x + 3},${y} L${x},${y + 3} L${x - 3},${y} Z`,
+                           fill: fill, class: "call-mark" }, svg);
+    title(d, `model call ${c.model} (${c.phase}): parse ${c.parse_status}, ` +
+             `${c.prompt_tokens}+${c.completion_tokens} tokens, ${fmt(c.latency_s)} s`);
+  }
+  // team row: completion (household) or team reward (STAT) per step
+  const yTeam = TL.top + n * (TL.lane + TL.gap) + 4;
+  el("text", { x: 6, y: yTeam + 14, "font-size": 10.5, fill: "#69737f",
+               text: tl.team.length && tl.team[0].completion !== undefined ? "completion" : "team reward" }, svg);
+  for (const row of tl.team) {
+    const x = TL.left + row.t * cw;
+    if (row.completion !== undefined) {
+      el("rect", { x: x + 1, y: yTeam + 18 - 16 * row.completion, width: cw - 2,
+                   height: Math.max(1, 16 * row.completion), fill: "#81c784" }, svg);
+    } else if (cw >= 34) {
+      el("text", { x: x + cw / 2, y: yTeam + 14, "text-anchor": "middle", "font-size": 9.5,
+                   fill: "#455a64", text: fmt(row.reward) }, svg);
+    }
+  }
+  el("rect", { id: "cursor", x: TL.left, y: TL.top - 4, width: cw, height: n * (TL.lane + TL.gap) + 2,
+               fill: "none", stroke: "#1d2a3a", "stroke-width": 2, rx: 3, "pointer-events": "none" }, svg);
+  state.cellWidth = cw;
+}
+
+function renderPhysicalTimeline(ep) {
+  const st = ep.picture.static;
+  const end = ep.timeline.end ? ep.timeline.end.t : 1;
+  const T = Math.max(1, end);
+  const W = Math.max(700, $("timeline-wrap").clientWidth - 4);
+  const scale = (W - TL.left - 20) / T;
+  const robots = st.robots;
+  const H = TL.top + (robots + 1) * (TL.lane + TL.gap) + 10;
+  const svg = el("svg", { width: W, height: H, viewBox: `0 0 ${W} ${H}`, id: "timeline-svg" }, $("timeline"));
+  $("timeline-hint").textContent = `${T} control steps; phases latch in order`;
+  for (let k = 0; k <= 10; k++) {
+    const t = Math.round(T * k / 10);
+    el("text", { x: TL.left + t * scale, y: 14, "text-anchor": "middle", "font-size": 10,
+                 fill: "#69737f", text: String(t) }, svg);
+  }
+  const y0 = TL.top;
+  el("rect", { x: 0, y: y0, width: TL.left - 6, height: TL.lane, fill: "#455a64", rx: 3 }, svg);
+  el("text", { x: 6, y: y0 + 20, fill: "#fff", "font-size": 12, "font-weight": 700, text: "phases" }, svg);
+  let prev = 0;
+  st.latched.forEach((p) => {
+    const g = el("g", { class: "cell phase-seg" }, svg);
+    el("rect", { x: TL.left + prev * scale, y: y0 + 1, width: Math.max(2, (p.t - prev) * scale - 1),
+                 height: TL.lane - 2, rx: 3, fill: p.collaborative ? "#90caf9" : "#c8e6c9" }, g);
+    el("text", { x: TL.left + (prev + p.t) / 2 * scale, y: y0 + 21, "text-anchor": "middle",
+                 "font-size": 11, text: `${p.phase} ${p.name}` }, g);
+    title(g, `phase ${p.phase} ${p.name}${p.collaborative ? " (collaborative)" : ""}: latched at t=${p.t}`);
+    g.addEventListener("click", () => setStep(p.t));
+    prev = p.t;
+  });
+  if (prev < T) {
+    el("rect", { x: TL.left + prev * scale, y: y0 + 1, width: (T - prev) * scale, height: TL.lane - 2,
+                 fill: "#ffcdd2", rx: 3 }, svg);
+    el("text", { x: TL.left + (prev + T) / 2 * scale, y: y0 + 21, "text-anchor": "middle",
+                 "font-size": 11, fill: "#8a1c1c", text: "not latched" }, svg);
+  }
+  for (let r = 0; r < robots; r++) {
+    const y = TL.top + (r + 1) * (TL.lane + TL.gap);
+    const a = ep.timeline.agents[r];
+    el("rect", { x: 0, y: y, width: TL.left - 6, height: TL.lane, fill: agentColor(r), rx: 3 }, svg);
+    el("text", { x: 6, y: y + 14, fill: "#fff", "font-size": 12, "font-weight": 700, text: a ? a.id : "robot" + r }, svg);
+    el("text", { x: 6, y: y + 28, fill: "#fff", "font-size": 10, text: a ? a.driver : "" }, svg);
+    el("line", { x1: TL.left, x2: TL.left + T * scale, y1: y + TL.lane / 2, y2: y + TL.lane / 2, stroke: "#e0e0e0" }, svg);
+    for (const c of st.coupling.filter((c) => c.robots.includes(r))) {
+      const x = TL.left + c.t * scale;
+      const color = c.kind === "drop" ? "#c62828" : c.kind === "robot_collision" ? "#ef6c00" : "#1f5fa8";
+      const m = el("g", { class: "cell" }, svg);
+      el("circle", { cx: x, cy: y + TL.lane / 2, r: 6, fill: color }, m);
+      el("text", { x: x + 9, y: y + TL.lane / 2 + 4, "font-size": 10, text: c.kind.replace("_", " ") }, m);
+      title(m, `t=${c.t} ${c.kind}${c.value !== null ? " value " + c.value : ""}`);
+      m.addEventListener("click", () => setStep(c.t));
+    }
+  }
+  el("line", { id: "cursor", x1: TL.left, x2: TL.left, y1: TL.top - 4, y2: H - 4, stroke: "#1d2a3a",
+               "stroke-width": 2, "pointer-events": "none" }, svg);
+  state.physScale = scale;
+}
+
+function moveCursor(ep, s) {
+  const c = document.getElementById("cursor");
+  if (!c) return;
+  if (ep.suite === "physical") {
+    const x = TL.left + s * state.physScale;
+    c.setAttribute("x1", x); c.setAttribute("x2", x);
+    return;
+  }
+  if (s === 0) { c.setAttribute("visibility", "hidden"); return; }
+  c.setAttribute("visibility", "visible");
+  c.setAttribute("x", TL.left + (s - 1) * state.cellWidth);
+  const wrap = $("timeline-wrap");
+  const x = TL.left + (s - 1) * state.cellWidth;
+  if (x < wrap.scrollLeft + TL.left || x > wrap.scrollLeft + wrap.clientWidth - 40) {
+    wrap.scrollLeft = Math.max(0, x - wrap.clientWidth / 2);
+  }
+}
+
+// --------------------------------------------------------------------------------- pictures
+const PICTURES = {
+  stat: drawStat,
+  household: drawHousehold,
+  constructs: drawHousehold,
+  physical: drawPhysical,
+};
+
+function drawPicture(ep, s) {
+  const box = $("picture");
+  box.innerHTML = "";
+  $("picture-notes").innerHTML = "";
+  const pic = ep.picture;
+  const draw = PICTURES[pic.kind];
+  if (!draw || (pic.kind !== "physical" && (!pic.static || !pic.states.length))) {
+    box.innerHTML = `<div class="muted" style="padding:20px;max-width:420px">No picture of the ` +
+      `state for this episode: ${esc(pic.replay.reason || "nothing to draw")}</div>`;
+    return;
+  }
+  draw(ep, s, box);
+}
+
+function stepCells(ep, s) { return ep.timeline.cells.filter((c) => c.t === s - 1); }
+
+function drawStat(ep, s, box) {
+  const st = ep.picture.static;
+  const cur = ep.picture.states[Math.min(s, ep.picture.states.length - 1)];
+  const W = 560, pad = 24;
+  const sc = (W - 2 * pad) / st.width;
+  const H = Math.max(160, st.height * sc + 2 * pad);
+  const svg = el("svg", { width: W, height: H + 20, viewBox: `0 0 ${W} ${H + 20}`, id: "picture-svg" }, box);
+  const X = (x) => pad + x * sc, Y = (y) => H - pad - y * sc;  // y up, like the plane
+  el("rect", { x: pad, y: Y(st.height), width: st.width * sc, height: st.height * sc,
+               fill: "#fafbfc", stroke: "#b0bec5" }, svg);
+  el("text", { x: pad, y: H + 12, "font-size": 10, fill: "#69737f",
+               text: `plane ${st.width} × ${st.height}; agents start at the origin` }, svg);
+  const cells = stepCells(ep, s);
+  const conflicts = ep.timeline.conflicts.filter((c) => c.t === s - 1);
+  // lines from each agent to its target
+  cur.target.forEach((j, i) => {
+    if (j === null || j === undefined) return;
+    const [tx, ty] = st.tasks[j];
+    el("line", { x1: X(cur.pos[i][0]), y1: Y(cur.pos[i][1]), x2: X(tx), y2: Y(ty),
+                 stroke: agentColor(i), "stroke-width": 1.5, "stroke-dasharray": "4 3" }, svg);
+  });
+  st.tasks.forEach(([x, y], j) => {
+    const done = cur.completed[j];
+    const who = cur.assignee[j];
+    const fill = done ? "#cfd8dc" : who !== null && who !== undefined ? agentColor(who) : "#fff";
+    const g = el("g", { class: "task" }, svg);
+    el("rect", { x: X(x) - 9, y: Y(y) - 9, width: 18, height: 18, rx: 2, fill: fill,
+                 "fill-opacity": done ? 1 : who !== null && who !== undefined ? 0.35 : 1,
+                 stroke: done ? "#90a4ae" : "#37474f", "stroke-width": 1.2 }, g);
+    el("text", { x: X(x), y: Y(y) - 12, "text-anchor": "middle", "font-size": 10,
+                 fill: done ? "#78909c" : "#263238", "font-weight": 600,
+                 text: done ? `T${j} ✓` : `T${j}` }, g);
+    title(g, `task ${j}: ${done ? "completed" : who !== null && who !== undefined ? "picked by agent " + who : "free"}`);
+  });
+  for (const c of conflicts) {
+    const [x, y] = st.tasks[c.target];
+    el("circle", { cx: X(x), cy: Y(y), r: 15, fill: "none", stroke: "#b71c1c", "stroke-width": 2.5 }, svg);
+    el("text", { x: X(x) + 17, y: Y(y) - 10, "font-size": 10, fill: "#b71c1c", "font-weight": 700,
+                 text: `conflict ${c.agents.join(",")} → ${c.winner === null ? "none" : c.winner + " won"}` }, svg);
+  }
+  // agents; ones on the same spot fan out so each stays visible
+  const seen = {};
+  cur.pos.forEach(([x, y], i) => {
+    const k = `${x.toFixed(2)},${y.toFixed(2)}`;
+    const j = (seen[k] = (seen[k] || 0) + 1) - 1;
+    const dx = j ? 9 * Math.cos(j * 2.1) : 0, dy = j ? 9 * Math.sin(j * 2.1) : 0;
+    const g = el("g", { class: "agent" }, svg);
+    const cell = cells.find((c) => c.agent === i);
+    el("circle", { cx: X(x) + dx, cy: Y(y) + dy, r: 8, fill: agentColor(i), stroke: "#fff", "stroke-width": 1.5 }, g);
+    el("text", { x: X(x) + dx, y: Y(y) + dy + 3.5, "text-anchor": "middle", "font-size": 9.5,
+                 fill: "#fff", "font-weight": 700, text: String(i) }, g);
+    const modes = ["idle", "moving", "executing"];
+    title(g, `agent ${i}: ${modes[cur.mode[i]] || cur.mode[i]}` +
+      (cur.target[i] !== null ? `, target task ${cur.target[i]}` : "") +
+      (cell ? `\nthis step: ${cell.detail} (${cell.code})` : ""));
+  });
+  const doneN = cur.completed.filter(Boolean).length;
+  const conflictTxt = conflicts.length ? `; ${conflicts.length} conflict(s) this step` : "";
+  $("picture-notes").innerHTML = `${doneN} / ${st.tasks.length} tasks completed${esc(conflictTxt)}. ` +
+    `Squares are tasks (tinted: picked by that agent; ✓ done), circles agents, dashed lines their targets.`;
+}
+
+function drawHousehold(ep, s, box) {
+  const st = ep.picture.static;
+  const cur = ep.picture.states[Math.min(s, ep.picture.states.length - 1)];
+  let x0 = Infinity, x1 = -Infinity, z0 = Infinity, z1 = -Infinity;
+  for (const r of st.rooms) {
+    x0 = Math.min(x0, r.rect[0]); x1 = Math.max(x1, r.rect[1]);
+    z0 = Math.min(z0, r.rect[2]); z1 = Math.max(z1, r.rect[3]);
+  }
+  const W = 620, pad = 14;
+  const sc = Math.min((W - 2 * pad) / Math.max(0.1, x1 - x0), 420 / Math.max(0.1, z1 - z0));
+  const H = (z1 - z0) * sc + 2 * pad;
+  const svg = el("svg", { width: W, height: H, viewBox: `0 0 ${W} ${H}`, id: "picture-svg" }, box);
+  const X = (x) => pad + (x - x0) * sc, Z = (z) => pad + (z - z0) * sc;
+  const nodes = {};
+  for (const nd of st.nodes) nodes[nd.id] = nd;
+  // rooms, tinted by the agents allowed there when the task has zones
+  const roomLabels = [];
+  for (const r of st.rooms) {
+    const [a, b, c, d] = r.rect;
+    const zoneOf = st.zones ? st.zones.map((z, i) => z.includes(r.id) ? i : -1).filter((i) => i >= 0) : [];
+    const fill = zoneOf.length === 1 ? agentColor(zoneOf[0]) : "#f7f8fa";
+    el("rect", { x: X(a), y: Z(c), width: (b - a) * sc, height: (d - c) * sc, fill: fill,
+                 "fill-opacity": zoneOf.length === 1 ? 0.12 : 1, stroke: "#78909c", "stroke-width": 1.5 }, svg);
+    roomLabels.push([X(a) + 5, Z(c) + 13, `${r.name} (${r.id})${zoneOf.length ? "  zone of agent " + zoneOf.join(",") : ""}`]);
+  }
+  for (const [lx, ly, text] of roomLabels) {
+    el("text", { x: lx, y: ly, "font-size": 11, "font-weight": 700, fill: "#455a64", text: text }, svg);
+  }
+  const open = new Set(cur.open);
+  const held = new Set(cur.agents.flatMap((a) => a.held));
+  // fixed nodes: doors, targets, containers, buffers (drawn at their scene position)
+  for (const nd of st.nodes) {
+    if (nd.grabbable) continue;
+    const isDoor = nd.tags.includes("door");
+    const isTarget = nd.tags.includes("target");
+    const isBuffer = nd.tags.includes("buffer");
+    const w = Math.max(10, Math.min(40, nd.w * sc)), d = Math.max(8, Math.min(30, nd.d * sc));
+    const g = el("g", { class: "node" }, svg);
+    if (isDoor) {
+      el("rect", { x: X(nd.x) - 4, y: Z(nd.z) - 4, width: 8, height: 8, fill: open.has(nd.id) || !nd.openable ? "#a1887f" : "#4e342e" }, g);
+    } else {
+      el("rect", { x: X(nd.x) - w / 2, y: Z(nd.z) - d / 2, width: w, height: d, rx: 2,
+                   fill: isBuffer ? "#fff8e1" : isTarget ? "#e3f2fd" : "#eceff1",
+                   stroke: isBuffer ? "#f9a825" : isTarget ? "#1565c0" : "#90a4ae",
+                   "stroke-width": isTarget || isBuffer ? 1.8 : 1,
+                   "stroke-dasharray": nd.openable && !open.has(nd.id) ? "" : nd.openable ? "3 2" : "" }, g);
+      let label = `${nd.cls} ${nd.id}`;
+      if (isBuffer) label += ` [${cur.buffers[String(nd.id)] || 0}/${st.buffers[String(nd.id)]}]`;
+      if (nd.openable) label += open.has(nd.id) ? " open" : " closed";
+      el("text", { x: X(nd.x), y: Z(nd.z) + d / 2 + 10, "text-anchor": "middle", "font-size": 9,
+                   fill: isTarget ? "#0d47a1" : "#546e7a", text: label }, g);
+    }
+    title(g, `${nd.cls} ${nd.id}${isDoor ? " (door)" : ""}${isTarget ? " — goal target" : ""}` +
+      `${nd.openable ? (open.has(nd.id) ? ", open" : ", closed") : ""}`);
+  }
+  // movable objects where they lie now (objects on one spot fan out)
+  const spot = {};
+  const sliced = new Set(cur.sliced);
+  for (const [id, [x, z, parent]] of Object.entries(cur.objects)) {
+    const nd = nodes[id];
+    if (!nd) continue;
+    const k = `${x.toFixed(1)},${z.toFixed(1)}`;
+    const j = (spot[k] = (spot[k] || 0) + 1) - 1;
+    const px = X(x) + (j % 4) * 8 - 12, pz = Z(z) - 4 - Math.floor(j / 4) * 8;
+    const isGoal = nd.tags.includes("goal"), isKnife = nd.tags.includes("knife");
+    const g = el("g", { class: "obj" }, svg);
+    el("path", { d: `M${px},${pz - 4} L${px + 4},${pz} L${px},${pz + 4} L${px - 4},${pz} Z`,
+                 fill: isKnife ? "#212121" : isGoal ? "#fb8c00" : "#bdbdbd",
+                 stroke: sliced.has(Number(id)) ? "#2e7d32" : "#5d4037", "stroke-width": sliced.has(Number(id)) ? 2 : 0.8 }, g);
+    if (isGoal || isKnife) {
+      el("text", { x: px + 6, y: pz + 3, "font-size": 8.5, fill: "#6d4c41", text: nd.cls }, g);
+    }
+    title(g, `${nd.cls} ${id}${parent !== null ? " on/in " + parent : ""}${sliced.has(Number(id)) ? " (sliced)" : ""}`);
+  }
+  // what each agent did this step: a line to the object or place it acted on
+  const cells = stepCells(ep, s);
+  for (const c of cells) {
+    const a = cur.agents[c.agent];
+    if (!a || !c.args) continue;
+    const tid = c.args.target !== undefined ? c.args.target : c.args.obj;
+    const nd = nodes[tid];
+    if (!nd || held.has(nd.id)) continue;
+    const [bg] = GROUP_STYLE[group(c.code)];
+    const stroke = group(c.code) === "ok" || group(c.code) === "completed" ? "#43a047" : bg;
+    el("line", { x1: X(a.x), y1: Z(a.z), x2: X(nd.x), y2: Z(nd.z), stroke: stroke,
+                 "stroke-width": 2.2, "stroke-opacity": 0.9 }, svg);
+  }
+  // agents with what they hold
+  const at = {};
+  cur.agents.forEach((a, i) => {
+    const k = `${a.x.toFixed(1)},${a.z.toFixed(1)}`;
+    const j = (at[k] = (at[k] || 0) + 1) - 1;
+    const px = X(a.x) + j * 16, pz = Z(a.z);
+    const g = el("g", { class: "agent" }, svg);
+    el("circle", { cx: px, cy: pz, r: 8.5, fill: agentColor(i), stroke: "#fff", "stroke-width": 1.5 }, g);
+    el("text", { x: px, y: pz + 3.5, "text-anchor": "middle", "font-size": 10, fill: "#fff",
+                 "font-weight": 700, text: String(i) }, g);
+    a.held.forEach((h, k2) => {
+      const nd = nodes[h];
+      const isKnife = nd && nd.tags.includes("knife");
+      el("rect", { x: px + 10, y: pz - 10 + k2 * 10, width: 8, height: 8, rx: 1,
+                   fill: isKnife ? "#212121" : nd && nd.tags.includes("goal") ? "#fb8c00" : "#bdbdbd",
+                   stroke: "#5d4037", "stroke-width": 0.8 }, g);
+      el("text", { x: px + 20, y: pz - 3 + k2 * 10, "font-size": 9, fill: "#3e2723",
+                   text: nd ? nd.cls : String(h) }, g);
+    });
+    const cell = cells.find((c) => c.agent === i);
+    title(g, `agent ${i}${st.roles ? " (" + st.roles[i] + ")" : ""} in room ${a.room}` +
+      `${a.held.length ? ", holds " + a.held.map((h) => (nodes[h] ? nodes[h].cls + " " : "") + h).join(", ") : ""}` +
+      `${cell ? "\nthis step: " + cell.detail : ""}`);
+  });
+  // notes: goals, buffers, knife
+  const need = st.subgoals.map((g) => `${g.key}: ${cur.satisfied[g.key] || 0}/${g.count}`);
+  let notes = `<div><b>completion ${(100 * cur.completion).toFixed(0)}%</b> — ${esc(need.join(" · "))}</div>`;
+  if (st.construct) {
+    const c = st.construct;
+    notes += `<div>construct ${esc(c.construct)}${c.family ? " (" + esc(c.family) + ")" : ""}`;
+    if (c.knife !== undefined) notes += ` · knife ${c.knife}: ${cur.knife_owner === null || cur.knife_owner === undefined ? "on the counter" : "held by agent " + cur.knife_owner}`;
+    if (Object.keys(cur.buffers).length) notes += " · buffers " + Object.entries(cur.buffers).map(([b, n]) => `${b}: ${n}/${st.buffers[b]}`).join(", ");
+    notes += `</div>`;
+  }
+  if (st.roles) notes += `<div class="muted">roles: ${esc(st.roles.map((r, i) => i + "=" + r).join(", "))}</div>`;
+  notes += `<div class="muted">Blue boxes: goal targets; orange diamonds: goal objects; black: knife; ` +
+    `lines: what each agent acted on this step (green ok, other colours by outcome). ` +
+    `${st.other_nodes} scene nodes not involved in this episode are not drawn.</div>`;
+  $("picture-notes").innerHTML = notes;
+}
+
+function drawPhysical(ep, s, box) {
+  const st = ep.picture.static;
+  const W = 560, H = 150;
+  const svg = el("svg", { width: W, height: H, viewBox: `0 0 ${W} ${H}`, id: "picture-svg" }, box);
+  const n = Math.max(1, st.phases - st.start_phase);
+  const bw = (W - 40) / n;
+  for (let k = 0; k < n; k++) {
+    const phase = st.start_phase + k + 1;
+    const p = st.latched.find((x) => x.phase === phase);
+    const done = p && p.t <= s;
+    const collab = st.collaborative[phase - 1];
+    const x = 20 + k * bw;
+    el("rect", { x: x + 4, y: 30, width: bw - 8, height: 60, rx: 6,
+                 fill: done ? (collab ? "#64b5f6" : "#81c784") : "#eceff1",
+                 stroke: collab ? "#1565c0" : "#2e7d32", "stroke-width": 1.5 }, svg);
+    el("text", { x: x + bw / 2, y: 56, "text-anchor": "middle", "font-size": 13, "font-weight": 700,
+                 text: `phase ${phase}${p ? " " + p.name : ""}` }, svg);
+    el("text", { x: x + bw / 2, y: 76, "text-anchor": "middle", "font-size": 11,
+                 text: done ? `latched at t=${p.t}` : p ? `latches at t=${p.t}` : "never latched" }, svg);
+    if (collab) el("text", { x: x + bw / 2, y: 106, "text-anchor": "middle", "font-size": 10,
+                             fill: "#1565c0", text: "collaborative" }, svg);
+  }
+  el("text", { x: 20, y: 18, "font-size": 11, fill: "#546e7a",
+               text: `at control step ${s}: ${st.latched.filter((p) => p.t <= s).length} of ${n} phases latched` }, svg);
+  if (st.poses) {
+    // a pose-recording event, once present, is drawn here (robot bases and objects)
+  }
+  $("picture-notes").innerHTML = `<span class="muted">Physical episodes record phase and coupling ` +
+    `events, not poses; this is the phase picture at the slider's control step.</span>`;
+}
+
+// ------------------------------------------------------------------------------------ setup
+function wire() {
+  $("slider").addEventListener("input", () => setStep(Number($("slider").value)));
+  $("prev").addEventListener("click", () => setStep(state.step - 1));
+  $("next").addEventListener("click", () => setStep(state.step + 1));
+  document.addEventListener("keydown", (e) => {
+    if (!state.episode || e.target.tagName === "INPUT" && e.target.type !== "range" ||
+        e.target.tagName === "SELECT") return;
+    const big = state.episode.suite === "physical" ? 10 : 1;
+    if (e.key === "ArrowRight") { setStep(state.step + big); e.preventDefault(); }
+    if (e.key === "ArrowLeft") { setStep(state.step - big); e.preventDefault(); }
+  });
+  $("filter").addEventListener("change", renderListing);
+  $("failed-first").addEventListener("change", renderListing);
+  $("episodes").querySelector("tbody").addEventListener("click", (e) => {
+    const tr = e.target.closest("tr");
+    if (tr && tr.dataset.key) selectEpisode(tr.dataset.key, 0);
+  });
+}
+
+async function main() {
+  wire();
+  const inline = document.getElementById("cb-data");
+  if (inline) {
+    state.exported = true;
+    document.body.classList.add("exported");
+    const data = JSON.parse(inline.textContent);
+    const ep = data.episode;
+    state.run = ep.run; state.cond = ep.condition; state.key = ep.key;
+    state.headline = [];
+    $("empty").hidden = true;
+    $("episode").hidden = false;
+    $("run-info").textContent = `exported episode of run ${ep.run}`;
+    showEpisode(ep, 0);
+    return;
+  }
+  await loadRuns();
+  await applyHash();
+  // a link to another episode (#run=..&cond=..&key=..&step=..) opens it without a reload
+  window.addEventListener("hashchange", () => applyHash().catch((e) => console.error(e)));
+}
+
+async function applyHash() {
+  const p = new URLSearchParams(location.hash.slice(1));
+  const run = p.get("run") || (state.runs.length === 1 ? state.runs[0].name : null);
+  const cond = p.get("cond"), key = p.get("key"), step = Number(p.get("step") || 0);
+  if (!run || !cond) return;
+  if (run === state.run && cond === state.cond && state.rows.length) {
+    if (key && key !== state.key) await selectEpisode(key, step);
+    else if (key && step !== state.step) setStep(step);
+    return;
+  }
+  await selectCondition(run, cond, key, step);
+}
+
+main().catch((e) => {
+  console.error(e);
+  document.body.insertAdjacentHTML("afterbegin", `<div class="error-box">viewer: ${esc(e.message)}</div>`);
+});

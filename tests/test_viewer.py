@@ -1,0 +1,312 @@
+"""The episode viewer: listing, replayed states, the JSON API, export, bad input, the CLI."""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import psutil
+import pytest
+from typer.testing import CliRunner
+
+from coordbench.cli import app
+from coordbench.core.rundir import RunDir
+from coordbench.core.trajectory import HouseholdStepEvent, StatStepEvent
+from coordbench.viewer import index, replay, timeline
+from coordbench.viewer.server import make_server, url_of
+from tests import viewer_runs
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> dict:
+    base = tmp_path_factory.mktemp("viewer")
+    conds = viewer_runs.build(base / "run")
+    viewer_runs.damage(base / "run", base / "bad")
+    return {"run": base / "run", "bad": base / "bad", "conds": conds}
+
+
+@pytest.fixture()
+def served(runs):
+    """The viewer on the good run, serving in a thread; stopped afterwards."""
+    server, viewer = make_server(runs["run"], 0)
+    th = threading.Thread(target=server.serve_forever, daemon=True)
+    th.start()
+    yield url_of(server), server
+    server.shutdown()
+    server.server_close()
+    viewer.metrics.close()
+    th.join(timeout=10)
+
+
+def get(url: str) -> tuple[int, dict]:
+    try:
+        with urllib.request.urlopen(url, timeout=30) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+# -- replay reproduces the record --------------------------------------------------------------
+@pytest.mark.parametrize("family", ["stat", "mecobench", "constructs", "constructs_d4", "llm"])
+def test_replay_reproduces_the_recorded_outcomes(runs, family):
+    rd = RunDir.open(runs["run"])
+    cond = runs["conds"][family]
+    keys = rd.episode_keys(cond)
+    assert keys
+    for key in keys:
+        tr = rd.load_episode(cond, key)
+        pic = replay.picture(rd, cond, tr)
+        rp = pic["replay"]
+        assert rp["available"] and rp["ok"], rp
+        steps = tr.steps(StatStepEvent) or tr.steps(HouseholdStepEvent)
+        assert rp["checked"] > 0 and len(pic["states"]) == len(steps) + 1
+        last = pic["states"][-1]
+        if family == "stat":
+            # the recorded success is every task completed in the replayed state
+            assert all(last["completed"]) == tr.end.success
+            assert len(last["pos"]) == tr.header.params["agents"]
+        else:
+            assert last["completion"] == pytest.approx(steps[-1].completion)
+            assert last["satisfied"] == steps[-1].satisfied
+
+
+def test_construct_pictures_show_the_knife_owner_and_buffers(runs):
+    rd = RunDir.open(runs["run"])
+    d3 = runs["conds"]["constructs"]
+    tr = rd.load_episode(d3, rd.episode_keys(d3)[0])
+    pic = replay.picture(rd, d3, tr)
+    knife = pic["static"]["construct"]["knife"]
+    assert any("knife" in n["tags"] for n in pic["static"]["nodes"] if n["id"] == knife)
+    grabs = [(e.t, a.agent) for e in tr.steps(HouseholdStepEvent) for a in e.actions
+             if a.action == "grab" and a.args.get("obj") == knife and a.outcome == "ok"]
+    assert grabs, "the D3 episode never takes the knife"
+    t, agent = grabs[0]
+    assert pic["states"][t + 1]["knife_owner"] == agent
+    d4 = runs["conds"]["constructs_d4"]
+    tr = rd.load_episode(d4, rd.episode_keys(d4)[0])
+    pic = replay.picture(rd, d4, tr)
+    assert pic["static"]["buffers"]
+    for e, state in zip(tr.steps(HouseholdStepEvent), pic["states"][1:], strict=True):
+        assert state["buffers"] == {k: v for k, v in e.buffers.items()}
+
+
+def test_a_tampered_record_is_caught_by_the_replay(runs):
+    rd = RunDir.open(runs["run"])
+    cond = runs["conds"]["mecobench"]
+    tr = rd.load_episode(cond, "case0000")
+    steps = tr.steps(HouseholdStepEvent)
+    first = steps[0]
+    bad_action = first.actions[0].model_copy(update={"outcome": "too_far"})
+    bad_step = first.model_copy(update={"actions": [bad_action, *first.actions[1:]]})
+    events = [bad_step if e is first else e for e in tr.events]
+    rp = replay.picture(rd, cond, tr.model_copy(update={"events": events}))["replay"]
+    assert rp["available"] and not rp["ok"]
+    assert "step 0, agent 0" in rp["mismatch"] and "recorded too_far" in rp["mismatch"]
+    stat = runs["conds"]["stat"]
+    tr = rd.load_episode(stat, "ep00000")
+    e0 = tr.steps(StatStepEvent)[0]
+    events = [e0.model_copy(update={"rewards": [5.0] * len(e0.rewards)}), *tr.events[1:]]
+    rp = replay.picture(rd, stat, tr.model_copy(update={"events": events}))["replay"]
+    assert not rp["ok"] and "rewards" in rp["mismatch"]
+
+
+def test_no_replay_without_what_it_needs_says_why(runs):
+    rd = RunDir.open(runs["run"])
+    stat = runs["conds"]["stat"]
+    tr = rd.load_episode(stat, "ep00000")
+    params = {k: v for k, v in tr.header.params.items() if k != "task_positions"}
+    tr = tr.model_copy(update={"header": tr.header.model_copy(update={"params": params})})
+    pic = replay.picture(rd, stat, tr)
+    assert not pic["replay"]["available"] and "task positions" in pic["replay"]["reason"]
+    # a household condition whose task file is gone
+    cond = runs["conds"]["mecobench"]
+    tr = rd.load_episode(cond, "case0000")
+    moved = RunDir(rd.path, {**rd.manifest, "conditions": {cond: {
+        **rd.conditions[cond], "instance_set": None, "source": "x",
+        "tasks_file": str(rd.path / "gone.json")}}})
+    pic = replay.picture(moved, cond, tr)
+    assert not pic["replay"]["available"] and "gone.json" in pic["replay"]["reason"]
+
+
+def test_timeline_holds_model_calls_as_recorded(runs):
+    rd = RunDir.open(runs["run"])
+    cond = runs["conds"]["llm"]
+    tr = rd.load_episode(cond, rd.episode_keys(cond)[0])
+    tl = timeline.build(tr)
+    assert tl["calls"] and tl["messages"]
+    call = tl["calls"][0]
+    assert call["prompt"] is None  # not in the trajectory: never invented
+    for k in ("reply", "parse_status", "prompt_tokens", "completion_tokens", "latency_s"):
+        assert k in call
+    assert {c["agent"] for c in tl["cells"]} == {0, 1}
+    assert any(c["code"] == "protocol_failure" for c in tl["cells"])  # the script fails
+
+
+# -- listing -----------------------------------------------------------------------------------
+def test_listing_reads_only_first_and_last_lines(runs):
+    rd = RunDir.open(runs["run"])
+    rows = index.condition_rows(rd, runs["conds"]["stat"])
+    assert [r.key for r in rows] == ["ep00000", "ep00001", "ep00002"]
+    assert all(r.status == "ok" and r.termination == "success" and r.steps for r in rows)
+    conds = {c["name"]: c for c in index.conditions(rd)}
+    assert conds[runs["conds"]["physical"]]["suite"] == "physical"
+
+
+def test_a_damaged_run_still_opens_and_lists_each_bad_episode_with_its_reason(runs):
+    rd = RunDir.open(runs["bad"])
+    rows = {r.key: r for r in index.condition_rows(rd, viewer_runs.STAT)}
+    assert rows["ep00000"].status == "bad" and "truncated" in rows["ep00000"].problem
+    assert rows["ep00001"].status == "missing"
+    assert rows["ep00002"].status == "ok"
+    assert rows["ep00003"].status == "errored" and "provider" in rows["ep00003"].problem
+    rows = {r.key: r for r in index.condition_rows(rd, viewer_runs.HOUSEHOLD)}
+    assert rows["case0001"].status == "bad" and "unreadable" in rows["case0001"].problem
+    rows = {r.key: r for r in index.condition_rows(rd, viewer_runs.PHYSICAL)}
+    assert rows["seed0002"].status == "damaged"
+
+
+# -- the API -----------------------------------------------------------------------------------
+def test_api_lists_runs_conditions_episodes_and_serves_one_episode(served, runs):
+    url, server = served
+    assert server.server_address[0] == "127.0.0.1"
+    status, data = get(url + "api/runs")
+    assert status == 200 and len(data["runs"]) == 1
+    names = {c["name"] for c in data["runs"][0]["conditions"]}
+    assert set(runs["conds"].values()) <= names
+    run = data["runs"][0]["name"]
+    for family in ("stat", "mecobench", "constructs", "physical", "llm"):
+        cond = runs["conds"][family]
+        status, listing = get(f"{url}api/episodes?run={run}&cond={cond}")
+        assert status == 200 and listing["rows"] and listing["headline"]
+        key = listing["rows"][0]["key"]
+        status, ep = get(f"{url}api/episode?run={run}&cond={cond}&key={key}")
+        assert status == 200 and ep["id"] == f"{cond}/{key}"
+        assert ep["timeline"]["agents"] and ep["metrics"]
+        assert ep["picture"]["kind"] in ("stat", "household", "constructs", "physical")
+        if family != "physical":
+            assert ep["picture"]["replay"]["ok"]
+    cond = runs["conds"]["stat"]
+    deadline = time.monotonic() + 60
+    while True:
+        status, m = get(f"{url}api/metrics?run={run}&cond={cond}")
+        if m["done"] or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert m["done"] and set(m["metrics"]) == {"ep00000", "ep00001", "ep00002"}
+    assert "return" in m["metrics"]["ep00000"]
+    status, page = 0, None
+    with urllib.request.urlopen(url, timeout=10) as r:
+        status, page = r.status, r.read().decode()
+    assert status == 200 and "/static/app.js" in page
+    assert get(f"{url}api/episodes?run={run}&cond=nope")[0] == 404
+    status, ep = get(f"{url}api/episode?run={run}&cond={cond}&key=..%2Fmanifest")
+    assert status == 200 and "cannot store" in ep["unavailable"]
+
+
+def test_api_on_a_damaged_run(runs):
+    server, viewer = make_server(runs["bad"], 0)
+    th = threading.Thread(target=server.serve_forever, daemon=True)
+    th.start()
+    try:
+        url = url_of(server)
+        _, data = get(url + "api/runs")
+        run = data["runs"][0]["name"]
+        _, listing = get(f"{url}api/episodes?run={run}&cond={viewer_runs.STAT}")
+        assert {r["key"]: r["status"] for r in listing["rows"]} == {
+            "ep00000": "bad", "ep00001": "missing", "ep00002": "ok", "ep00003": "errored"}
+        status, ep = get(f"{url}api/episode?run={run}&cond={viewer_runs.STAT}&key=ep00000")
+        assert status == 200 and "no episode_end" in ep["unavailable"]
+        status, ep = get(f"{url}api/episode?run={run}&cond={viewer_runs.HOUSEHOLD}"
+                         "&key=case0001")
+        assert status == 200 and "corrupt episode file" in ep["unavailable"]
+    finally:
+        server.shutdown()
+        server.server_close()
+        viewer.metrics.close()
+
+
+# -- export ------------------------------------------------------------------------------------
+def test_export_writes_one_self_contained_file(runs, tmp_path):
+    cond = runs["conds"]["mecobench"]
+    out = tmp_path / "episode.html"
+    res = runner.invoke(app, ["view", str(runs["run"]), "--episode", f"{cond}/case0000",
+                              "--export", str(out)])
+    assert res.exit_code == 0, res.output
+    page = out.read_text()
+    assert '<script id="cb-data" type="application/json">' in page
+    # nothing is loaded from anywhere: no external script, stylesheet, image or fetch target
+    assert not re.search(r'<(script|link|img)[^>]+(src|href)=', page)
+    assert "/static/" not in page.split("<script>")[0]
+    data = json.loads(page.split('<script id="cb-data" type="application/json">')[1]
+                      .split("</script>")[0].replace("<\\/", "</"))
+    assert data["episode"]["id"] == f"{cond}/case0000"
+    # a key only one condition has is enough
+    res = runner.invoke(app, ["view", str(runs["run"]), "--episode", "seed0001", "--export",
+                              str(tmp_path / "p.html")])
+    assert res.exit_code == 0, res.output
+
+
+# -- the command line --------------------------------------------------------------------------
+def _cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "coordbench", *args], capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def test_view_listens_on_loopback_only(runs):
+    proc = subprocess.Popen([sys.executable, "-m", "coordbench", "view", str(runs["run"]),
+                             "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        line = proc.stdout.readline()
+        m = re.search(r"http://([\d.]+):(\d+)/", line)
+        assert m, line + proc.stderr.read()
+        assert m.group(1) == "127.0.0.1"
+        listening = [c for c in psutil.Process(proc.pid).net_connections(kind="inet")
+                     if c.status == psutil.CONN_LISTEN]
+        assert listening and all(c.laddr.ip == "127.0.0.1" for c in listening)
+        status, data = get(f"http://127.0.0.1:{m.group(2)}/api/runs")
+        assert status == 200 and data["runs"]
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+def test_bad_input_is_one_line(runs, tmp_path):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        res = _cli("view", str(runs["run"]), "--port", str(port))
+    assert res.returncode == 2
+    assert res.stderr.strip().count("\n") == 0, res.stderr
+    assert f"port {port} on 127.0.0.1 is in use" in res.stderr
+    res = _cli("view", str(tmp_path / "nowhere"))
+    assert res.returncode == 2 and res.stderr.strip().count("\n") == 0
+    assert "does not exist" in res.stderr
+    f = tmp_path / "file.txt"
+    f.write_text("x")
+    res = _cli("view", str(f))
+    assert res.returncode == 2 and "is not a directory" in res.stderr
+    assert res.stderr.strip().count("\n") == 0
+
+
+def test_export_errors_name_the_episode(runs, tmp_path):
+    res = runner.invoke(app, ["view", str(runs["run"]), "--episode", "nope/ep00000",
+                              "--export", str(tmp_path / "x.html")])
+    assert res.exit_code != 0 and "no condition 'nope'" in str(res.exception)
+    res = runner.invoke(app, ["view", str(runs["run"]), "--episode", "x"])
+    assert res.exit_code != 0 and "go together" in str(res.exception)
+    assert not Path(tmp_path / "x.html").exists()

@@ -1,0 +1,203 @@
+"""The viewer in a real browser: Debian's chromium driven headless by playwright.
+
+Each family's episode opens with its lanes and its picture, the slider steps, the page logs
+no JavaScript error; a damaged run lists its bad episodes; an exported episode opens from
+file:// without any request. Screenshots are saved as test artefacts (tmp_path, and a copy
+under $COORDBENCH_ARTIFACTS when it is set).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+
+from coordbench.viewer.server import make_server, url_of
+from tests import viewer_runs
+
+CHROMIUM = os.environ.get("COORDBENCH_CHROMIUM", "/usr/bin/chromium")
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+sync_api = pytest.importorskip("playwright.sync_api",
+                               reason="playwright is not installed (pip install -e '.[dev]')")
+if not Path(CHROMIUM).is_file():
+    pytest.skip(f"no chromium at {CHROMIUM} (make install-dev installs Debian's chromium)",
+                allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> dict:
+    base = tmp_path_factory.mktemp("viewer-browser")
+    conds = viewer_runs.build(base / "run")
+    viewer_runs.damage(base / "run", base / "bad")
+    return {"run": base / "run", "bad": base / "bad", "conds": conds}
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, timeout=60_000)
+        yield b
+        b.close()
+
+
+class Serving:
+    """The viewer on one run, in a thread, for the length of a `with` block."""
+
+    def __init__(self, path: Path) -> None:
+        self.server, self.viewer = make_server(path, 0)
+        self.url = url_of(self.server)
+
+    def __enter__(self) -> Serving:
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.viewer.metrics.close()
+        self.thread.join(timeout=10)
+
+
+def page_with_error_log(browser, errors: list[str]):
+    page = browser.new_page(viewport={"width": 1500, "height": 1100})
+    page.set_default_timeout(30_000)
+    page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
+    page.on("console", lambda m: errors.append(f"console: {m.text}")
+            if m.type == "error" else None)
+    return page
+
+
+def shoot(page, tmp_path: Path, name: str) -> Path:
+    """Save a full-page screenshot as a test artefact; return its path."""
+    path = tmp_path / "artifacts" / f"{name}.png"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(path), full_page=True)
+    if os.environ.get("COORDBENCH_ARTIFACTS"):
+        dest = Path(os.environ["COORDBENCH_ARTIFACTS"]) / "viewer"
+        dest.mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, dest / path.name)
+    return path
+
+
+def open_episode(page, url: str, cond: str, key: str, step: int = 0) -> None:
+    page.goto("about:blank")
+    page.goto(f"{url}#cond={cond}&key={key}&step={step}")
+    page.wait_for_function(f"document.body.dataset.episode === {f'{cond}/{key}'!r}")
+
+
+EXPECT = {  # family -> (episode key, agents, a selector the picture must hold, how many)
+    "stat": ("ep00000", 3, "#picture .task", 6),
+    "mecobench": ("case0000", 2, "#picture .agent", 2),
+    "constructs": ("inst0000", 2, "#picture .agent", 2),
+    "constructs_d4": ("inst0000", None, "#picture .agent", None),
+    "physical": ("seed0001", 2, "#timeline .phase-seg", 3),
+    "llm": ("case0000", 2, "#picture .agent", 2),
+}
+
+
+def test_every_family_opens_steps_and_logs_no_error(runs, browser, tmp_path):
+    errors: list[str] = []
+    page = page_with_error_log(browser, errors)
+    with Serving(runs["run"]) as srv:
+        for family, (key, agents, selector, count) in EXPECT.items():
+            cond = runs["conds"][family]
+            open_episode(page, srv.url, cond, key)
+            assert page.locator("#episodes tbody tr").count() >= 1
+            assert page.locator("#timeline svg").count() == 1
+            assert page.locator("#timeline .cell").count() > 0
+            assert page.locator("#picture svg").count() == 1, family
+            n = page.locator(selector).count()
+            assert n == count if count is not None else n > 0, (family, n)
+            if agents is not None and family != "physical":
+                lanes = {page.locator("#timeline .cell").nth(i).get_attribute("data-agent")
+                         for i in range(page.locator("#timeline .cell").count())}
+                assert lanes == {str(i) for i in range(agents)}, family
+            if family != "physical":
+                assert "reproduced" in page.locator("#ep-replay").inner_text(), family
+            before = page.locator("#step-label").inner_text()
+            page.click("#next")
+            page.click("#next")
+            assert page.locator("#slider").input_value() == "2"
+            assert page.locator("#step-label").inner_text() != before
+            assert page.locator("#picture svg").count() == 1
+            if family != "physical":
+                assert "step 1" in page.locator("#details").inner_text().lower()
+            page.keyboard.press("ArrowLeft")  # physical: ten control steps a key
+            assert page.locator("#slider").input_value() == ("0" if family == "physical"
+                                                             else "1")
+            if family == "constructs":
+                assert "knife" in page.locator("#picture-notes").inner_text()
+            if family == "constructs_d4":
+                assert "buffers" in page.locator("#picture-notes").inner_text()
+            if family == "llm":
+                assert page.locator("#timeline .call-mark").count() > 0
+                page.locator("#timeline .cell").first.click()
+                details = page.locator("#details").inner_text().lower()
+                assert "model calls" in details and "prompt: not recorded" in details
+                assert "parse" in details and "tokens" in details
+            # a later step for the screenshot: something has happened by then
+            mid = max(1, int(page.locator("#slider").get_attribute("max")) // 2)
+            page.locator("#slider").fill(str(mid))
+            shoot(page, tmp_path, f"viewer-{family}")
+        # the listing: the metrics of every episode arrive, failed episodes come first
+        page.goto("about:blank")
+        page.goto(f"{srv.url}#cond={viewer_runs.HOUSEHOLD}")
+        page.wait_for_function("document.querySelectorAll('#episodes tbody tr').length === 2")
+        page.wait_for_function("![...document.querySelectorAll('#episodes td[data-m]')]"
+                               ".some(td => td.textContent === '…')")
+        first = page.locator("#episodes tbody tr").first.inner_text()
+        rows = page.locator("#episodes tbody tr").all_inner_texts()
+        if any("failed" in r for r in rows):
+            assert "failed" in first
+        shoot(page, tmp_path, "viewer-listing")
+    assert errors == []
+
+
+def test_a_damaged_run_lists_bad_episodes_with_reasons(runs, browser, tmp_path):
+    errors: list[str] = []
+    page = page_with_error_log(browser, errors)
+    with Serving(runs["bad"]) as srv:
+        page.goto(f"{srv.url}#cond={viewer_runs.STAT}")
+        page.wait_for_function("document.querySelectorAll('#episodes tbody tr').length === 4")
+        text = page.locator("#episodes").inner_text()
+        for word in ("missing", "bad", "errored", "truncated (no episode_end)",
+                     "model provider failure"):
+            assert word in text
+        page.select_option("#filter", "bad")
+        assert page.locator("#episodes tbody tr").count() == 3
+        page.locator("#episodes tbody tr", has_text="ep00000").click()
+        page.wait_for_function("document.body.dataset.episode === 'error:ep00000'")
+        assert "no episode_end" in page.locator("#ep-replay").inner_text()
+        page.select_option("#filter", "all")
+        page.locator("#episodes tbody tr", has_text="ep00002").click()
+        page.wait_for_function(f"document.body.dataset.episode === "
+                               f"'{viewer_runs.STAT}/ep00002'")
+        shoot(page, tmp_path, "viewer-damaged-run")
+    assert errors == []
+
+
+def test_an_exported_episode_opens_offline(runs, browser, tmp_path):
+    from coordbench.viewer.export import export
+
+    cond = runs["conds"]["constructs"]
+    out = export(runs["run"], f"{cond}/inst0000", tmp_path / "episode.html")
+    errors: list[str] = []
+    requests: list[str] = []
+    page = page_with_error_log(browser, errors)
+    page.on("request", lambda r: requests.append(r.url))
+    page.goto(out.resolve().as_uri())
+    page.wait_for_function(f"document.body.dataset.episode === '{cond}/inst0000'")
+    assert page.locator("#timeline .cell").count() > 0
+    assert page.locator("#picture svg").count() == 1
+    assert not page.locator("#sidebar").is_visible()
+    page.click("#next")
+    assert page.locator("#slider").input_value() == "1"
+    shoot(page, tmp_path, "viewer-export")
+    assert errors == []
+    assert all(u.startswith(("file:", "data:", "about:")) for u in requests), requests
