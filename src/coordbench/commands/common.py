@@ -186,6 +186,14 @@ def positive(**values: int | None) -> None:
             raise ConfigError(f"--{name.replace('_', '-')} must be >= 1, got {v}")
 
 
+def need_av() -> None:
+    """Raise ConfigError unless PyAV (the video encoder) is installed."""
+    try:
+        import av  # noqa: F401
+    except ImportError:
+        raise ConfigError("videos need PyAV: pip install 'coordbench[video]'") from None
+
+
 def need_torch() -> None:
     """Raise ConfigError unless PyTorch is installed."""
     try:

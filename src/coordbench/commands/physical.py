@@ -10,16 +10,27 @@ import typer
 from coordbench.core.files import check_in_dir, check_out_dir, check_out_file, check_range
 from coordbench.errors import ConfigError
 
-from .common import emit_json, executor_option, need_torch, out, play, positive, workers_option
+from .common import (
+    emit_json,
+    executor_option,
+    need_av,
+    need_torch,
+    out,
+    play,
+    positive,
+    workers_option,
+)
 from .limits import MAX_EPISODES, MAX_SEED, MAX_WORKERS
 
 MAX_DEMOS = 10_000  # successful demonstrations per task
 MAX_FRAME = 1024  # pixels of a square frame
 MAX_GRAD_STEPS = 10_000_000
 MAX_BATCH = 65_536
+MAX_VIDEO = 2048  # pixels of a video frame side (a CPU renderer: a 4K frame takes seconds)
 
 app = typer.Typer(no_args_is_help=True,
-                  help="Physical multi-robot collaboration (MuJoCo): demos, eval, train.")
+                  help="Physical multi-robot collaboration (MuJoCo): demos, eval, train, "
+                       "render.")
 
 
 def _tasks(task: str) -> list[str]:
@@ -216,3 +227,61 @@ def physical_train(
                           f"{path}")
     if as_json:
         emit_json(results[names[0]] if len(names) == 1 else results)
+
+
+def find_episode(run_dir: Path, episode: str) -> tuple[str, str]:
+    """Return (condition, key) of `episode` in the run: a full episode id (CONDITION/KEY) or
+    a bare key that only one condition has; raises ConfigError naming what exists."""
+    from coordbench.core.rundir import RunDir
+
+    run = RunDir.open(run_dir)
+    if "/" in episode:
+        cond, key = episode.split("/", 1)
+        if cond in run.conditions and key in run.episode_keys(cond):
+            return cond, key
+        found = []
+    else:
+        found = [(c, episode) for c in run.conditions if episode in run.episode_keys(c)]
+        if len(found) == 1:
+            return found[0]
+    if len(found) > 1:
+        raise ConfigError(f"episode {episode!r} is in {len(found)} conditions of {run_dir}; "
+                          f"name one: {', '.join(f'{c}/{k}' for c, k in found[:3])}")
+    first = next((f"{c}/{k[0]}" for c in run.conditions if (k := run.episode_keys(c))), None)
+    hint = f" (e.g. {first})" if first else " (it has no episodes)"
+    raise ConfigError(f"no episode {episode!r} in {run_dir}; give CONDITION/KEY{hint}")
+
+
+@app.command("render")
+def physical_render(
+    run_dir: Path = typer.Argument(..., help="Run directory."),
+    episode: str = typer.Option(..., help="Episode id: CONDITION/KEY (as in the episode's "
+                                          "header), or a KEY only one condition has."),
+    out_path: Path = typer.Option(..., "--out", help="Video file to write (.mp4)."),
+    width: int = typer.Option(640, help="Frame width (pixels, even)."),
+    height: int = typer.Option(480, help="Frame height (pixels, even)."),
+    camera: str = typer.Option("overview", help="overview (frames the whole episode) | "
+                                                "global (the scene's camera) | ego0, ego1, "
+                                                "ego2 (a robot's head camera)"),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Render a physical episode's video from its recorded poses (no re-simulation): one
+    frame per recorded step, 10 fps, real time."""
+    need_av()
+    from coordbench.core.rundir import RunDir
+    from coordbench.suites.physical.video import render_video
+
+    check_range("--width", width, 16, MAX_VIDEO)
+    check_range("--height", height, 16, MAX_VIDEO)
+    if out_path.suffix.lower() != ".mp4":
+        raise ConfigError(f"--out must name an .mp4 file, got {out_path}")
+    check_out_file(out_path)
+    cond, key = find_episode(run_dir, episode)
+    info = render_video(RunDir.open(run_dir).load_episode(cond, key), out_path, width=width,
+                        height=height, camera=camera)
+    if as_json:
+        emit_json({"episode": f"{cond}/{key}", "out": str(info.path), "frames": info.frames,
+                   "width": info.width, "height": info.height, "fps": info.fps})
+        return
+    out.print(f"{cond}/{key}: {info.frames} frames, {info.width} x {info.height}, "
+              f"{info.fps} fps ({info.frames / info.fps:.1f} s) -> {info.path}")

@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from pydantic_core import PydanticSerializationError
 
-SCHEMA_VERSION = "1.4"
+SCHEMA_VERSION = "1.5"
 
 # JSON allows these raw inside strings, but str.splitlines() and many line readers break on
 # them; a model reply can hold any of them, so they are written escaped.
@@ -206,6 +206,33 @@ class PhysicalCouplingEvent(_Record):
     value: float | None = None
 
 
+class PhysicalPosesEvent(_Record):
+    """The robots' and objects' poses of a physical episode, sampled every `every` control
+    steps (10 Hz of simulated time at 50 Hz control) and at its last step, so the episode can
+    be drawn again without simulating (schema 1.5; older files have none).
+
+    `steps[k]` is the control step of sample k (`t` is the last one). Each array holds
+    integers in units of `unit` (1e-4: 0.1 mm, 1e-4 rad, far below what a frame shows); its
+    first row is sample 0 and every later row the change since the previous sample, so
+    `values = cumsum(rows, axis=0) * unit` (exact: the sums are of integers). That keeps a
+    pose a few characters in plain JSON.
+
+    `robots`, (K, n, 10): robot i's base x, y (world, m) and yaw (rad), then its joint
+    positions: torso lift (m), shoulder, elbow, wrist pitch, wrist roll (rad), left and right
+    finger (m; 0 open). `bodies[name]`, (K, 7): a free body's world position (m) and
+    orientation quaternion (w, x, y, z). `joints[name]`, (K,): another joint of the task
+    (MoveHouse's door hinge, rad).
+    """
+
+    type: Literal["physical_poses"] = "physical_poses"
+    t: int
+    every: int
+    unit: float
+    steps: list[int]
+    robots: list[list[list[int]]]
+    bodies: dict[str, list[list[int]]] = Field(default_factory=dict)
+    joints: dict[str, list[int]] = Field(default_factory=dict)
+
 Termination = Literal["success", "truncated", "normal_stop", "protocol_failure", "error"]
 
 
@@ -220,7 +247,8 @@ class EpisodeEndEvent(_Record):
 
 
 Event = Annotated[StatStepEvent | HouseholdStepEvent | MessageEvent | ModelCallEvent
-                  | PhysicalPhaseEvent | PhysicalCouplingEvent | EpisodeEndEvent,
+                  | PhysicalPhaseEvent | PhysicalCouplingEvent | PhysicalPosesEvent
+                  | EpisodeEndEvent,
                   Field(discriminator="type")]
 _EVENT = TypeAdapter(Event)
 

@@ -61,7 +61,9 @@ def record_demos(task_name: str, n: int, *, images: bool = False, size: int = 64
     while len(kept) < n:
         seeds = list(range(seed, seed + batch))
         seed += batch
-        trs, recs = run(task_name, ExpertPolicy(noise, perturb), seeds, record=True)
+        # demonstrations keep full states; the trajectories here are only for their phases
+        trs, recs = run(task_name, ExpertPolicy(noise, perturb), seeds, record=True,
+                        poses=False)
         for s, tr, rec in zip(seeds, trs, recs, strict=True):
             if len(kept) == n:
                 break

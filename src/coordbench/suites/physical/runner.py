@@ -16,8 +16,10 @@ from coordbench.core.trajectory import (
     AgentSpec,
     PhysicalCouplingEvent,
     PhysicalPhaseEvent,
+    PhysicalPosesEvent,
     Trajectory,
 )
+from coordbench.envs.physical import poses as pose
 from coordbench.envs.physical.env import PhysicalEnv
 from coordbench.envs.physical.scene import CONTROL_DT
 from coordbench.envs.physical.tasks import get_task
@@ -37,6 +39,8 @@ class Policy(Protocol):
 
 
 DROP_STEPS = 5
+POSE_EVERY = 5  # control steps between pose samples: 10 Hz of simulated time at 50 Hz
+POSE_UNIT = 1e-4  # 0.1 mm and 1e-4 rad: invisible in any frame
 
 
 @dataclass
@@ -94,6 +98,42 @@ class CouplingMonitor:
 
 
 @dataclass
+class PoseTrack:
+    """The pose samples of one rollout, turned into its physical_poses event at the end."""
+
+    layout: pose.PoseLayout
+    steps: list[int] = field(default_factory=list)
+    robots: list[np.ndarray] = field(default_factory=list)
+    bodies: list[np.ndarray] = field(default_factory=list)
+    joints: list[np.ndarray] = field(default_factory=list)
+
+    def add(self, env: PhysicalEnv) -> None:
+        """Sample the current state (once per step: the last sample may repeat a grid one)."""
+        if self.steps and self.steps[-1] == env.steps:
+            return
+        r, b, j = pose.sample(env.data, self.layout)
+        self.steps.append(env.steps)
+        self.robots.append(r)
+        self.bodies.append(b)
+        self.joints.append(j)
+
+    def event(self) -> PhysicalPosesEvent:
+        """Return the samples as one event: integers of POSE_UNIT, each row after the first
+        the change since the previous one (2.5x shorter in JSON than rounded decimals)."""
+        def coded(rows: list[np.ndarray]) -> np.ndarray:
+            counts = np.rint(np.stack(rows) / POSE_UNIT).astype(np.int64)
+            counts[1:] = np.diff(counts, axis=0)
+            return counts
+
+        bodies, joints = coded(self.bodies), coded(self.joints)
+        return PhysicalPosesEvent(
+            t=self.steps[-1], every=POSE_EVERY, unit=POSE_UNIT, steps=list(self.steps),
+            robots=coded(self.robots).tolist(),
+            bodies={name: bodies[:, k].tolist() for k, name in enumerate(self.layout.bodies)},
+            joints={name: joints[:, k].tolist() for k, name in enumerate(self.layout.joints)})
+
+
+@dataclass
 class EpisodeRecord:
     """Per-step arrays of one rollout (for demonstrations)."""
 
@@ -106,15 +146,17 @@ class EpisodeRecord:
 
 def run(task_name: str, policy: Policy, seeds: list[int], *, record: bool = False,
         starts: list[tuple[np.ndarray, int, int]] | None = None, budget: int | None = None,
-        until_phase: int = 3, condition: str = "", keys: list[str] | None = None
-        ) -> tuple[list[Trajectory], list[EpisodeRecord]]:
+        until_phase: int = 3, condition: str = "", keys: list[str] | None = None,
+        poses: bool = True) -> tuple[list[Trajectory], list[EpisodeRecord]]:
     """Roll `policy` out on `task_name` for each seed in lockstep; return (trajectories,
     per-step records if `record`).
 
     `starts` (phase-level evaluation): per seed, (state, step, completed phases) to restore
     instead of a fresh reset; `until_phase` stops an episode once that many phases are done;
     `budget` caps control steps after the start (default: the task's limit). `keys` name the
-    episodes inside `condition` (default: seed<seed>).
+    episodes inside `condition` (default: seed<seed>). `poses` records the robots' and
+    objects' poses every POSE_EVERY control steps from the start and at the last step, as a
+    physical_poses event (replay without re-simulating).
     """
     task = get_task(task_name)
     # one task object per environment: tasks keep per-episode state (MoveHouse's door
@@ -130,6 +172,13 @@ def run(task_name: str, policy: Policy, seeds: list[int], *, record: bool = Fals
     limit = [s + (budget or task.limit) for s in start_steps]
     monitors = [CouplingMonitor(task.n_robots) for _ in envs]
     records = [EpisodeRecord() for _ in envs]
+    tracks: list[PoseTrack] = []
+    if poses and envs:
+        # the layout depends on the task's model only, which every environment here shares
+        layout = pose.pose_layout(envs[0].model, task.n_robots)
+        tracks = [PoseTrack(layout) for _ in envs]
+        for track, env in zip(tracks, envs, strict=True):
+            track.add(env)
     phase_events: list[list[PhysicalPhaseEvent]] = [[] for _ in envs]
     active = [True] * len(envs)
     while any(active):
@@ -151,7 +200,10 @@ def run(task_name: str, policy: Policy, seeds: list[int], *, record: bool = Fals
                 ph = task.phases[p]
                 phase_events[k].append(PhysicalPhaseEvent(
                     t=env.steps, phase=p + 1, name=ph.name, collaborative=ph.collaborative))
-            if env.phase >= until_phase or env.steps >= limit[k]:
+            stop = env.phase >= until_phase or env.steps >= limit[k]
+            if tracks and (stop or (env.steps - start_steps[k]) % POSE_EVERY == 0):
+                tracks[k].add(env)
+            if stop:
                 active[k] = False
     trajectories = []
     for k, (env, seed) in enumerate(zip(envs, seeds, strict=True)):
@@ -166,5 +218,7 @@ def run(task_name: str, policy: Policy, seeds: list[int], *, record: bool = Fals
                     "coupling": task.coupling,
                     "collaborative": [p.collaborative for p in task.phases]})
         rec.emit(*sorted(phase_events[k] + monitors[k].events, key=lambda e: e.t))
+        if tracks:
+            rec.emit(tracks[k].event())
         trajectories.append(rec.finish(env.steps, success=env.phase >= until_phase))
     return trajectories, records
