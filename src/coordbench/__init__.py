@@ -4,8 +4,10 @@ From Python::
 
     import coordbench
     summary = coordbench.evaluate("stat", config="3A-6T-5x3", policy="hungarian")
-    summary["metrics"]["return"]          # {"mean", "ci95", "n"}, as `stat eval --json`
+    summary["metrics"]["return"]          # {"mean", "ci95", "n", "lo", "hi", "interval"}
     coordbench.results("runs/default")    # every condition of a run, recomputed
+    run = coordbench.load_run("runs/default")
+    run.episodes()                        # pandas: one row per episode, every metric
 
 `gymnasium.make("coordbench/STAT-v0", config=...)` works once coordbench is imported.
 """
@@ -29,7 +31,11 @@ def __getattr__(name: str):
         from . import api
 
         return getattr(api, name)
+    if name == "load_run":
+        from .data import load_run
+
+        return load_run
     raise AttributeError(f"module 'coordbench' has no attribute {name!r}")
 
 
-__all__ = ["__version__", "evaluate", "results"]
+__all__ = ["__version__", "evaluate", "load_run", "results"]

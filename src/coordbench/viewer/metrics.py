@@ -10,21 +10,7 @@ from typing import Any
 from coordbench.core.rundir import RunDir
 from coordbench.core.trajectory import Trajectory
 from coordbench.errors import CoordbenchError
-
-
-def suite_object(name: str) -> Any | None:
-    """Return the family's Suite object for a suite name (None for an unknown one)."""
-    if name == "stat":
-        from coordbench.suites.stat.suite import SUITE
-    elif name == "mecobench":
-        from coordbench.suites.mecobench.suite import SUITE
-    elif name == "constructs":
-        from coordbench.suites.constructs.suite import SUITE
-    elif name == "physical":
-        from coordbench.suites.physical.suite import SUITE
-    else:
-        return None
-    return SUITE
+from coordbench.suites.registry import suite_object
 
 
 def episode_metrics(traj: Trajectory) -> tuple[dict[str, float | None], str | None]:

@@ -1,0 +1,61 @@
+"""`coordbench export` (a run's trajectories as CSV or Parquet tables) and `coordbench table`
+(conditions of several runs side by side, every family)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+
+from coordbench.errors import ConfigError
+
+from .common import out
+
+
+def export(
+    run_dir: Path = typer.Argument(..., help="A run directory."),
+    fmt: str = typer.Option("csv", "--format", help="csv | parquet"),
+    out_dir: Path = typer.Option(..., "--out", help="Folder for the tables (created)."),
+) -> None:
+    """Write a run's episodes, steps, model calls, messages and conditions as tables
+    (<table>.csv or <table>.parquet), recomputed from its trajectories."""
+    from coordbench.core.files import check_out_dir
+    from coordbench.data import export as write_tables
+    from coordbench.data import load_run
+
+    if fmt not in ("csv", "parquet"):
+        raise ConfigError(f"--format must be csv or parquet, got {fmt!r}")
+    check_out_dir(out_dir)
+    data = load_run(run_dir)
+    for path in write_tables(data, fmt, out_dir):
+        out.print(f"wrote {path}", highlight=False)
+
+
+def table(
+    run_dirs: list[Path] = typer.Argument(..., help="Run directories to compare."),
+    fmt: str = typer.Option("md", "--format", help="md | csv | html"),
+    out_file: Path | None = typer.Option(None, "--out", help="Write to this file instead of "
+                                                             "printing."),
+) -> None:
+    """Compare conditions across runs, for every family: one table per suite, each headline
+    metric with its 95% interval (csv: every metric, long format)."""
+    from coordbench.core.atomic import write_atomic
+    from coordbench.core.files import check_out_file
+    from coordbench.report import across_runs
+    from coordbench.report.compose import open_for_report
+
+    if fmt not in across_runs.FORMATS:
+        raise ConfigError(f"--format must be one of {', '.join(across_runs.FORMATS)}, "
+                          f"got {fmt!r}")
+    if out_file is not None:
+        check_out_file(out_file)
+    runs = [open_for_report(d) for d in run_dirs]
+    tables = across_runs.collect(runs)
+    text = {"md": across_runs.markdown, "csv": across_runs.csv_text,
+            "html": across_runs.html_text}[fmt](tables)
+    if out_file is None:
+        sys.stdout.write(text)
+    else:
+        write_atomic(out_file, text)
+        out.print(f"wrote {out_file}", highlight=False)

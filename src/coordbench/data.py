@@ -1,0 +1,204 @@
+"""A run's trajectories as pandas DataFrames: `load_run(DIR)`.
+
+    run = coordbench.load_run("runs/default")
+    run.episodes()    # one row per episode: suite, condition, episode_id, seed, success, metrics
+    run.steps()       # one row per agent per step (household, constructs, STAT)
+    run.calls()       # one row per model call (tokens, latency, parse status, reply)
+    run.messages()    # one row per message of a communicate phase
+    run.events()      # one row per event of any kind, its fields as JSON
+    run.conditions()  # one row per condition: suite, spec fields, episodes, errored
+
+Every frame is recomputed from the saved trajectories (metrics by each family's
+`Suite.metrics`), never read from results.json. pandas is the frame library because it is what
+the evaluation tools researchers already use return (inspect_ai's `evals_df`, lm-eval's
+tables) and it writes CSV and (with pyarrow) Parquet itself.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from coordbench.core.rundir import RunDir
+from coordbench.core.trajectory import (
+    HouseholdStepEvent,
+    MessageEvent,
+    ModelCallEvent,
+    StatStepEvent,
+    Trajectory,
+)
+from coordbench.suites.registry import suite_object
+
+EPISODE_COLUMNS = ("suite", "condition", "episode_id", "key", "seed", "task_id",
+                   "termination", "success", "events")
+STEP_COLUMNS = ("suite", "condition", "episode_id", "t", "agent", "action", "outcome",
+                "conflict", "reward", "completion", "detail")
+
+
+def _suite_of(condition: str, spec: dict[str, Any]) -> str:
+    from coordbench.report.compose import suite_of
+
+    return suite_of(condition, spec)
+
+
+class RunData:
+    """One run directory's episodes, steps, model calls, messages and conditions as
+    DataFrames (each built when first asked for)."""
+
+    def __init__(self, run: RunDir) -> None:
+        self.run = run
+        self.path = run.path
+
+    def _trajectories(self) -> Iterator[tuple[str, str, Trajectory]]:
+        for cond in self.run.conditions:
+            for key in self.run.episode_keys(cond):
+                yield cond, key, self.run.load_episode(cond, key)
+
+    @cached_property
+    def _loaded(self) -> list[tuple[str, str, Trajectory]]:
+        return list(self._trajectories())
+
+    def conditions(self) -> pd.DataFrame:
+        """Return one row per condition: condition, suite, episodes (complete), errored
+        (kept under errors/), then the condition's spec fields."""
+        rows = []
+        for cond, spec in self.run.conditions.items():
+            fields = {k: (json.dumps(v) if isinstance(v, dict | list) else v)
+                      for k, v in spec.items() if k != "suite"}
+            rows.append({"condition": cond, "suite": _suite_of(cond, spec),
+                         "episodes": len(self.run.episode_keys(cond)),
+                         "errored": len(self.run.errored_keys(cond)), **fields})
+        return pd.DataFrame(rows, columns=None if rows else ["condition", "suite", "episodes",
+                                                             "errored"])
+
+    def episodes(self) -> pd.DataFrame:
+        """Return one row per complete episode: suite, condition, episode_id, key, seed,
+        task_id, termination, success, events, then every metric of the family's
+        `Suite.metrics` (NaN where it does not apply; a metric named like one of the first
+        columns is left to that column)."""
+        rows = []
+        for cond, key, t in self._loaded:
+            end = t.end
+            row: dict[str, Any] = {
+                "suite": t.header.suite, "condition": cond, "episode_id": t.header.episode_id,
+                "key": key, "seed": t.header.seed, "task_id": t.header.task_id,
+                "termination": end.termination if end else None,
+                "success": bool(end.success) if end else False, "events": len(t.events)}
+            suite = suite_object(t.header.suite)
+            if suite is not None:
+                for name, value in suite.metrics(t).items():
+                    row.setdefault(name, value)
+            rows.append(row)
+        return pd.DataFrame(rows, columns=None if rows else list(EPISODE_COLUMNS))
+
+    def steps(self) -> pd.DataFrame:
+        """Return one row per agent per step: suite, condition, episode_id, t, agent, action,
+        outcome, conflict (the agent was in a same-step conflict), reward (STAT), completion
+        (household and constructs: after the step), detail; household rows add args (JSON),
+        obj_class and completed; STAT rows add executed. Physical episodes have no
+        per-agent steps (see events())."""
+        rows: list[dict[str, Any]] = []
+        for cond, _, t in self._loaded:
+            base = {"suite": t.header.suite, "condition": cond,
+                    "episode_id": t.header.episode_id}
+            for e in t.events:
+                if isinstance(e, HouseholdStepEvent):
+                    fought = {a for c in e.conflicts for a in c.agents}
+                    for a in e.actions:
+                        rows.append({**base, "t": e.t, "agent": a.agent, "action": a.action,
+                                     "outcome": a.outcome, "conflict": a.agent in fought,
+                                     "reward": float("nan"), "completion": e.completion,
+                                     "detail": a.detail, "args": json.dumps(a.args),
+                                     "obj_class": a.obj_class,
+                                     "completed": ",".join(a.completed)})
+                elif isinstance(e, StatStepEvent):
+                    fought = {a for c in e.conflicts for a in c.agents}
+                    for i, (act, done, r) in enumerate(zip(e.actions, e.executed, e.rewards,
+                                                           strict=True)):
+                        rows.append({**base, "t": e.t, "agent": i, "action": str(act),
+                                     "outcome": "ok" if act == done else "forced_idle",
+                                     "conflict": i in fought, "reward": r,
+                                     "completion": float("nan"), "detail": "",
+                                     "executed": done})
+        return pd.DataFrame(rows, columns=None if rows else list(STEP_COLUMNS))
+
+    def calls(self) -> pd.DataFrame:
+        """Return one row per model call: suite, condition, episode_id, then every field of
+        the call as recorded (agent, role, phase, model, tokens, latency_s, cache_hit,
+        parse_status, error, reply, ...)."""
+        return self._rows(ModelCallEvent, ["t", "agent", "role", "phase", "model"])
+
+    def messages(self) -> pd.DataFrame:
+        """Return one row per message: suite, condition, episode_id, t, phase, round, sender,
+        recipients (JSON; null = everyone), content, tokens."""
+        return self._rows(MessageEvent, ["t", "phase", "round", "sender", "content"])
+
+    def _rows(self, kind: type, empty: list[str]) -> pd.DataFrame:
+        rows = []
+        for cond, _, t in self._loaded:
+            for e in t.steps(kind):
+                fields = e.model_dump(mode="json", exclude={"type"})
+                fields = {k: json.dumps(v) if isinstance(v, list | dict) else v
+                          for k, v in fields.items()}
+                rows.append({"suite": t.header.suite, "condition": cond,
+                             "episode_id": t.header.episode_id, **fields})
+        return pd.DataFrame(rows, columns=None if rows else
+                            ["suite", "condition", "episode_id", *empty])
+
+    def events(self) -> pd.DataFrame:
+        """Return one row per event of every kind: suite, condition, episode_id, index (its
+        place in the episode), type, t, and the rest of its fields as one JSON object."""
+        rows = []
+        for cond, _, t in self._loaded:
+            for i, e in enumerate(t.events):
+                fields = e.model_dump(mode="json")
+                rows.append({"suite": t.header.suite, "condition": cond,
+                             "episode_id": t.header.episode_id, "index": i,
+                             "type": fields.pop("type"), "t": fields.pop("t"),
+                             "fields": json.dumps(fields)})
+        return pd.DataFrame(rows, columns=None if rows else
+                            ["suite", "condition", "episode_id", "index", "type", "t",
+                             "fields"])
+
+
+def _columnar(frame: pd.DataFrame) -> pd.DataFrame:
+    """Return `frame` with every column Parquet can type: a column mixing kinds of value (a
+    spec field that is a number in one family and text in another) becomes text."""
+    out = frame.copy()
+    for col in [c for c in out.columns if pd.api.types.is_object_dtype(out[c].dtype)]:
+        kinds = {type(v) for v in out[col] if v is not None and v == v}
+        if len(kinds) > 1:
+            out[col] = [None if v is None or v != v else str(v) for v in out[col]]
+    return out
+
+
+def load_run(path: str | Path) -> RunData:
+    """Return the run directory at `path` as DataFrames (RunDirError names a missing or
+    damaged run)."""
+    return RunData(RunDir.open(path))
+
+
+TABLES = ("episodes", "steps", "calls", "messages", "conditions")
+
+
+def export(data: RunData, fmt: str, out: Path) -> list[Path]:
+    """Write every table of `data` into the folder `out` as <table>.csv or <table>.parquet;
+    return the paths written."""
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name in TABLES:
+        frame = getattr(data, name)()
+        path = out / f"{name}.{fmt}"
+        tmp = path.with_name(path.name + ".tmp")
+        if fmt == "csv":
+            frame.to_csv(tmp, index=False)
+        else:
+            _columnar(frame).to_parquet(tmp, index=False)
+        tmp.replace(path)  # a reader never sees half a file
+        paths.append(path)
+    return paths
