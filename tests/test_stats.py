@@ -105,3 +105,38 @@ def test_pct_prints_asymmetric_intervals_as_a_range():
     assert pct(mean_ci([0.0, 1.0])).startswith("50.0% ± ")
     j = estimate_json(wilson_ci(10, 10))
     assert j["interval"] == "wilson" and j["hi"] == 1.0 and j["lo"] > 0.6
+
+
+def test_iqm_and_the_stratified_bootstrap():
+    from coordbench.core.stats import iqm, performance_profile, stratified_bootstrap
+
+    # IQM drops the lowest and highest quarter of all runs: of 1..8, the mean of 3..6
+    assert iqm(np.arange(1, 9).reshape(4, 2)) == 4.5
+    rng = np.random.default_rng(0)
+    scores = np.column_stack([rng.normal(0.2, 0.1, 10), rng.normal(0.8, 0.1, 10)])
+    value, lo, hi = stratified_bootstrap(scores, np.mean, reps=500)
+    assert lo < value < hi and value == pytest.approx(scores.mean())
+    # resampling stays inside each task: a task whose runs all score c contributes c always
+    const = np.column_stack([np.full(6, 0.5), rng.random(6)])
+    _, lo, hi = stratified_bootstrap(const, lambda s: float(s[:, 0].mean()), reps=200)
+    assert lo == hi == 0.5
+    assert list(performance_profile(np.array([[0.0, 0.5], [1.0, 1.5]]), [-1, 0.5, 2])) == [
+        1.0, 0.5, 0.0]
+
+
+def test_training_aggregates_need_a_runs_by_configs_matrix():
+    from coordbench.report.stat_train_report import GAP_TABLE, Cell, aggregate_markdown
+
+    def cell(vals):
+        return Cell(mean_ci(vals), vals)
+
+    built = {"configs": ["3A-6T-5x3", "3A-6T-10x6"], "methods": ["vdn", "qmix"],
+             "tables": {GAP_TABLE.name: {
+                 ("vdn", "3A-6T-5x3"): cell([50.0, 60.0, 70.0]),
+                 ("vdn", "3A-6T-10x6"): cell([20.0, 30.0, 40.0]),
+                 ("qmix", "3A-6T-5x3"): cell([90.0, 95.0]),  # 2 seeds here, 3 there: left out
+                 ("qmix", "3A-6T-10x6"): cell([10.0, 20.0, 30.0])}}}
+    text = aggregate_markdown(built)
+    assert "| VDN | " in text and "| QMIX |" not in text
+    # VDN's normalized runs: 0.2..0.7; the IQM of the six is the mean of the middle four
+    assert "| VDN | 0.450 [" in text

@@ -172,3 +172,38 @@ def bootstrap_diff_ci(a: Sequence[float], b: Sequence[float], confidence: float 
     d = bx - by
     lo, hi = np.quantile(d, [0.5 - confidence / 2, 0.5 + confidence / 2])
     return float(x.mean() - y.mean()), float(lo), float(hi)
+
+
+def iqm(scores: np.ndarray) -> float:
+    """Return the interquartile mean of all scores (the mean of the middle 50%, as rliable's
+    `aggregate_iqm`: scipy's trim_mean with 25% cut from each end of the flattened runs)."""
+    x = np.asarray(scores, dtype=np.float64).ravel()
+    return float(_st.trim_mean(x, 0.25, axis=None))
+
+
+AGGREGATES = {"IQM": iqm, "median": lambda s: float(np.median(s)),
+              "mean": lambda s: float(np.mean(s)),
+              "optimality gap": lambda s: float(np.mean(np.maximum(0.0, 1.0 - np.asarray(s))))}
+
+
+def stratified_bootstrap(scores: np.ndarray, statistic, reps: int = 2000,
+                         confidence: float = 0.95, seed: int = 0) -> tuple[float, float, float]:
+    """Return (statistic, lo, hi): the statistic over a (runs x tasks) score matrix and its
+    percentile interval under the stratified bootstrap of Agarwal et al. (2021), which
+    resamples runs with replacement within each task (column) separately."""
+    x = np.asarray(scores, dtype=np.float64)
+    if x.ndim != 2 or x.size == 0:
+        raise ValueError("scores must be a non-empty runs x tasks matrix")
+    rng = np.random.default_rng(seed)
+    runs, tasks = x.shape
+    idx = rng.integers(0, runs, (reps, runs, tasks))
+    stats = np.array([statistic(x[idx[r], np.arange(tasks)]) for r in range(reps)])
+    lo, hi = np.quantile(stats, [0.5 - confidence / 2, 0.5 + confidence / 2])
+    return float(statistic(x)), float(lo), float(hi)
+
+
+def performance_profile(scores: np.ndarray, taus: np.ndarray) -> np.ndarray:
+    """Return, for each threshold tau, the share of all runs whose score exceeds it (the
+    run-score distribution of Agarwal et al., 2021)."""
+    x = np.asarray(scores, dtype=np.float64).ravel()
+    return np.array([(x > t).mean() for t in np.asarray(taus, dtype=np.float64)])

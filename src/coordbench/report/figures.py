@@ -229,6 +229,36 @@ def stat_train_curves(data: dict[str, Any]) -> list[Figure]:
             for config, fig in curve_figures(data["results"], data.get("references"))]
 
 
+def stat_train_profiles(data: dict[str, Any]) -> Figure | None:
+    """Return the performance profiles of a training section: for each method, the share of
+    its runs (seeds x configurations) whose normalized final return exceeds tau."""
+    from coordbench.core.stats import performance_profile
+
+    from .stat_train_report import GAP_TABLE, aggregates
+
+    built = data.get("built")
+    if not built or not aggregates(built):
+        return None
+    cells = built["tables"][GAP_TABLE.name]
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    taus = np.linspace(-0.25, 1.25, 121)
+    for m in aggregates(built):
+        scores = np.array([cells[(m, c)].samples for c in built["configs"]]) / 100.0
+        ax.plot(taus, performance_profile(scores, taus), label=m.upper())
+    ax.axvline(0, color="gray", linestyle=":", label="random valid")
+    ax.axvline(1, color="gray", linestyle="-.", label="Hungarian")
+    ax.set_xlabel("normalized final return tau")
+    ax.set_ylabel("share of runs > tau")
+    ax.set_ylim(0, 1.02)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return Figure("Performance profiles over configurations and seeds (Agarwal et al., "
+                  "2021): the share of runs whose final return, normalized from random valid "
+                  "play (0) to Hungarian (1), exceeds tau.", fig)
+
+
 def for_suite(run: RunDir, suite: str, conds: list[str], results: dict[str, ENTRY],
               data: dict[str, Any] | None = None) -> list[Figure]:
     """Return the figures of one family's conditions in `run` (`data`: what its report
@@ -245,6 +275,7 @@ def for_suite(run: RunDir, suite: str, conds: list[str], results: dict[str, ENTR
                                            "legality over instances."),
                                construct_scores(entries)],
         "physical": lambda: [physical_funnels(entries)],
-        "stat_train": lambda: list(stat_train_curves(data or {})),
+        "stat_train": lambda: [*stat_train_curves(data or {}),
+                               stat_train_profiles(data or {})],
     }
     return [f for f in makers.get(suite, list)() if f is not None]

@@ -18,7 +18,13 @@ from typing import Any
 
 import numpy as np
 
-from coordbench.core.stats import Estimate, mean_ci, welch_test
+from coordbench.core.stats import (
+    AGGREGATES,
+    Estimate,
+    mean_ci,
+    stratified_bootstrap,
+    welch_test,
+)
 from coordbench.errors import ConfigError, RunDirError
 
 METHOD_ORDER = ("dqn", "fdqn", "vdn", "qmix", "qtran", "iql", "coma")
@@ -211,6 +217,46 @@ def _gap_cells(groups: dict[tuple[str, str], list[dict[str, Any]]],
     return cells
 
 
+def aggregates(built: dict[str, Any]) -> dict[str, dict[str, tuple[float, float, float]]]:
+    """Return {method: {aggregate: (value, lo, hi)}} over configurations, rliable-style: each
+    run's final return normalized as the share of the random-to-Hungarian gap it closes
+    (0 = random valid play, 1 = Hungarian), IQM, median, mean and optimality gap with
+    stratified-bootstrap 95% intervals. Only methods with the same number of seeds on every
+    configuration (a runs x tasks matrix) and at least 2 configurations are aggregated."""
+    cells = built["tables"].get(GAP_TABLE.name)
+    configs = built["configs"]
+    if not cells or len(configs) < 2:
+        return {}
+    out = {}
+    for m in built["methods"]:
+        cols = [cells.get((m, c)) for c in configs]
+        if any(c is None for c in cols) or len({len(c.samples) for c in cols}) != 1:
+            continue
+        matrix = np.array([c.samples for c in cols], dtype=float).T / 100.0
+        if np.isnan(matrix).any():
+            continue
+        out[m] = {name: stratified_bootstrap(matrix, fn) for name, fn in AGGREGATES.items()}
+    return out
+
+
+def aggregate_markdown(built: dict[str, Any]) -> str:
+    """Return the rliable-style aggregate table (empty when nothing can be aggregated)."""
+    agg = aggregates(built)
+    if not agg:
+        return ""
+    names = list(AGGREGATES)
+    lines = ["### Aggregate over configurations (normalized: 0 = random valid play, "
+             "1 = Hungarian)", "",
+             "Interquartile mean, median, mean and optimality gap of every run's normalized "
+             "final return, with 95% stratified-bootstrap intervals (Agarwal et al., 2021; "
+             f"{len(built['configs'])} configurations).", "",
+             "| method | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
+    for m, row in agg.items():
+        lines.append(f"| {m.upper()} | " + " | ".join(
+            f"{v:.3f} [{lo:.3f}, {hi:.3f}]" for v, lo, hi in (row[n] for n in names)) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def _mark_best(cells: dict[tuple[str, str], Cell], methods: list[str], config: str,
                better: str) -> None:
     """Bold the best learned method; dagger the ones Welch's test cannot tell from it."""
@@ -272,6 +318,9 @@ def markdown(built: dict[str, Any]) -> str:
             lines.append(f"| *{REFERENCE_LABELS[r]}* | " + " | ".join(
                 _fmt(cells.get((r, c)), t.digits) for c in configs) + " |")
         lines.append("")
+    agg = aggregate_markdown(built)
+    if agg:
+        lines += [agg]
     return "\n".join(lines)
 
 
@@ -413,4 +462,5 @@ def section(run, conditions: list[str]):
             "max_return": estimate_json(mean_ci([r["max_return"] for r in rs]))}}
     text = "## STAT training\n\n" + markdown(built)
     return Section("STAT training", text, [], out,
-                   data={"results": results, "references": built["reference_samples"]})
+                   data={"results": results, "references": built["reference_samples"],
+                         "built": built})
