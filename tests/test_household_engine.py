@@ -180,3 +180,27 @@ def test_views_are_deterministic_labelled_pngs_stored_once(tmp_path):
     for e in steps:
         for digest in e.images.values():
             assert (tmp_path / "images" / f"{digest}.png").is_file()
+
+
+def test_view_labels_never_overlap_on_the_v1_scenes():
+    from PIL import Image, ImageDraw
+
+    from coordbench.envs.household.render import SIZE, VIEWS, label_layout, view_shapes
+    from coordbench.suites.mecobench.instances import load_suite
+
+    draw = ImageDraw.Draw(Image.new("RGB", (SIZE, SIZE)))
+    labels = crowded = 0
+    for task in load_suite("v1")[:24]:
+        env = HouseholdEnv(task, 2, seed=0)
+        for agent in range(2):
+            for _, yaw in VIEWS:
+                shapes = view_shapes(env, agent, yaw)
+                rects = [r for _, _, r in label_layout(draw, shapes)]
+                labels += len(rects)
+                crowded += len(shapes) >= 4
+                for i, a in enumerate(rects):
+                    assert 0 <= a[1] and a[3] <= SIZE + 1
+                    for b in rects[:i]:
+                        assert not (a[0] < b[2] and b[0] < a[2] and a[1] < b[3]
+                                    and b[1] < a[3]), (task.task_id, agent, yaw, a, b)
+    assert labels > 200 and crowded > 10  # the scenes are busy enough to need placing

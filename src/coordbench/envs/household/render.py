@@ -45,12 +45,50 @@ def _project(px: float, py: float, pz: float, yaw: float, cam: tuple[float, floa
     return (SIZE / 2 + FOCAL * right / depth, SIZE / 2 - FOCAL * up / depth, depth)
 
 
-def render_view(env: HouseholdEnv, agent: int, yaw_deg: float, label: str) -> Image.Image:
-    """Return one labelled view of agent `agent` looking along `yaw_deg` (0 = +z)."""
-    img = Image.new("RGB", (SIZE, SIZE), (205, 200, 190))
-    draw = ImageDraw.Draw(img)
-    horizon = SIZE / 2 - FOCAL * math.tan(PITCH)
-    draw.rectangle([0, horizon, SIZE, SIZE], fill=(150, 130, 110))
+def _overlaps(a: tuple[float, float, float, float], b: tuple[float, float, float, float]
+              ) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def _label_spot(draw: ImageDraw.ImageDraw, text: str, box: tuple[float, float, float, float],
+                taken: list[tuple[float, float, float, float]]) -> tuple[float, float]:
+    """Return where a box's label goes: its top-left corner, or the first place further down
+    the box (then below it, then anywhere down the image) that overlaps no label already
+    drawn; the corner if the image has no free place."""
+    left, top, right, bottom = draw.textbbox((0, 0), text, font=_FONT)
+    w, h = right - left + 2, bottom - top + 2
+    x = min(max(box[0] + 2, 0), SIZE - w)
+    ys = [box[1] + 1 + k * h for k in range(int(max(1, (box[3] - box[1]) // h)))]
+    ys += [box[3] + 1, *range(13, SIZE - int(h), int(h))]
+    for y in ys:
+        if 12 <= y <= SIZE - h and not any(_overlaps((x - 1, y - 1, x + w, y + h), t)
+                                           for t in taken):
+            return x, y
+    return x, max(box[1] + 1, 13)
+
+
+def label_layout(draw: ImageDraw.ImageDraw,
+                 shapes: list[tuple[float, int, str, tuple[float, float, float, float]]]
+                 ) -> list[tuple[tuple[float, float], str, tuple[float, float, float, float]]]:
+    """Return (position, text, backing rectangle) of every box's "class (id)" label, nearest
+    box first, each placed where it overlaps no earlier label: one drawn over another could
+    be read by neither a person nor a vision model."""
+    taken: list[tuple[float, float, float, float]] = [(0, 0, SIZE, 12)]  # the title bar
+    out = []
+    for _, nid, cls, box in sorted(shapes, reverse=True):
+        text = f"{cls} ({nid})"
+        spot = _label_spot(draw, text, box, taken)
+        left, top, right, bottom = draw.textbbox(spot, text, font=_FONT)
+        rect = (left - 1, top - 1, right + 1, bottom + 1)
+        taken.append(rect)
+        out.append((spot, text, rect))
+    return out
+
+
+def view_shapes(env: HouseholdEnv, agent: int, yaw_deg: float
+                ) -> list[tuple[float, int, str, tuple[float, float, float, float]]]:
+    """Return (-depth, node id, class, screen box) of every node agent `agent` sees looking
+    along `yaw_deg`, clipped to the image."""
     yaw = math.radians(yaw_deg)
     cam = env.pos[agent]
     shapes = []
@@ -70,10 +108,21 @@ def render_view(env: HouseholdEnv, agent: int, yaw_deg: float, label: str) -> Im
             continue
         depth = sum(p[2] for p in pts) / len(pts)
         shapes.append((-depth, nid, node.class_name, box))
-    for _, nid, cls, box in sorted(shapes):
+    return shapes
+
+
+def render_view(env: HouseholdEnv, agent: int, yaw_deg: float, label: str) -> Image.Image:
+    """Return one labelled view of agent `agent` looking along `yaw_deg` (0 = +z)."""
+    img = Image.new("RGB", (SIZE, SIZE), (205, 200, 190))
+    draw = ImageDraw.Draw(img)
+    horizon = SIZE / 2 - FOCAL * math.tan(PITCH)
+    draw.rectangle([0, horizon, SIZE, SIZE], fill=(150, 130, 110))
+    shapes = view_shapes(env, agent, yaw_deg)
+    for _, _nid, cls, box in sorted(shapes):
         draw.rectangle(box, fill=_colour(cls), outline=(20, 20, 20))
-        draw.text((box[0] + 2, box[1] + 1), f"{cls} ({nid})", fill=(255, 255, 255),
-                  font=_FONT)
+    for spot, text, rect in label_layout(draw, shapes):
+        draw.rectangle(rect, fill=(20, 20, 20))
+        draw.text(spot, text, fill=(255, 255, 255), font=_FONT)
     draw.rectangle([0, 0, SIZE, 12], fill=(30, 30, 30))
     draw.text((3, 1), f"agent {agent} - {label}", fill=(255, 255, 255), font=_FONT)
     return img
