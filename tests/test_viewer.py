@@ -12,13 +12,15 @@ import time
 import urllib.request
 from pathlib import Path
 
+import numpy as np
 import psutil
 import pytest
 from typer.testing import CliRunner
 
 from coordbench.cli import app
 from coordbench.core.rundir import RunDir
-from coordbench.core.trajectory import HouseholdStepEvent, StatStepEvent
+from coordbench.core.trajectory import HouseholdStepEvent, StatStepEvent, Trajectory
+from coordbench.suites.physical.replay import recorded_poses
 from coordbench.viewer import index, replay, timeline
 from coordbench.viewer.server import make_server, url_of
 from tests import viewer_runs
@@ -135,6 +137,72 @@ def test_no_replay_without_what_it_needs_says_why(runs):
         "tasks_file": str(rd.path / "gone.json")}}})
     pic = replay.picture(moved, cond, tr)
     assert not pic["replay"]["available"] and "gone.json" in pic["replay"]["reason"]
+
+
+def _old_physical(tr):
+    """The same episode as written before trajectory schema 1.5: no physical_poses line."""
+    lines = [ln for ln in tr.to_jsonl().splitlines() if '"physical_poses"' not in ln]
+    head = json.loads(lines[0])
+    head["schema_version"] = "1.4"
+    return Trajectory.from_jsonl("\n".join([json.dumps(head), *lines[1:]]))
+
+
+def test_physical_picture_draws_the_recorded_poses_sample_by_sample(runs):
+    import mujoco
+
+    from coordbench.envs.physical import poses as pose
+    from coordbench.envs.physical.env import PhysicalEnv
+    from coordbench.envs.physical.tasks import get_task
+
+    rd = RunDir.open(runs["run"])
+    cond = runs["conds"]["physical"]
+    tr = rd.load_episode(cond, "seed0001")
+    rec = recorded_poses(tr)
+    pic = replay.picture(rd, cond, tr)
+    st = pic["static"]
+    assert pic["kind"] == "physical" and pic["replay"]["available"] and pic["replay"]["recorded"]
+    # one state per recorded sample: the slider's positions; steps map them to control steps
+    assert st["poses"]["steps"] == rec.steps.tolist() and len(pic["states"]) == len(rec)
+    assert st["poses"]["steps"][-1] == tr.end.t and st["poses"]["bodies"] == list(rec.bodies)
+    x0, x1, y0, y1 = st["poses"]["extent"]
+    for k, s in enumerate(pic["states"]):
+        assert s["step"] == rec.steps[k] and len(s["robots"]) == len(tr.header.team) == 2
+        for r, (x, y, yaw, hx, hy, _hz, grip) in enumerate(s["robots"]):
+            assert (x, y, yaw) == pytest.approx(rec.robots[k, r, :3], abs=6e-4)
+            assert x0 < min(x, hx) and max(x, hx) < x1 and y0 < min(y, hy) and max(y, hy) < y1
+            assert 0 <= grip <= 1
+        for b, name in enumerate(st["poses"]["bodies"]):
+            assert s["bodies"][b][:3] == pytest.approx(rec.bodies[name][k, :3], abs=6e-4)
+    # the hand drawn from the joints is where MuJoCo puts it in the recorded configuration
+    env = PhysicalEnv(get_task(tr.header.task_id))
+    env.reset(tr.header.seed)
+    lay = pose.pose_layout(env.model, env.n)
+    for k in (0, len(rec) // 2, len(rec) - 1):
+        pose.apply(env.model, env.data, lay, rec.robots[k],
+                   np.array([b[k] for b in rec.bodies.values()]),
+                   np.array([j[k] for j in rec.joints.values()]))
+        for r in range(env.n):
+            hand = env.data.xpos[mujoco.mj_name2id(env.model, mujoco.mjtObj.mjOBJ_BODY,
+                                                   f"r{r}_hand")]
+            assert pic["states"][k]["robots"][r][3:6] == pytest.approx(hand, abs=2e-3)
+    # the phases and coupling events are still there; the page gets the video command
+    assert [p["phase"] for p in st["latched"]] == [1, 2, 3] and st["coupling"]
+    assert st["render"] == (f"coordbench physical render {rd.path} --episode {cond}/seed0001 "
+                            "--out Handover_seed0001.mp4")
+    assert len(json.dumps(pic)) < 40_000  # 86 samples of two robots and a bottle
+
+
+def test_physical_picture_of_an_episode_without_poses_is_the_phase_timeline(runs):
+    rd = RunDir.open(runs["run"])
+    cond = runs["conds"]["physical"]
+    tr = rd.load_episode(cond, "seed0001")
+    pic = replay.picture(rd, cond, _old_physical(tr))
+    assert pic["kind"] == "physical" and pic["states"] == []
+    assert not pic["replay"]["available"] and not pic["replay"]["recorded"]
+    assert "schema 1.4" in pic["replay"]["reason"] and "1.5" in pic["replay"]["reason"]
+    st = pic["static"]
+    assert st["poses"] is None and st["render"] is None and st["goals"] is None
+    assert [p["phase"] for p in st["latched"]] == [1, 2, 3]
 
 
 def test_timeline_holds_model_calls_as_recorded(runs):

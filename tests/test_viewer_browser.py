@@ -8,6 +8,7 @@ under $COORDBENCH_ARTIFACTS when it is set).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import threading
@@ -96,7 +97,7 @@ EXPECT = {  # family -> (episode key, agents, a selector the picture must hold, 
     "mecobench": ("case0000", 2, "#picture .agent", 2),
     "constructs": ("inst0000", 2, "#picture .agent", 2),
     "constructs_d4": ("inst0000", None, "#picture .agent", None),
-    "physical": ("seed0001", 2, "#timeline .phase-seg", 3),
+    "physical": ("seed0001", 2, "#picture .robot", 2),
     "llm": ("case0000", 2, "#picture .agent", 2),
 }
 
@@ -128,9 +129,8 @@ def test_every_family_opens_steps_and_logs_no_error(runs, browser, tmp_path):
             assert page.locator("#picture svg").count() == 1
             if family != "physical":
                 assert "step 1" in page.locator("#details").inner_text().lower()
-            page.keyboard.press("ArrowLeft")  # physical: ten control steps a key
-            assert page.locator("#slider").input_value() == ("0" if family == "physical"
-                                                             else "1")
+            page.keyboard.press("ArrowLeft")  # one step (physical: one pose sample) a key
+            assert page.locator("#slider").input_value() == "1"
             if family == "constructs":
                 assert "knife" in page.locator("#picture-notes").inner_text()
             if family == "constructs_d4":
@@ -201,3 +201,63 @@ def test_an_exported_episode_opens_offline(runs, browser, tmp_path):
     shoot(page, tmp_path, "viewer-export")
     assert errors == []
     assert all(u.startswith(("file:", "data:", "about:")) for u in requests), requests
+
+
+def _base_of(page, robot: int) -> str:
+    return page.locator(f"#picture .robot[data-robot='{robot}'] g").first.get_attribute(
+        "transform")
+
+
+def test_physical_picture_follows_the_recorded_poses(runs, browser, tmp_path):
+    # a copy of the run with the same episode as written before poses were recorded (1.4)
+    run = tmp_path / "run"
+    shutil.copytree(runs["run"], run)
+    cond = runs["conds"]["physical"]
+    src = run / "episodes" / cond / "seed0001.jsonl"
+    lines = [ln for ln in src.read_text().splitlines() if '"physical_poses"' not in ln]
+    head = json.loads(lines[0])
+    head.update(schema_version="1.4", episode_id=f"{cond}/seed0002")
+    (src.parent / "seed0002.jsonl").write_text("\n".join([json.dumps(head), *lines[1:]]) + "\n")
+    errors: list[str] = []
+    page = page_with_error_log(browser, errors)
+    with Serving(run) as srv:
+        open_episode(page, srv.url, cond, "seed0001")
+        assert "Poses as recorded" in page.locator("#ep-replay").inner_text()
+        assert page.locator("#picture .robot").count() == 2
+        assert page.locator("#picture .robot .hand").count() == 2
+        assert page.locator("#picture .body[data-body='object']").count() == 1
+        assert "object z" in page.locator("#picture .body-label").first.text_content()
+        assert page.locator("#picture .phase-box").count() == 3
+        cmd = page.locator("#render-cmd").inner_text()
+        assert f"coordbench physical render {run} --episode {cond}/seed0001 --out " in cmd
+        # the slider steps through the pose samples; the robots move with it
+        samples = int(page.locator("#slider").get_attribute("max")) + 1
+        end = int(page.evaluate("state.episode.timeline.end.t"))
+        assert samples == end // 5 + 1 + (end % 5 > 0)
+        start = [_base_of(page, r) for r in (0, 1)]
+        cursor = page.locator("#cursor").get_attribute("x1")
+        page.locator("#slider").fill(str(samples - 1))
+        assert f"control step {end} / {end}" in page.locator("#step-label").inner_text()
+        assert [_base_of(page, r) for r in (0, 1)] != start
+        assert page.locator("#cursor").get_attribute("x1") != cursor
+        assert page.locator("#picture .phase-box.latched").count() == 3
+        assert page.locator("#picture .trail").count() >= 2
+        # a phase on the timeline jumps to the first sample at or after its latch
+        page.locator("#timeline .phase-seg").nth(1).click()
+        t2 = int(page.evaluate("state.episode.picture.static.latched[1].t"))
+        step = int(page.evaluate("controlStep(state.episode, state.step)"))
+        assert t2 <= step < t2 + 5
+        assert "phase 2" in page.locator("#details").inner_text()
+        page.keyboard.press("ArrowRight")
+        assert int(page.evaluate("controlStep(state.episode, state.step)")) == min(step + 5, end)
+        page.locator("#slider").fill(str(samples // 2))
+        shoot(page, tmp_path, "viewer-physical-poses")
+        # recorded before 1.5: the phase picture, with its reason, and no video command
+        open_episode(page, srv.url, cond, "seed0002")
+        assert "before poses were recorded" in page.locator("#ep-replay").inner_text()
+        assert page.locator("#picture .robot").count() == 0
+        assert page.locator("#picture .phase-box").count() == 3
+        assert "no video" in page.locator("#render-cmd").inner_text()
+        assert page.locator("#slider").get_attribute("max") == str(end)
+        shoot(page, tmp_path, "viewer-physical-no-poses")
+    assert errors == []

@@ -2,8 +2,8 @@
 the family's own engine (household, STAT and construct episodes store no states).
 
 One module per family: `stat` (the reference STAT environment), `mecobench` and `constructs`
-(the household engine, through `household`), `physical` (no replay: its phase events are the
-state; a pose-recording event can add a picture there without touching the rest).
+(the household engine, through `household`), `physical` (no replay: the recorded poses,
+one state per pose sample, and the phase and coupling events are the state).
 
 `picture(run, condition, trajectory)` returns `{"kind", "static", "states", "replay"}`:
 `states[s]` is the state after s steps (s = 0 is the start); `replay` says whether the replay

@@ -55,6 +55,23 @@ function fmt(v) {
   return String(v);
 }
 function group(code) { return CODE_TO_GROUP[code] || "other"; }
+// physical episodes with recorded poses: the slider steps through the pose samples, the
+// timeline and the phase events count control steps; these two map between them
+function physPoses(ep) {
+  return ep && ep.suite === "physical" && ep.picture.static && ep.picture.states.length ?
+    ep.picture.static.poses : null;
+}
+function controlStep(ep, s) {
+  const p = physPoses(ep);
+  return p ? p.steps[Math.max(0, Math.min(p.steps.length - 1, s))] : s;
+}
+function sliderAt(ep, t) {
+  const p = physPoses(ep);
+  if (!p) return t;
+  // the first sample at or after t, so an event at t is already visible there
+  const k = p.steps.findIndex((x) => x >= t);
+  return k < 0 ? p.steps.length - 1 : k;
+}
 function agentColor(i) { return AGENT_COLORS[i % AGENT_COLORS.length]; }
 function badge(text, cls) { return `<span class="badge b-${esc(cls)}">${esc(text)}</span>`; }
 function codeBadge(code) {
@@ -263,7 +280,8 @@ function showEpisode(ep, step) {
   renderReplayNote(ep.picture.replay, ep.suite);
   renderSummary(ep);
   const slider = $("slider");
-  const max = ep.suite === "physical" ? (end ? end.t : 0) : tl.steps;
+  const poses = physPoses(ep);
+  const max = poses ? poses.steps.length - 1 : ep.suite === "physical" ? (end ? end.t : 0) : tl.steps;
   slider.max = String(max);
   slider.step = "1";
   renderLegend(ep);
@@ -278,6 +296,8 @@ function renderReplayNote(rp, suite) {
   if (!rp.available) {
     const cls = suite === "physical" ? "warn" : "bad";
     html = `<div class="note ${cls}">No per-step state replay: ${esc(rp.reason)}</div>`;
+  } else if (rp.recorded) {
+    html = `<div class="note good">Poses as recorded: ${esc(rp.reason)}.</div>`;
   } else if (rp.ok) {
     html = `<div class="note good">State replayed through ${esc(rp.engine)}: ` +
       `${rp.checked} recorded outcomes reproduced${rp.source ? " (" + esc(rp.source) + ")" : ""}</div>`;
@@ -307,6 +327,12 @@ function renderSummary(ep) {
   } else if (ep.metrics_error) {
     html += `<div class="muted" style="width:100%">metrics: ${esc(ep.metrics_error)}</div>`;
   }
+  if (ep.suite === "physical") {
+    const cmd = ep.picture.static && ep.picture.static.render;
+    html += `<div id="render-cmd" style="width:100%">` + (cmd ?
+      `<b class="muted">video</b> <code>${esc(cmd)}</code>` :
+      `<span class="muted">no video: this episode has no recorded poses</span>`) + `</div>`;
+  }
   const params = JSON.stringify(h.params, null, 1);
   html += `<details style="width:100%"><summary class="muted">header parameters</summary>` +
     `<pre>${esc(params.length > 4000 ? params.slice(0, 4000) + " …" : params)}</pre></details>`;
@@ -320,7 +346,12 @@ function setStep(s) {
   s = Math.max(0, Math.min(max, s));
   state.step = s;
   $("slider").value = String(s);
-  if (ep.suite === "physical") {
+  if (physPoses(ep)) {
+    const t = controlStep(ep, s), st = ep.picture.static;
+    const end = ep.timeline.end ? ep.timeline.end.t : st.poses.steps[max];
+    $("step-label").textContent = `sample ${s} / ${max} · control step ${t} / ${end}` +
+      `  (${(t * st.poses.dt).toFixed(2)} s)`;
+  } else if (ep.suite === "physical") {
     $("step-label").textContent = `control step ${s} / ${max}` +
       (ep.picture.static && ep.picture.static.control_dt ?
         `  (${(s * ep.picture.static.control_dt).toFixed(2)} s)` : "");
@@ -340,14 +371,16 @@ function renderDetails(ep, s) {
   const box = $("details");
   if (ep.suite === "physical") {
     const st = ep.picture.static;
-    const done = st.latched.filter((p) => p.t <= s);
-    const ev = st.coupling.filter((c) => c.t <= s);
-    box.innerHTML = `<h4>phases latched by control step ${s}</h4>` +
+    const t = controlStep(ep, s);
+    const done = st.latched.filter((p) => p.t <= t);
+    const ev = st.coupling.filter((c) => c.t <= t);
+    box.innerHTML = `<h4>phases latched by control step ${t}</h4>` +
       (done.length ? done.map((p) => `<div>phase ${p.phase} <b>${esc(p.name)}</b> at t=${p.t}` +
         `${p.collaborative ? " (collaborative)" : ""}</div>`).join("") : `<div class="muted">none yet</div>`) +
       `<h4>coupling events so far</h4>` +
       (ev.length ? ev.map((c) => `<div>t=${c.t} ${esc(c.kind)} robots ${esc(c.robots.join(", "))}` +
         `${c.value !== null ? " value " + fmt(c.value) : ""}</div>`).join("") : `<div class="muted">none</div>`) +
+      physicalPoseDetails(ep, s) +
       `<h4>about this picture</h4><div class="muted">${esc(ep.picture.replay.reason || "")}</div>`;
     return;
   }
@@ -595,7 +628,7 @@ function renderPhysicalTimeline(ep) {
     el("text", { x: TL.left + (prev + p.t) / 2 * scale, y: y0 + 21, "text-anchor": "middle",
                  "font-size": 11, text: `${p.phase} ${p.name}` }, g);
     title(g, `phase ${p.phase} ${p.name}${p.collaborative ? " (collaborative)" : ""}: latched at t=${p.t}`);
-    g.addEventListener("click", () => setStep(p.t));
+    g.addEventListener("click", () => setStep(sliderAt(ep, p.t)));
     prev = p.t;
   });
   if (prev < T) {
@@ -611,14 +644,29 @@ function renderPhysicalTimeline(ep) {
     el("text", { x: 6, y: y + 14, fill: "#fff", "font-size": 12, "font-weight": 700, text: a ? a.id : "robot" + r }, svg);
     el("text", { x: 6, y: y + 28, fill: "#fff", "font-size": 10, text: a ? a.driver : "" }, svg);
     el("line", { x1: TL.left, x2: TL.left + T * scale, y1: y + TL.lane / 2, y2: y + TL.lane / 2, stroke: "#e0e0e0" }, svg);
-    for (const c of st.coupling.filter((c) => c.robots.includes(r))) {
+    // a burst of events a few steps apart (collisions) gets one label after its last dot,
+    // with a count: labels drawn at every dot would smear into each other
+    const evs = st.coupling.filter((c) => c.robots.includes(r)).sort((a, b) => a.t - b.t);
+    const bursts = [];
+    for (const c of evs) {
+      const b = bursts[bursts.length - 1];
+      if (b && b.kind === c.kind && (c.t - b.last) * scale < 14) { b.n += 1; b.last = c.t; }
+      else bursts.push({ kind: c.kind, last: c.t, n: 1 });
+    }
+    for (const c of evs) {
       const x = TL.left + c.t * scale;
-      const color = c.kind === "drop" ? "#c62828" : c.kind === "robot_collision" ? "#ef6c00" : "#1f5fa8";
       const m = el("g", { class: "cell" }, svg);
-      el("circle", { cx: x, cy: y + TL.lane / 2, r: 6, fill: color }, m);
-      el("text", { x: x + 9, y: y + TL.lane / 2 + 4, "font-size": 10, text: c.kind.replace("_", " ") }, m);
+      el("circle", { cx: x, cy: y + TL.lane / 2, r: 6, fill: couplingColor(c.kind) }, m);
       title(m, `t=${c.t} ${c.kind}${c.value !== null ? " value " + c.value : ""}`);
-      m.addEventListener("click", () => setStep(c.t));
+      m.addEventListener("click", () => setStep(sliderAt(ep, c.t)));
+    }
+    let labelEnd = -Infinity;
+    for (const b of bursts) {
+      const x = TL.left + b.last * scale + 9;
+      const label = b.kind.replace("_", " ") + (b.n > 1 ? ` ×${b.n}` : "");
+      if (x < labelEnd) continue;  // still covered by the previous label: the tooltips say it
+      labelEnd = x + label.length * 6 + 6;
+      el("text", { x: x, y: y + TL.lane / 2 + 4, "font-size": 10, text: label }, svg);
     }
   }
   el("line", { id: "cursor", x1: TL.left, x2: TL.left, y1: TL.top - 4, y2: H - 4, stroke: "#1d2a3a",
@@ -630,7 +678,7 @@ function moveCursor(ep, s) {
   const c = document.getElementById("cursor");
   if (!c) return;
   if (ep.suite === "physical") {
-    const x = TL.left + s * state.physScale;
+    const x = TL.left + controlStep(ep, s) * state.physScale;
     c.setAttribute("x1", x); c.setAttribute("x2", x);
     return;
   }
@@ -858,35 +906,223 @@ function drawHousehold(ep, s, box) {
   $("picture-notes").innerHTML = notes;
 }
 
+// a heading in whole degrees in (-180, 180] (yaw joints wind past +-pi over a long carry)
+function headingDeg(yaw) {
+  const d = Math.round(((yaw * 180 / Math.PI) % 360 + 540) % 360 - 180);
+  return d === -180 ? 180 : d + 0;  // + 0 turns -0 into 0
+}
+const COUPLING_COLORS = { drop: "#c62828", robot_collision: "#ef6c00" };
+function couplingColor(kind) { return COUPLING_COLORS[kind] || "#1f5fa8"; }
+
+// coupling events that happened since the previous pose sample (at sample 0: at step 0)
+function couplingSince(ep, s) {
+  const p = physPoses(ep);
+  const t = controlStep(ep, s), prev = s > 0 ? p.steps[s - 1] : -1;
+  return ep.picture.static.coupling.filter((c) => c.t > prev && c.t <= t);
+}
+
 function drawPhysical(ep, s, box) {
   const st = ep.picture.static;
-  const W = 560, H = 150;
+  const poses = physPoses(ep);
+  const t = controlStep(ep, s);
+  const W = 640;
+  let scene = null;
+  if (poses) {
+    const [x0, x1, y0, y1] = poses.extent;
+    // as large as fits 640 x 420, to scale on both axes
+    const sc = Math.min((W - 40) / (x1 - x0), 420 / (y1 - y0), 300);
+    scene = { x0, x1, y0, y1, sc, top: 26, h: (y1 - y0) * sc,
+              left: 20 + ((W - 40) - (x1 - x0) * sc) / 2 };
+  }
+  const stripTop = scene ? scene.top + scene.h + 30 : 30;
+  const H = stripTop + 62;
   const svg = el("svg", { width: W, height: H, viewBox: `0 0 ${W} ${H}`, id: "picture-svg" }, box);
+  const n = Math.max(1, st.phases - st.start_phase);
+  const latched = st.latched.filter((p) => p.t <= t);
+  const last = latched.length ? latched[latched.length - 1] : null;
+  el("text", { x: 20, y: 16, "font-size": 12, fill: "#37474f", "font-weight": 600,
+               text: `control step ${t}` + (st.control_dt ? ` (${(t * st.control_dt).toFixed(2)} s)` : "") +
+                     ` · ${latched.length} of ${n} phases latched` + (last ? ` (last: ${last.name})` : "") }, svg);
+  if (scene) drawPhysicalScene(ep, s, svg, scene);
+  drawPhaseStrip(st, t, svg, stripTop, W, 54);
+  if (!poses) {
+    $("picture-notes").innerHTML = `<span class="muted">This episode has no recorded poses ` +
+      `(recorded before trajectory schema 1.5): this is the phase picture at the slider's control step.</span>`;
+    return;
+  }
+  const ev = couplingSince(ep, s);
+  const cur = ep.picture.states[s];
+  const joints = poses.joints.map((j) => `${j} ${cur.joints[j].toFixed(2)} rad`);
+  $("picture-notes").innerHTML =
+    (ev.length ? `<div><b>since the previous sample:</b> ${esc(ev.map((c) =>
+      `${c.kind.replace("_", " ")} (robots ${c.robots.join(", ")}, t=${c.t})`).join("; "))}</div>` : "") +
+    (joints.length ? `<div>${esc(joints.join(" · "))}</div>` : "") +
+    `<div class="muted">Top-down, world x to the right and y up, grid every ${scene.sc >= 90 ? "0.5" : "1"} m. ` +
+    `Squares: robot bases to scale (number = robot, triangle = heading), a line to the hand ` +
+    `(darker: fingers more closed); orange: the task's object, brown: other free bodies, with their ` +
+    `height z; dotted: paths so far. Goal marks and static scenery are not recorded, so not drawn.</div>`;
+}
+
+function drawPhysicalScene(ep, s, svg, sc) {
+  const st = ep.picture.static, poses = st.poses;
+  const cur = ep.picture.states[s];
+  const X = (x) => sc.left + (x - sc.x0) * sc.sc, Y = (y) => sc.top + (sc.y1 - y) * sc.sc;
+  el("rect", { x: X(sc.x0), y: Y(sc.y1), width: (sc.x1 - sc.x0) * sc.sc, height: sc.h,
+               fill: "#fafbfc", stroke: "#cfd8dc" }, svg);
+  // grid: half metres when they are far enough apart to read, else metres
+  const step = sc.sc >= 90 ? 0.5 : 1;
+  for (let x = Math.ceil(sc.x0 / step) * step; x <= sc.x1; x += step) {
+    const major = Math.abs(x - Math.round(x)) < 1e-6;
+    el("line", { x1: X(x), x2: X(x), y1: Y(sc.y1), y2: Y(sc.y0), stroke: major ? "#dde3e8" : "#eef1f3" }, svg);
+    if (major) el("text", { x: X(x), y: Y(sc.y0) + 12, "text-anchor": "middle", "font-size": 9.5,
+                            fill: "#90a4ae", text: `${Math.round(x)} m` }, svg);
+  }
+  for (let y = Math.ceil(sc.y0 / step) * step; y <= sc.y1; y += step) {
+    const major = Math.abs(y - Math.round(y)) < 1e-6;
+    el("line", { x1: X(sc.x0), x2: X(sc.x1), y1: Y(y), y2: Y(y), stroke: major ? "#dde3e8" : "#eef1f3" }, svg);
+    if (major) el("text", { x: X(sc.x0) - 3, y: Y(y) + 3, "text-anchor": "end", "font-size": 9.5,
+                            fill: "#90a4ae", text: `${Math.round(y)}` }, svg);
+  }
+  // paths so far: each robot's base and the task's object, faint, under everything
+  const upto = ep.picture.states.slice(0, s + 1);
+  cur.robots.forEach((_, i) => {
+    el("polyline", { class: "trail", points: upto.map((q) => `${X(q.robots[i][0])},${Y(q.robots[i][1])}`).join(" "),
+                     fill: "none", stroke: agentColor(i), "stroke-opacity": 0.55, "stroke-width": 1.5,
+                     "stroke-dasharray": "2 3" }, svg);
+  });
+  if (poses.bodies.length) {
+    el("polyline", { class: "trail", points: upto.map((q) => `${X(q.bodies[0][0])},${Y(q.bodies[0][1])}`).join(" "),
+                     fill: "none", stroke: "#ef6c00", "stroke-opacity": 0.6, "stroke-width": 1.5,
+                     "stroke-dasharray": "2 3" }, svg);
+  }
+  // coupling events since the previous sample: a ring round each robot involved
+  const ev = couplingSince(ep, s);
+  const half = poses.base_half * sc.sc;
+  for (const c of ev) {
+    for (const r of c.robots) {
+      const q = cur.robots[r];
+      if (!q) continue;
+      const g = el("g", { class: "coupling-mark" }, svg);
+      el("circle", { cx: X(q[0]), cy: Y(q[1]), r: half * 1.5 + 4, fill: "none",
+                     stroke: couplingColor(c.kind), "stroke-width": 3 }, g);
+      title(g, `t=${c.t} ${c.kind}${c.value !== null ? " value " + fmt(c.value) : ""}`);
+    }
+  }
+  const taken = [];  // boxes of everything drawn, so that body labels step aside
+  cur.robots.forEach((q, i) => {
+    const [x, y, yaw, hx, hy, hz, grip] = q;
+    const color = agentColor(i);
+    const g = el("g", { class: "robot", "data-robot": i }, svg);
+    // world yaw turns x towards y; the screen's y points down, so the rotation is negated
+    const base = el("g", { transform: `translate(${X(x).toFixed(1)},${Y(y).toFixed(1)}) rotate(${-headingDeg(yaw)})` }, g);
+    el("rect", { x: -half, y: -half, width: 2 * half, height: 2 * half, rx: 3, fill: color,
+                 "fill-opacity": 0.3, stroke: color, "stroke-width": 2 }, base);
+    const tip = Math.max(6, half * 0.45);
+    el("path", { d: `M${half + tip},0 L${half},${-tip * 0.7} L${half},${tip * 0.7} Z`, fill: color }, base);
+    // the arm: from the shoulder on the base's front to the hand
+    const shx = x + 0.12 * Math.cos(yaw), shy = y + 0.12 * Math.sin(yaw);
+    el("line", { x1: X(shx), y1: Y(shy), x2: X(hx), y2: Y(hy), stroke: color, "stroke-width": 3.5,
+                 "stroke-linecap": "round" }, g);
+    // fingers stop on what they grip, so the closing is shown as a fraction, not as "holds"
+    el("circle", { class: "hand", cx: X(hx), cy: Y(hy), r: 5, fill: "#fff", stroke: color, "stroke-width": 2 }, g);
+    el("circle", { cx: X(hx), cy: Y(hy), r: 3.6, fill: "#263238", "fill-opacity": Math.min(1, grip).toFixed(2) }, g);
+    el("text", { x: X(x), y: Y(y) + 5, "text-anchor": "middle", "font-size": 14, "font-weight": 700,
+                 fill: "#1d232b", text: String(i) }, g);
+    const h2 = half * 1.42;  // the rotated square's bounding box
+    taken.push([X(x) - h2, Y(y) - h2, 2 * h2, 2 * h2], [X(hx) - 6, Y(hy) - 6, 12, 12]);
+    for (let f = 0.25; f < 1; f += 0.25) {
+      const ax = X(shx + f * (hx - shx)), ay = Y(shy + f * (hy - shy));
+      taken.push([ax - 3, ay - 3, 6, 6]);
+    }
+    title(g, `robot ${i}: base (${x.toFixed(2)}, ${y.toFixed(2)}) m, heading ${headingDeg(yaw)}°; ` +
+      `hand at height ${hz.toFixed(2)} m, fingers ${(100 * Math.min(1, grip)).toFixed(0)}% closed`);
+  });
+  const groups = poses.bodies.map((name, b) => {
+    const [x, y, z, yaw] = cur.bodies[b];
+    const main = b === 0 && name === "object";
+    const g = el("g", { class: "body", "data-body": name }, svg);
+    taken.push([X(x) - 8, Y(y) - 8, 16, 16]);
+    if (main) {
+      const r = 8;
+      el("rect", { x: -r, y: -r, width: 2 * r, height: 2 * r, rx: 2, fill: "#fb8c00", stroke: "#6d3a00",
+                   "stroke-width": 1.2,
+                   transform: `translate(${X(x).toFixed(1)},${Y(y).toFixed(1)}) rotate(${-headingDeg(yaw)})` }, g);
+    } else {
+      el("circle", { cx: X(x), cy: Y(y), r: 5, fill: "#a1887f", stroke: "#4e342e", "stroke-width": 1 }, g);
+    }
+    title(g, `${name}: (${x.toFixed(2)}, ${y.toFixed(2)}) m, height ${z.toFixed(2)} m, heading ${headingDeg(yaw)}°`);
+    return [g, name, X(x), Y(y), z, main];
+  });
+  const bounds = [X(sc.x0), Y(sc.y1), (sc.x1 - sc.x0) * sc.sc, sc.h];
+  for (const [g, name, px, py, z, main] of groups) {
+    const text = `${name} z ${z.toFixed(2)}`;
+    const w = text.length * (main ? 6.1 : 5.7) + 4, h = 13;
+    const [lx, ly, far] = placeLabel(taken, bounds, px, py, w, h, main ? 10 : 7);
+    if (far) {  // pushed away by a crowd: a leader line says whose label it is
+      el("line", { x1: px, y1: py, x2: Math.max(lx, Math.min(lx + w, px)), y2: Math.max(ly, Math.min(ly + h, py)),
+                   stroke: "#8d6e63", "stroke-width": 0.8 }, g);
+    }
+    el("text", { class: "body-label", x: lx + 2, y: ly + 10, "font-size": 10.5, fill: main ? "#6d3a00" : "#4e342e",
+                 "font-weight": main ? 700 : 400, "paint-order": "stroke", stroke: "#fff",
+                 "stroke-width": 3, text: text }, g);
+  }
+}
+
+// a label's top-left corner near (x, y): the nearest spot, ring by ring, that overlaps nothing
+// drawn and stays inside `bounds`; and whether it had to move past the first ring
+function placeLabel(taken, bounds, x, y, w, h, gap) {
+  const [bx, by, bw, bh] = bounds;
+  const free = (a, b) => a >= bx && a + w <= bx + bw && b >= by && b + h <= by + bh &&
+    !taken.some(([px, py, pw, ph]) => a < px + pw && a + w > px && b < py + ph && b + h > py);
+  let found = null;
+  for (let ring = 0; ring < 5 && !found; ring++) {
+    const d = gap + ring * 16;
+    const tries = [[d, -h / 2], [-w / 2, -h - d], [-w / 2, d], [-w - d, -h / 2],
+                   [d * 0.7, d * 0.7], [d * 0.7, -h - d * 0.7], [-w - d * 0.7, d * 0.7],
+                   [-w - d * 0.7, -h - d * 0.7]];
+    for (const [dx, dy] of tries) {
+      if (free(x + dx, y + dy)) { found = [x + dx, y + dy, ring > 0]; break; }
+    }
+  }
+  if (!found) found = [x + gap, y - h / 2, false];
+  taken.push([found[0], found[1], w, h]);
+  return found;
+}
+
+function drawPhaseStrip(st, t, svg, top, W, h) {
   const n = Math.max(1, st.phases - st.start_phase);
   const bw = (W - 40) / n;
   for (let k = 0; k < n; k++) {
     const phase = st.start_phase + k + 1;
     const p = st.latched.find((x) => x.phase === phase);
-    const done = p && p.t <= s;
+    const done = p && p.t <= t;
     const collab = st.collaborative[phase - 1];
     const x = 20 + k * bw;
-    el("rect", { x: x + 4, y: 30, width: bw - 8, height: 60, rx: 6,
+    const g = el("g", { class: "phase-box" + (done ? " latched" : "") }, svg);
+    el("rect", { x: x + 4, y: top, width: bw - 8, height: h, rx: 6,
                  fill: done ? (collab ? "#64b5f6" : "#81c784") : "#eceff1",
-                 stroke: collab ? "#1565c0" : "#2e7d32", "stroke-width": 1.5 }, svg);
-    el("text", { x: x + bw / 2, y: 56, "text-anchor": "middle", "font-size": 13, "font-weight": 700,
-                 text: `phase ${phase}${p ? " " + p.name : ""}` }, svg);
-    el("text", { x: x + bw / 2, y: 76, "text-anchor": "middle", "font-size": 11,
-                 text: done ? `latched at t=${p.t}` : p ? `latches at t=${p.t}` : "never latched" }, svg);
-    if (collab) el("text", { x: x + bw / 2, y: 106, "text-anchor": "middle", "font-size": 10,
-                             fill: "#1565c0", text: "collaborative" }, svg);
+                 stroke: collab ? "#1565c0" : "#2e7d32", "stroke-width": 1.5 }, g);
+    el("text", { x: x + bw / 2, y: top + 17, "text-anchor": "middle", "font-size": 12, "font-weight": 700,
+                 text: fit(`phase ${phase}${p ? " " + p.name : ""}`, (bw - 12) * 0.85) }, g);
+    el("text", { x: x + bw / 2, y: top + 32, "text-anchor": "middle", "font-size": 11,
+                 text: done ? `latched at t=${p.t}` : p ? `latches at t=${p.t}` : "never latched" }, g);
+    if (collab) el("text", { x: x + bw / 2, y: top + 46, "text-anchor": "middle", "font-size": 10,
+                             fill: "#1565c0", text: "collaborative" }, g);
   }
-  el("text", { x: 20, y: 18, "font-size": 11, fill: "#546e7a",
-               text: `at control step ${s}: ${st.latched.filter((p) => p.t <= s).length} of ${n} phases latched` }, svg);
-  if (st.poses) {
-    // a pose-recording event, once present, is drawn here (robot bases and objects)
-  }
-  $("picture-notes").innerHTML = `<span class="muted">Physical episodes record phase and coupling ` +
-    `events, not poses; this is the phase picture at the slider's control step.</span>`;
+}
+
+function physicalPoseDetails(ep, s) {
+  if (!physPoses(ep)) return "";
+  const cur = ep.picture.states[s], poses = ep.picture.static.poses;
+  const robots = cur.robots.map(([x, y, yaw, , , hz, grip], i) =>
+    `<div><span class="who" style="color:${agentColor(i)}">robot${i}</span> (${x.toFixed(2)}, ${y.toFixed(2)}) m, ` +
+    `${headingDeg(yaw)}°, hand z ${hz.toFixed(2)} m, ` +
+    `fingers ${(100 * Math.min(1, grip)).toFixed(0)}% closed</div>`).join("");
+  const bodies = poses.bodies.map((name, b) => {
+    const [x, y, z] = cur.bodies[b];
+    return `<div><b>${esc(name)}</b> (${x.toFixed(2)}, ${y.toFixed(2)}, ${z.toFixed(2)}) m</div>`;
+  }).join("");
+  return `<h4>poses at control step ${cur.step}</h4>${robots}${bodies}`;
 }
 
 // ------------------------------------------------------------------------------------ setup
@@ -897,7 +1133,8 @@ function wire() {
   document.addEventListener("keydown", (e) => {
     if (!state.episode || e.target.tagName === "INPUT" && e.target.type !== "range" ||
         e.target.tagName === "SELECT") return;
-    const big = state.episode.suite === "physical" ? 10 : 1;
+    // phase-only physical episodes step control steps: ten a key; pose samples one a key
+    const big = state.episode.suite === "physical" && !physPoses(state.episode) ? 10 : 1;
     if (e.key === "ArrowRight") { setStep(state.step + big); e.preventDefault(); }
     if (e.key === "ArrowLeft") { setStep(state.step - big); e.preventDefault(); }
   });
