@@ -68,23 +68,34 @@ def metric_bars(entries: dict[str, ENTRY], metrics: tuple[str, ...], title: str,
     plt = _plt()
     conds = list(entries)
     names = [(labels or {}).get(c) or label_of(entries[c]["spec"]) for c in conds]
-    height = 0.8 + 0.32 * len(conds)
-    fig, axes = plt.subplots(1, len(metrics), figsize=(min(3.2 * len(metrics), 16) + 2,
-                                                       height), squeeze=False, sharey=True)
+    # at most three panels a row, with type of a size that stays readable once the page
+    # scales the figure to its column (one row of four or more shrank ticks to ~6 px)
+    cols = min(3, len(metrics))
+    nrows = -(-len(metrics) // cols)
+    height = 0.9 + 0.36 * len(conds)
+    fig, axes = plt.subplots(nrows, cols, figsize=(3.6 * cols + 2.4, height * nrows),
+                             squeeze=False, sharey=True)
     y = np.arange(len(conds))
-    for ax, key in zip(axes[0], metrics, strict=True):
+    for ax in axes.flat[len(metrics):]:
+        ax.set_visible(False)
+    for ax, key in zip(axes.flat, metrics, strict=False):
         vals = [_ends(entries[c]["metrics"].get(key, {})) for c in conds]
         mean = np.array([v[0] if v else np.nan for v in vals])
         err = np.array([[v[0] - v[1] if v else 0.0 for v in vals],
                         [v[2] - v[0] if v else 0.0 for v in vals]])
-        ax.barh(y, np.nan_to_num(mean), xerr=err, color="#4c78a8", ecolor="#333", capsize=2)
+        ax.barh(y, np.nan_to_num(mean), xerr=err, color="#4c78a8", ecolor="#333", capsize=3)
         for i, v in enumerate(vals):
             if v is None:
-                ax.text(0, i, " n/a", va="center", fontsize=7, color="#888")
-        ax.set_title(key, fontsize=9)
-        ax.tick_params(labelsize=7)
+                ax.text(0, i, " n/a", va="center", fontsize=9, color="#888")
+        ends = [b for v in vals if v for b in v]
+        if ends and min(ends) >= 0:
+            # a metric that is zero everywhere drew an axis from -0.04 to 0.04
+            ax.set_xlim(0, max(ends) * 1.05 if max(ends) > 0 else 1)
+        ax.set_title(key, fontsize=10.5)
+        ax.tick_params(labelsize=9)
         ax.grid(axis="x", alpha=0.3)
-    axes[0][0].set_yticks(y, names)
+    for row in axes:
+        row[0].set_yticks(y, names)
     axes[0][0].invert_yaxis()
     fig.tight_layout()
     return Figure(title, fig)
@@ -130,6 +141,8 @@ def household_curves(run: RunDir, conds: list[str]) -> Figure | None:
             ax.fill_between(steps, lo, hi, alpha=0.15)
         ax.set_ylim(0, 1.02)
         ax.set_xlabel("team step")
+        # team steps are whole: a short episode had ticks at 1.25, 1.5, ...
+        ax.xaxis.get_major_locator().set_params(integer=True)
         ax.set_ylabel("completion (CR)")
         ax.set_title(f"{structure} tasks" if structure else "household", fontsize=10)
         ax.grid(alpha=0.3)
