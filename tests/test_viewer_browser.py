@@ -1,9 +1,10 @@
 """The viewer in a real browser: Debian's chromium driven headless by playwright.
 
 Each family's episode opens with its lanes and its picture, the slider steps, the page logs
-no JavaScript error; a damaged run lists its bad episodes; an exported episode opens from
-file:// without any request. Screenshots are saved as test artefacts (tmp_path, and a copy
-under $COORDBENCH_ARTIFACTS when it is set).
+no JavaScript error; a physical episode is drawn from its recorded poses; a damaged run lists
+its bad episodes; an exported episode and report.html open from file:// without any request.
+Screenshots are saved as test artefacts (tmp_path, and a copy under $COORDBENCH_ARTIFACTS when
+it is set).
 """
 
 from __future__ import annotations
@@ -261,3 +262,43 @@ def test_physical_picture_follows_the_recorded_poses(runs, browser, tmp_path):
         assert page.locator("#slider").get_attribute("max") == str(end)
         shoot(page, tmp_path, "viewer-physical-no-poses")
     assert errors == []
+
+
+REPORT_SUITES = ("stat", "mecobench", "constructs", "physical")
+
+
+def test_report_html_opens_offline_with_every_familys_tables_and_figures(runs, browser,
+                                                                         tmp_path):
+    # the run the viewer tests use: each family command rewrote report.html for all of them
+    path = runs["run"] / "report.html"
+    errors: list[str] = []
+    requests: list[str] = []
+    page = page_with_error_log(browser, errors)
+    page.on("request", lambda r: requests.append(r.url))
+    page.goto(path.resolve().as_uri())
+    page.wait_for_load_state("load")
+    for suite in REPORT_SUITES:
+        section = page.locator(f"section.family[data-suite='{suite}']")
+        assert section.count() == 1, suite
+        assert section.locator("table").count() >= 1, suite
+        assert section.locator("table tbody tr").count() >= 1, suite
+        assert section.locator("figure svg").count() >= 1, suite
+        assert section.locator("figure figcaption").count() == section.locator(
+            "figure svg").count(), suite
+    # every contents link names an element of the page, and following one scrolls to it
+    hrefs = [a.get_attribute("href") for a in page.locator("nav a").all()]
+    assert hrefs and all(h.startswith("#") for h in hrefs)
+    for h in hrefs:
+        assert page.locator(f"[id='{h[1:]}']").count() == 1, h
+    target = hrefs[len(hrefs) // 2]
+    page.locator(f"nav a[href='{target}']").click()
+    assert page.evaluate("location.hash") == target
+    top = page.evaluate(f"document.getElementById({target[1:]!r}).getBoundingClientRect().top")
+    # scrolled to it (to within a pixel: the browser rounds the scroll position)
+    assert page.evaluate("window.scrollY") > 0 and -2 <= top < page.viewport_size["height"]
+    # nothing sticks out of the page sideways: wide tables scroll inside their own box
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    page.evaluate("window.scrollTo(0, 0)")
+    shoot(page, tmp_path, "report-html")
+    assert errors == []
+    assert all(u.startswith(("file:", "data:", "about:")) for u in requests), requests
