@@ -142,10 +142,11 @@ def test_progress_is_printed_as_lines_when_stderr_is_not_a_terminal(tmp_path):
     res = cli("stat", "eval", "--config", "3A-6T-5x3", "--policy", "greedy", "--episodes", "3",
               "--out", str(tmp_path / "p"))
     assert res.returncode == 0, res.stderr
-    lines = res.stderr.strip().splitlines()
-    assert lines == ["3A-6T-5x3 greedy: 0/3 episodes, 0 s started",
-                     lines[1]] and lines[1].startswith("3A-6T-5x3 greedy: 3/3 episodes, ")
-    assert lines[1].endswith(" done") and "━" not in res.stderr
+    lines = [ln for ln in res.stderr.strip().splitlines() if ln.startswith("3A-6T-5x3")]
+    # a start line, a line at most every 10 s (none on a quick run), a done line
+    assert lines[0] == "3A-6T-5x3 greedy: 0/3 episodes, 0 s started"
+    assert lines[-1].startswith("3A-6T-5x3 greedy: 3/3 episodes, ")
+    assert lines[-1].endswith(" done") and "━" not in res.stderr
     # the family command writes the whole report itself
     assert {"results.json", "report.md", "report.html"} <= {
         p.name for p in (tmp_path / "p").iterdir()}
