@@ -65,6 +65,9 @@ def test_steps_calls_and_messages_hold_what_the_trajectories_record(run_dir):
     assert len(calls) > 0 and {"prompt_tokens", "latency_s", "parse_status", "reply"} <= set(
         calls.columns)
     assert set(calls["suite"]) == {"mecobench"}
+    prompts = run.prompts()
+    assert set(calls["request_hash"]) == set(prompts["request_hash"])
+    assert all(json.loads(m)[0]["role"] == "system" for m in prompts["messages"])
     conds = run.conditions()
     assert conds.set_index("condition").loc[viewer_runs.STAT, "episodes"] == 3
     events = run.events()
@@ -80,7 +83,7 @@ def test_export_round_trips(run_dir, tmp_path, fmt):
     assert res.exit_code == 0, res.output
     read = pd.read_csv if fmt == "csv" else pd.read_parquet
     run = coordbench.load_run(run_dir)
-    for name in ("episodes", "steps", "calls", "messages", "conditions"):
+    for name in ("episodes", "steps", "calls", "messages", "prompts", "conditions"):
         back = read(tmp_path / fmt / f"{name}.{fmt}")
         assert back.shape == getattr(run, name)().shape, name
     back = read(tmp_path / fmt / f"episodes.{fmt}")

@@ -55,6 +55,15 @@ def test_every_protocol_end_to_end(tmp_path, protocol):
         fails = [a for e in tr.events if e.type == "household_step" for a in e.actions
                  if a.outcome == "protocol_failure"]
         assert all(a.detail for a in fails)
+    # every call's prompt is kept once, by request hash, as the server received it
+    sent = [json.dumps(r["messages"], sort_keys=True) for r in server.requests]
+    for tr in trajs:
+        for c in tr.steps(ModelCallEvent):
+            prompt = rd.load_prompt(c.request_hash)
+            assert prompt["model"] == "scripted-1"
+            assert json.dumps(prompt["messages"], sort_keys=True) in sent
+    hashes = {c.request_hash for tr in trajs for c in tr.steps(ModelCallEvent)}
+    assert len(list((out / "prompts").iterdir())) == len(hashes)
 
 
 def test_faults_are_retried_and_nothing_is_lost(tmp_path):

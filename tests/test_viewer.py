@@ -212,9 +212,15 @@ def test_timeline_holds_model_calls_as_recorded(runs):
     tl = timeline.build(tr)
     assert tl["calls"] and tl["messages"]
     call = tl["calls"][0]
-    assert call["prompt"] is None  # not in the trajectory: never invented
     for k in ("reply", "parse_status", "prompt_tokens", "completion_tokens", "latency_s"):
         assert k in call
+    # the prompts come with the episode's payload, as the run keeps them (by request hash)
+    from coordbench.viewer.episode import payload
+
+    prompts = payload(rd, cond, rd.episode_keys(cond)[0])["prompts"]
+    assert set(prompts) == {c["request_hash"] for c in tl["calls"]}
+    first = prompts[call["request_hash"]]
+    assert first["model"] == "scripted-1" and first["messages"][0]["role"] == "system"
     assert {c["agent"] for c in tl["cells"]} == {0, 1}
     assert any(c["code"] == "protocol_failure" for c in tl["cells"])  # the script fails
 

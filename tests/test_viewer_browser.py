@@ -140,7 +140,9 @@ def test_every_family_opens_steps_and_logs_no_error(runs, browser, tmp_path):
                 assert page.locator("#timeline .call-mark").count() > 0
                 page.locator("#timeline .cell").first.click()
                 details = page.locator("#details").inner_text().lower()
-                assert "model calls" in details and "prompt: not recorded" in details
+                assert "model calls" in details and "prompt (" in details
+                page.locator("#details details.prompt summary").first.click()
+                assert "system" in page.locator("#details details.prompt").first.inner_text()
                 assert "parse" in details and "tokens" in details
             # a later step for the screenshot: something has happened by then
             mid = max(1, int(page.locator("#slider").get_attribute("max")) // 2)

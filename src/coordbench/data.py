@@ -5,6 +5,7 @@
     run.steps()       # one row per agent per step (household, constructs, STAT)
     run.calls()       # one row per model call (tokens, latency, parse status, reply)
     run.messages()    # one row per message of a communicate phase
+    run.prompts()     # one row per stored prompt (join calls() on request_hash)
     run.events()      # one row per event of any kind, its fields as JSON
     run.conditions()  # one row per condition: suite, spec fields, episodes, errored
 
@@ -150,6 +151,17 @@ class RunData:
         return pd.DataFrame(rows, columns=None if rows else
                             ["suite", "condition", "episode_id", *empty])
 
+    def prompts(self) -> pd.DataFrame:
+        """Return one row per stored prompt of the run's model calls: request_hash, model,
+        messages (JSON; images as their sha256). Join with calls() on request_hash."""
+        rows = []
+        folder = self.path / "prompts"
+        for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+            prompt = self.run.load_prompt(path.stem)
+            rows.append({"request_hash": path.stem, "model": prompt.get("model"),
+                         "messages": json.dumps(prompt.get("messages"))})
+        return pd.DataFrame(rows, columns=["request_hash", "model", "messages"])
+
     def events(self) -> pd.DataFrame:
         """Return one row per event of every kind: suite, condition, episode_id, index (its
         place in the episode), type, t, and the rest of its fields as one JSON object."""
@@ -183,7 +195,7 @@ def load_run(path: str | Path) -> RunData:
     return RunData(RunDir.open(path))
 
 
-TABLES = ("episodes", "steps", "calls", "messages", "conditions")
+TABLES = ("episodes", "steps", "calls", "messages", "prompts", "conditions")
 
 
 def export(data: RunData, fmt: str, out: Path) -> list[Path]:

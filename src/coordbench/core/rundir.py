@@ -36,6 +36,8 @@ from .atomic import write_atomic
 from .provenance import git_sha, version
 from .trajectory import SCHEMA_VERSION, Trajectory
 
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+
 FORMAT = "coordbench-run"
 FORMAT_VERSION = 1
 _SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.=+-]*$")
@@ -241,6 +243,29 @@ class RunDir:
         write_atomic(path, text)
         self.errored_path(condition, key).unlink(missing_ok=True)
         return path
+
+    def prompt_path(self, request_hash: str) -> Path:
+        """Return where the prompt of a model call with this request hash is kept."""
+        if not _HEX64.fullmatch(request_hash):
+            raise RunDirError(f"{request_hash!r} is not a request hash")
+        return self.path / "prompts" / f"{request_hash}.json"
+
+    def write_prompt(self, request_hash: str, text: str) -> None:
+        """Store a prompt once: a request hash names exactly one prompt."""
+        path = self.prompt_path(request_hash)
+        if not path.exists():
+            write_atomic(path, text)
+
+    def load_prompt(self, request_hash: str) -> dict[str, Any] | None:
+        """Return the stored prompt of a model call ({"model", "messages"}), or None when
+        the run holds none (calls made before coordbench stored prompts)."""
+        path = self.prompt_path(request_hash)
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as e:
+            raise RunDirError(f"prompt file {path} is corrupt: {e}") from None
 
     def episode_keys(self, condition: str) -> list[str]:
         """Return the keys of the complete episodes of `condition`, sorted."""

@@ -13,7 +13,7 @@ import re
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter
 from pydantic_core import PydanticSerializationError
 
 SCHEMA_VERSION = "1.5"
@@ -260,6 +260,15 @@ class Trajectory(BaseModel):
 
     header: TrajectoryHeader
     events: list[Event]
+    # request hash -> prompt JSON of the episode's model calls: not part of the file (prompts
+    # repeat across steps and episodes); the runner stores each once under RUN/prompts/
+    _prompts: dict[str, str] = PrivateAttr(default_factory=dict)
+
+    @property
+    def prompts(self) -> dict[str, str]:
+        """Return the prompts of this episode's model calls by request hash (filled while it
+        is played; empty for a trajectory read from a file)."""
+        return self._prompts
 
     @property
     def end(self) -> EpisodeEndEvent | None:

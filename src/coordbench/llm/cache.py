@@ -14,22 +14,25 @@ from coordbench.errors import ConfigError
 DEFAULT_CACHE = Path.home() / ".cache" / "coordbench" / "responses.sqlite"
 
 
+def strip_images(obj: Any) -> Any:
+    """Return messages (or any part of them) with every image replaced by the sha256 of its
+    data URL: what identifies a request, and what a stored prompt keeps of its images."""
+    if isinstance(obj, dict):
+        if obj.get("type") == "image_url":
+            url = obj.get("image_url", {}).get("url", "")
+            return {"type": "image", "sha256": hashlib.sha256(url.encode()).hexdigest()}
+        return {k: strip_images(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [strip_images(v) for v in obj]
+    return obj
+
+
 def request_key(spec_model: str, base_url: str | None, messages: list[dict[str, Any]],
                 generation: dict[str, Any]) -> str:
     """Return the sha256 of (model, base_url, messages with images as hashes, generation).
 
     The generation config includes the seed when one is set.
     """
-    def strip_images(obj: Any) -> Any:
-        if isinstance(obj, dict):
-            if obj.get("type") == "image_url":
-                url = obj.get("image_url", {}).get("url", "")
-                return {"type": "image", "sha256": hashlib.sha256(url.encode()).hexdigest()}
-            return {k: strip_images(v) for k, v in obj.items()}
-        if isinstance(obj, list):
-            return [strip_images(v) for v in obj]
-        return obj
-
     payload = {"model": spec_model, "base_url": base_url or "", "messages":
                strip_images(messages), "generation": generation}
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()

@@ -30,6 +30,7 @@ model's API key is redacted from everything it sends back before it is stored or
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import random
 import threading
@@ -44,7 +45,7 @@ from coordbench.core.trajectory import clean_text
 from coordbench.errors import ConfigError
 from coordbench.runner.episode import ProviderFailed, record_model_call, reserve_model_call
 
-from .cache import ResponseCache, request_key
+from .cache import ResponseCache, request_key, strip_images
 from .registry import ModelSpec, Registry
 
 
@@ -420,7 +421,10 @@ class ModelHarness:
                 self.failures_in_a_row -= 1  # one call, one failure for the breaker
             done = retry
         if who is not None:
-            done.event = record_model_call(done.record(*who), slot)
+            prompt = self.redact(alias, json.dumps(
+                {"model": self.spec(alias).model, "messages": strip_images(messages)},
+                ensure_ascii=False))
+            done.event = record_model_call(done.record(*who), slot, prompt)
         if done.provider_failed:
             open_now = self.failures_in_a_row >= self.breaker
             raise ProviderFailed(f"{alias}: {done.error}", stop_run=open_now)

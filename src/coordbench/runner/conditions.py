@@ -131,6 +131,7 @@ class Finished:
     keep: bool
     error: str | None = None
     stats: dict[str, float] | None = None
+    prompts: dict[str, str] | None = None  # request hash -> prompt JSON (RUN/prompts/)
 
 
 def finished(case: Case, traj: Trajectory, limits: Limits) -> Finished:
@@ -141,7 +142,7 @@ def finished(case: Case, traj: Trajectory, limits: Limits) -> Finished:
     cut = (limits.cost_limit is not None and end.termination == "normal_stop"
            and end.detail == limits.cost_reason())
     return Finished(case.key, traj.to_jsonl(), spent(traj), not cut, errored(traj),
-                    call_stats(traj))
+                    call_stats(traj), dict(traj.prompts) or None)
 
 
 class ErrorGate:
@@ -259,6 +260,8 @@ def _run_locked(run: RunDir, plan: Sequence[tuple], executor: str, workers: int,
         for f in done:
             total[0] += f.cost
             tally.add(f)
+            for digest, prompt in (f.prompts or {}).items():
+                run.write_prompt(digest, prompt)  # before the episode that names it
             if f.error is not None:
                 run.write_errored(cond, f.key, f.text)
             elif f.keep:

@@ -109,6 +109,8 @@ class Recorder:
         self.limits = limits or Limits()
         self._calls: list[dict[str, Any]] = []
         self._token: Token | None = None
+        # request hash -> the prompt's JSON text: stored beside the run, once per request
+        self.prompts: dict[str, str] = {}
 
     # -- the current recorder ------------------------------------------------------------------
     def __enter__(self) -> Recorder:
@@ -182,7 +184,9 @@ class Recorder:
 
     def _trajectory(self, end: EpisodeEndEvent) -> Trajectory:
         header = TrajectoryHeader(**self.header, coordbench_version=version(), git_sha=git_sha())
-        return Trajectory(header=header, events=[*self.events, end])
+        traj = Trajectory(header=header, events=[*self.events, end])
+        traj.prompts.update(self.prompts)
+        return traj
 
     def finish(self, t: int, *, success: bool, stop: str | None = None,
                detail: str | None = None) -> Trajectory:
@@ -212,12 +216,17 @@ def reserve_model_call() -> dict[str, Any] | None:
     return rec.reserve_call() if rec is not None else None
 
 
-def record_model_call(fields: dict[str, Any], slot: dict[str, Any] | None = None
-                      ) -> dict[str, Any]:
+def record_model_call(fields: dict[str, Any], slot: dict[str, Any] | None = None,
+                      prompt: str | None = None) -> dict[str, Any]:
     """Record one model call into the current episode (if one is open), in its reserved
-    `slot` if any; return the record."""
+    `slot` if any, with its prompt's JSON text (kept under RUN/prompts/ by request hash);
+    return the record."""
     rec = _CURRENT.get()
-    return rec.model_call(fields, slot) if rec is not None else fields
+    if rec is None:
+        return fields
+    if prompt is not None and fields.get("request_hash"):
+        rec.prompts.setdefault(fields["request_hash"], prompt)
+    return rec.model_call(fields, slot)
 
 
 def metered(meter: Meter) -> Token:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from coordbench.core.rundir import RunDir
+from coordbench.core.trajectory import ModelCallEvent, Trajectory
 from coordbench.errors import RunDirError
 
 from . import replay, timeline
@@ -26,4 +27,21 @@ def payload(run: RunDir, condition: str, key: str) -> dict[str, Any]:
         "timeline": timeline.build(traj),
         "picture": replay.picture(run, condition, traj),
         "metrics": metrics, "metrics_error": metrics_error,
+        "prompts": prompts(run, traj),
     }
+
+
+def prompts(run: RunDir, traj: Trajectory) -> dict[str, Any]:
+    """Return {request hash: stored prompt ({"model", "messages"}) or the reason it cannot be
+    shown} for every model call of the episode (runs written before coordbench stored
+    prompts have none: the page says so)."""
+    out: dict[str, Any] = {}
+    for call in traj.steps(ModelCallEvent):
+        h = call.request_hash
+        if h in out:
+            continue
+        try:
+            out[h] = run.load_prompt(h)
+        except RunDirError as e:
+            out[h] = {"unavailable": str(e)}
+    return out

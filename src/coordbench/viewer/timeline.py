@@ -67,9 +67,8 @@ def _handovers(e: HouseholdStepEvent) -> list[dict[str, Any]]:
 
 
 def _call(c: ModelCallEvent) -> dict[str, Any]:
-    d = c.model_dump(exclude={"type"})
-    d["prompt"] = None  # not recorded in trajectories: the page says so instead of guessing
-    return d
+    # the prompt is kept beside the run by request hash (the payload's "prompts")
+    return c.model_dump(exclude={"type"})
 
 
 def build(traj: Trajectory) -> dict[str, Any]:

@@ -366,6 +366,21 @@ function setStep(s) {
 }
 
 // ---------------------------------------------------------------------------------- details
+// The prompt of a model call, kept once per request under RUN/prompts/ (not in the episode
+// file: prompts repeat across steps and episodes).
+function promptHTML(ep, c) {
+  const p = (ep.prompts || {})[c.request_hash];
+  const id = esc(c.request_hash.slice(0, 12));
+  if (!p) return `<div class="muted">prompt: not stored with this run (request ${id})</div>`;
+  if (p.unavailable) return `<div class="muted">prompt: ${esc(p.unavailable)}</div>`;
+  const part = (x) => (typeof x === "string" ? x : x.type === "text" ? x.text :
+    x.type === "image" ? `[image ${String(x.sha256 || "").slice(0, 12)}]` : JSON.stringify(x));
+  const body = (p.messages || []).map((m) => `<div class="prompt-msg"><b>${esc(m.role)}</b>` +
+    `<pre>${esc(Array.isArray(m.content) ? m.content.map(part).join("\n") : part(m.content ?? ""))}</pre></div>`).join("");
+  return `<details class="prompt"><summary class="muted">prompt (${(p.messages || []).length} ` +
+    `messages, request ${id})</summary>${body}</details>`;
+}
+
 function renderDetails(ep, s) {
   const tl = ep.timeline;
   const box = $("details");
@@ -442,7 +457,7 @@ function renderDetails(ep, s) {
         `${c.finish_reason ? " · " + esc(c.finish_reason) : ""}${c.structured ? " · schema" : ""}` +
         `${c.parse_error ? `<div style="color:#8a1c1c">parse error: ${esc(c.parse_error)}</div>` : ""}` +
         `${c.error ? `<div style="color:#8a1c1c">error: ${esc(c.error)}</div>` : ""}` +
-        `<div class="muted">prompt: not recorded in the trajectory (request ${esc(c.request_hash.slice(0, 12))})</div>` +
+        promptHTML(ep, c) +
         `<details${calls.length <= 3 ? " open" : ""}><summary class="muted">reply</summary><pre>${esc(c.reply || "(empty)")}</pre></details></div>`;
     }
   }
