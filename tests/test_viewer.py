@@ -225,6 +225,27 @@ def test_timeline_holds_model_calls_as_recorded(runs):
     assert any(c["code"] == "protocol_failure" for c in tl["cells"])  # the script fails
 
 
+def test_agent_views_are_served_and_inlined_in_exports(runs, served, tmp_path):
+    url, _ = served
+    rd = RunDir.open(runs["run"])
+    cond = runs["conds"]["mecobench"]
+    key = rd.episode_keys(cond)[0]
+    team = timeline.build(rd.load_episode(cond, key))["team"]
+    sha = team[0]["images"]["agent_0"]
+    with urllib.request.urlopen(f"{url}api/image?run={runs['run'].name}&sha={sha}") as r:
+        assert r.headers["Content-Type"] == "image/png"
+        assert r.read() == (runs["run"] / "images" / f"{sha}.png").read_bytes()
+    for bad in ("../manifest", "0" * 64):
+        assert get(f"{url}api/image?run={runs['run'].name}&sha={bad}")[0] == 404
+    out = tmp_path / "ep.html"
+    res = runner.invoke(app, ["view", str(runs["run"]), "--episode", f"{cond}/{key}",
+                              "--export", str(out)])
+    assert res.exit_code == 0, res.output
+    text = out.read_text()
+    views = {h for t in team for h in t["images"].values()}
+    assert text.count("data:image/png;base64,") == len(views)
+
+
 # -- listing -----------------------------------------------------------------------------------
 def test_listing_reads_only_first_and_last_lines(runs):
     rd = RunDir.open(runs["run"])

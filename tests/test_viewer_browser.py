@@ -132,6 +132,12 @@ def test_every_family_opens_steps_and_logs_no_error(runs, browser, tmp_path):
                 assert "step 1" in page.locator("#details").inner_text().lower()
             page.keyboard.press("ArrowLeft")  # one step (physical: one pose sample) a key
             assert page.locator("#slider").input_value() == "1"
+            if family == "mecobench":  # the run saved the agents' views (--images)
+                views = page.locator("#details .views img")
+                assert views.count() == 2  # one four-view row per agent
+                views.first.scroll_into_view_if_needed()
+                page.wait_for_function("() => [...document.querySelectorAll('#details .views "
+                                       "img')].every((i) => i.complete && i.naturalWidth > 0)")
             if family == "constructs":
                 assert "knife" in page.locator("#picture-notes").inner_text()
             if family == "constructs_d4":

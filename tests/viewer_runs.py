@@ -31,7 +31,7 @@ def build(out: Path) -> dict[str, str]:
     _invoke("stat", "eval", "--config", "3A-6T-5x3", "--policy", "greedy", "--episodes", "3",
             "--out", o)
     _invoke("mecobench", "run", "--suite", "v1", "--structure", "sequential", "--team", "2",
-            "--limit", "2", "--out", o)
+            "--limit", "2", "--images", "--out", o)
     _invoke("constructs", "run", "--subset", "rep240", "--construct", "D3", "--limit", "1",
             "--out", o)
     _invoke("constructs", "run", "--subset", "rep240", "--construct", "D4", "--planner",

@@ -37,10 +37,31 @@ def resolve(run: RunDir, episode: str) -> tuple[str, str]:
                       f"CONDITION/KEY, e.g. {owners[0]}/{episode}")
 
 
+MAX_INLINE_IMAGES = 20_000_000  # bytes of agent views an export carries; beyond, it says so
+
+
+def inline_images(run: RunDir, episode: dict) -> dict[str, str]:
+    """Return {sha256: PNG data URL} of the agent views the episode's steps name (stored by
+    `--images`), or {} with the episode marked when they would pass MAX_INLINE_IMAGES."""
+    import base64
+
+    shas = {h for team in episode["timeline"]["team"] for h in (team.get("images") or {}).values()}
+    paths = [run.path / "images" / f"{h}.png" for h in sorted(shas)]
+    paths = [p for p in paths if p.is_file()]
+    if sum(p.stat().st_size for p in paths) > MAX_INLINE_IMAGES:
+        episode["images_left_out"] = f"{len(paths)} agent views are over {MAX_INLINE_IMAGES:,} " \
+                                     f"bytes; they are in {run.path / 'images'}"
+        return {}
+    return {p.stem: "data:image/png;base64," + base64.b64encode(p.read_bytes()).decode()
+            for p in paths}
+
+
 def html(run: RunDir, condition: str, key: str) -> str:
-    """Return the self-contained HTML page of one episode."""
+    """Return the self-contained HTML page of one episode (its agent views inlined)."""
     page = static_text("index.html")
-    data = dumps({"episode": payload(run, condition, key)})
+    episode = payload(run, condition, key)
+    episode["image_data"] = inline_images(run, episode)
+    data = dumps({"episode": episode})
     # "</" would close the script element early; JSON allows it escaped
     data = data.replace("</", "<\\/").replace("<!--", "<\\!--")
     css = static_text("style.css")

@@ -7,6 +7,7 @@ and a small JSON API:
                                            last lines) with the family's headline metrics
     GET /api/metrics?run=R&cond=C          per-episode metrics, computed in the background
     GET /api/episode?run=R&cond=C&key=K    one episode: header, timeline, picture, metrics
+    GET /api/image?run=R&sha=H             one stored agent view (RUN/images/H.png)
 
 The standard library is enough for a local, read-only viewer; a web framework would add a
 dependency and a second server stack for four GET routes.
@@ -17,6 +18,7 @@ from __future__ import annotations
 import errno
 import json
 import math
+import re
 import threading
 from collections import OrderedDict
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -36,6 +38,7 @@ HOST = "127.0.0.1"  # never another interface: the viewer serves local files to 
 _STATIC = {"/": ("index.html", "text/html; charset=utf-8"),
            "/static/app.js": ("app.js", "text/javascript; charset=utf-8"),
            "/static/style.css": ("style.css", "text/css; charset=utf-8")}
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 _CACHE = 32  # episode payloads kept in memory (a click back to one is instant)
 
 
@@ -115,6 +118,17 @@ class Viewer:
             raise ConfigError(f"no condition {cond!r} in run {run!r}")
         return self.metrics.get(run, rd, cond, rd.episode_keys(cond))
 
+    def image_bytes(self, run: str, sha: str) -> bytes:
+        """Return one stored view (RUN/images/<sha256>.png, as `--images` saved it);
+        ConfigError for a name that is not a sha256 or an image the run lacks."""
+        rd = self.run(run)
+        if not _SHA256.fullmatch(sha):
+            raise ConfigError(f"{sha!r} is not an image id")
+        path = rd.path / "images" / f"{sha}.png"
+        if not path.is_file():
+            raise ConfigError(f"run {run!r} has no image {sha[:12]}")
+        return path.read_bytes()
+
     def episode_bytes(self, run: str, cond: str, key: str) -> bytes:
         """Return one episode's payload as JSON bytes (cached); an episode file that cannot
         be read is an answer too, `{"unavailable": why}`: the page lists bad episodes."""
@@ -176,6 +190,9 @@ def _handler(viewer: Viewer) -> type[BaseHTTPRequestHandler]:
                         body = viewer.episode_bytes(q.get("run", ""), q.get("cond", ""),
                                                     q.get("key", ""))
                     self._send(200, body, "application/json")
+                elif url.path == "/api/image":
+                    self._send(200, viewer.image_bytes(q.get("run", ""), q.get("sha", "")),
+                               "image/png")
                 elif url.path == "/favicon.ico":
                     self._send(204, b"", "image/x-icon")
                 else:

@@ -381,6 +381,26 @@ function promptHTML(ep, c) {
     `messages, request ${id})</summary>${body}</details>`;
 }
 
+// The agents' views of a household step (saved with --images, content-addressed in
+// RUN/images/): from the server, or inlined as data URLs in an exported file.
+function viewSource(ep, sha) {
+  return state.exported ? (ep.image_data || {})[sha] :
+    `/api/image?run=${encodeURIComponent(state.run)}&sha=${encodeURIComponent(sha)}`;
+}
+
+function viewsHTML(ep, images) {
+  // images get their source once in the page (loadViews): markup never names a URL
+  const views = Object.entries(images).map(([name, sha]) => (viewSource(ep, sha) ?
+    `<figure class="view"><img alt="${esc(name)}" data-sha="${esc(sha)}">` +
+    `<figcaption>${esc(name.replace("_", " "))}</figcaption></figure>` :
+    `<div class="muted">${esc(name)}: ${esc(ep.images_left_out || "not in this file")}</div>`)).join("");
+  return `<h4>what the agents saw (front, right, back, left)</h4><div class="views">${views}</div>`;
+}
+
+function loadViews(ep, box) {
+  for (const img of box.querySelectorAll("img[data-sha]")) img.src = viewSource(ep, img.dataset.sha);
+}
+
 function renderDetails(ep, s) {
   const tl = ep.timeline;
   const box = $("details");
@@ -438,6 +458,7 @@ function renderDetails(ep, s) {
     if (team.buffers && Object.keys(team.buffers).length) parts.push("buffers " + Object.entries(team.buffers).map(([b, n]) => `${b}:${n}`).join(" "));
     if (parts.length) html += `<h4>team</h4><div>${esc(parts.join("; "))}</div>`;
   }
+  if (team && team.images && Object.keys(team.images).length) html += viewsHTML(ep, team.images);
   const msgs = tl.messages.filter((m) => m.t === t);
   if (msgs.length) {
     html += `<h4>messages before step ${t}</h4>` + msgs.map((m) =>
@@ -462,6 +483,7 @@ function renderDetails(ep, s) {
     }
   }
   box.innerHTML = html;
+  loadViews(ep, box);
 }
 
 // --------------------------------------------------------------------------------- timeline
