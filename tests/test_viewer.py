@@ -30,10 +30,7 @@ runner = CliRunner()
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> dict:
-    base = tmp_path_factory.mktemp("viewer")
-    conds = viewer_runs.build(base / "run")
-    viewer_runs.damage(base / "run", base / "bad")
-    return {"run": base / "run", "bad": base / "bad", "conds": conds}
+    return viewer_runs.good_and_damaged(tmp_path_factory.mktemp("viewer"))
 
 
 @pytest.fixture()

@@ -33,10 +33,7 @@ if not Path(CHROMIUM).is_file():
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> dict:
-    base = tmp_path_factory.mktemp("viewer-browser")
-    conds = viewer_runs.build(base / "run")
-    viewer_runs.damage(base / "run", base / "bad")
-    return {"run": base / "run", "bad": base / "bad", "conds": conds}
+    return viewer_runs.good_and_damaged(tmp_path_factory.mktemp("viewer-browser"))
 
 
 @pytest.fixture(scope="module")

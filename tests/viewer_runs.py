@@ -52,6 +52,14 @@ def build(out: Path) -> dict[str, str]:
             "physical": PHYSICAL, "llm": llm}
 
 
+def good_and_damaged(base: Path) -> dict:
+    """Build the small run of every family under `base` and a damaged copy of it; return
+    {"run", "bad", "conds"} (the run, the copy, {family: a condition name})."""
+    conds = build(base / "run")
+    damage(base / "run", base / "bad")
+    return {"run": base / "run", "bad": base / "bad", "conds": conds}
+
+
 def damage(run: Path, bad: Path) -> None:
     """Copy `run` to `bad` and break it: a truncated file, a file that is not JSON, an
     episode missing from the middle, an errored attempt, a set-aside file."""
