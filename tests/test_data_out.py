@@ -16,12 +16,13 @@ from coordbench.cli import app
 from coordbench.suites.registry import suite_object
 from tests import viewer_runs
 
+# one worker reads the shared small runs (built once per test process)
+pytestmark = pytest.mark.xdist_group("small_runs")
+
 
 @pytest.fixture(scope="module")
-def run_dir(tmp_path_factory):
-    out = tmp_path_factory.mktemp("data") / "run"
-    viewer_runs.build(out)
-    return out
+def run_dir(small_runs):
+    return small_runs["run"]
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:

@@ -28,9 +28,13 @@ from tests import viewer_runs
 runner = CliRunner()
 
 
+# one worker reads the shared small runs (built once per test process)
+pytestmark = pytest.mark.xdist_group("small_runs")
+
+
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory) -> dict:
-    return viewer_runs.good_and_damaged(tmp_path_factory.mktemp("viewer"))
+def runs(small_runs) -> dict:
+    return small_runs
 
 
 @pytest.fixture()

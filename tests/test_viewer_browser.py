@@ -31,9 +31,13 @@ if not Path(CHROMIUM).is_file():
                 allow_module_level=True)
 
 
+# one worker reads the shared small runs (built once per test process)
+pytestmark = pytest.mark.xdist_group("small_runs")
+
+
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory) -> dict:
-    return viewer_runs.good_and_damaged(tmp_path_factory.mktemp("viewer-browser"))
+def runs(small_runs) -> dict:
+    return small_runs
 
 
 @pytest.fixture(scope="module")

@@ -41,7 +41,10 @@ def _svg(fig: Any) -> str:
     import matplotlib.pyplot as plt
 
     buf = io.StringIO()
-    fig.savefig(buf, format="svg", bbox_inches="tight")
+    # text stays text (not glyph paths): a third of the size, selectable, and faster; the
+    # figures are laid out already (tight_layout), so no second "tight" drawing pass
+    with plt.rc_context({"svg.fonttype": "none"}):
+        fig.savefig(buf, format="svg")
     plt.close(fig)
     text = buf.getvalue()
     return text[text.index("<svg"):]  # drop the XML prolog and doctype: inline SVG
