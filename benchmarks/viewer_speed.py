@@ -38,6 +38,7 @@ from coordbench.viewer.server import make_server, url_of
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+PAGE_ROWS = 200  # the listing's first page (viewer/static/app.js)
 STAT = "stat_5A-25T-50x30_greedy_uniform_seed0_limit700"
 HOUSEHOLD = "mecobench_suite-v1_parallel_n3_broadcast_rule_full_seed0"
 
@@ -79,8 +80,9 @@ def measure(page, url: str, cond: str, keys: list[str], rows: int) -> dict[str, 
         page.goto("about:blank")
         t = time.perf_counter()
         page.goto(f"{url}#cond={cond}")
+        # the listing draws its first page of rows (200) and says how many there are
         page.wait_for_function(f"document.querySelectorAll('#episodes tbody tr').length "
-                               f"=== {rows}")
+                               f"=== {min(rows, PAGE_ROWS)}")
         listing.append(1000 * (time.perf_counter() - t))
         # timed inside the page, from the click to the frame after the episode is drawn:
         # playwright's own click (scrolling the row into view, waiting for it to be still)
@@ -114,7 +116,8 @@ def main() -> None:
             page = browser.new_page(viewport={"width": 1500, "height": 1000})
             errors: list[str] = []
             page.on("pageerror", lambda e: errors.append(str(e)))
-            step = max(1, a.episodes // (a.repeats + 1))
+            # keys on the listing's first page (failed first, then by key: all successes)
+            step = max(1, min(a.episodes, PAGE_ROWS) // (a.repeats + 1))
             stat_keys = [f"ep{k * step:05d}" for k in range(1, a.repeats + 1)]
             hh_keys = [f"case{k:04d}" for k in range(1, a.repeats + 1)]
             results["stat"] = measure(page, url, STAT, stat_keys, a.episodes)
@@ -149,11 +152,11 @@ def main() -> None:
         m = med[fam]
         lines.append(f"| {fam} | {rows} | {m['listing_ms']:.0f} ms | {m['episode_ms']:.0f} ms "
                      f"| {m['api_listing_ms']:.0f} ms | {m['api_episode_ms']:.0f} ms |")
-    lines += ["", "Time to listing: navigation until every row is drawn (metrics fill in "
-              "afterwards, computed in the background). Time to episode: a click until the "
-              "frame after the timeline and the replayed picture are drawn (timed in the "
-              "page). The API columns time the same "
-              "requests without a browser."]
+    lines += ["", "Time to listing: navigation until the listing is drawn (its first 200 rows "
+              "and the count; \"show more\" adds pages; metrics fill in afterwards, computed "
+              "in the background). Time to episode: a click until the frame after the "
+              "timeline and the replayed picture are drawn (timed in the page). The API "
+              "columns time the same requests without a browser."]
     write_results("viewer_speed", data, lines)
     print(json.dumps(med))
 

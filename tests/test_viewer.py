@@ -406,3 +406,21 @@ def test_export_errors_name_the_episode(runs, tmp_path):
     res = runner.invoke(app, ["view", str(runs["run"]), "--episode", "x"])
     assert res.exit_code != 0 and "go together" in str(res.exception)
     assert not Path(tmp_path / "x.html").exists()
+
+
+def test_listing_is_read_again_when_an_episode_file_changes(runs, tmp_path):
+    import shutil
+
+    from coordbench.viewer.server import Viewer
+
+    run = tmp_path / "copy"
+    shutil.copytree(runs["run"], run)
+    viewer = Viewer(run)
+    try:
+        first = viewer.episodes_payload("copy", viewer_runs.STAT)["rows"]
+        assert viewer.episodes_payload("copy", viewer_runs.STAT)["rows"] is first  # cached
+        (run / "episodes" / viewer_runs.STAT / "ep00001.jsonl").unlink()
+        rows = viewer.episodes_payload("copy", viewer_runs.STAT)["rows"]
+        assert {r["key"]: r["status"] for r in rows}["ep00001"] == "missing"
+    finally:
+        viewer.metrics.close()

@@ -18,6 +18,7 @@ from __future__ import annotations
 import errno
 import json
 import math
+import os
 import re
 import threading
 from collections import OrderedDict
@@ -58,6 +59,15 @@ def clean_json(value: Any) -> Any:
     return value
 
 
+def _mtime(folder: Path) -> tuple[int, int]:
+    """Return (mtime, entries) of a folder ((-1, 0) if absent): a file system with coarse
+    timestamps may give two changes one mtime, but not one entry count too often."""
+    try:
+        return folder.stat().st_mtime_ns, len(os.listdir(folder))
+    except OSError:
+        return -1, 0
+
+
 def dumps(value: Any) -> str:
     """Return `value` as strict JSON text (see `clean_json`)."""
     return json.dumps(clean_json(value), separators=(",", ":"), allow_nan=False)
@@ -70,6 +80,7 @@ class Viewer:
         self.runs = {name: RunDir.open(p) for name, p in index.find_runs(path).items()}
         self.metrics = MetricsCache()
         self._episodes: OrderedDict[tuple[str, str, str], bytes] = OrderedDict()
+        self._listings: dict[tuple[str, str], tuple[tuple, list[dict[str, Any]]]] = {}
         self._lock = threading.Lock()
         # loading the household task sets and the suites' modules takes seconds once per
         # process; do it now, off the request path, so the first episode opens quickly
@@ -107,9 +118,23 @@ class Viewer:
         if cond not in rd.conditions:
             raise ConfigError(f"no condition {cond!r} in run {run!r}")
         suite = index.suite_name(cond, rd.conditions[cond])
-        rows = [r.as_dict() for r in index.condition_rows(rd, cond)]
+        rows = self._rows(rd, run, cond)
         return {"run": run, "condition": cond, "suite": suite, "rows": rows,
                 "headline": headline(suite)}
+
+    def _rows(self, rd: RunDir, run: str, cond: str) -> list[dict[str, Any]]:
+        """Return the condition's listing rows, read again only when one of its folders
+        changed (writing, replacing or moving an episode file changes its folder's mtime)."""
+        stamp = tuple(_mtime(rd.path / part / cond) for part in ("episodes", "errors",
+                                                                 "damaged"))
+        with self._lock:
+            hit = self._listings.get((run, cond))
+        if hit is not None and hit[0] == stamp:
+            return hit[1]
+        rows = [r.as_dict() for r in index.condition_rows(rd, cond)]
+        with self._lock:
+            self._listings[(run, cond)] = (stamp, rows)
+        return rows
 
     def metrics_payload(self, run: str, cond: str) -> dict[str, Any]:
         """Return what is computed so far of one condition's per-episode metrics."""

@@ -29,7 +29,7 @@ for (const [g, codes] of Object.entries(CODE_GROUPS)) for (const c of codes) COD
 
 const state = { runs: [], run: null, cond: null, rows: [], headline: [], metrics: {},
                 metricErrors: {}, suite: null, episode: null, step: 0, key: null,
-                pollTimer: null, exported: false };
+                pollTimer: null, exported: false, shown: 200 };
 
 // ---------------------------------------------------------------------------------- helpers
 function $(id) { return document.getElementById(id); }
@@ -142,6 +142,7 @@ async function selectCondition(run, cond, key, step) {
   if (state.pollTimer) { clearTimeout(state.pollTimer); state.pollTimer = null; }
   const data = await api(`/api/episodes?run=${encodeURIComponent(run)}&cond=${encodeURIComponent(cond)}`);
   state.rows = data.rows; state.headline = data.headline; state.suite = data.suite;
+  state.shown = PAGE_ROWS;
   state.metrics = {}; state.metricErrors = {};
   state.episode = null;
   $("episode").hidden = true;
@@ -174,6 +175,8 @@ function failedRank(r) {
   return 2;
 }
 
+const PAGE_ROWS = 200;  // listing rows drawn at once (more on request)
+
 function visibleRows() {
   const f = $("filter").value;
   let rows = state.rows.filter((r) => {
@@ -196,7 +199,14 @@ function renderListing() {
   const numeric = new Set(["steps", "seed", ...state.headline]);
   $("episodes").querySelector("thead").innerHTML = "<tr>" + head.map((h) =>
     `<th${numeric.has(h) ? ' style="text-align:right"' : ""}>${esc(h)}</th>`).join("") + "</tr>";
-  const rows = visibleRows();
+  const all = visibleRows();
+  // a page of rows at a time: a thousand-row table makes every later redraw slow, and
+  // failed episodes (first by default) are the ones looked at
+  if (state.key) {
+    const at = all.findIndex((r) => r.key === state.key);
+    if (at >= state.shown) state.shown = at + 1;
+  }
+  const rows = all.slice(0, state.shown);
   const html = [];
   for (const r of rows) {
     const status = r.status === "ok" ? badge(r.success ? "success" : "failed",
@@ -213,22 +223,35 @@ function renderListing() {
   }
   const tbody = $("episodes").querySelector("tbody");
   tbody.innerHTML = html.join("");
+  let foot = $("episodes").querySelector("tfoot");
+  if (!foot) foot = $("episodes").appendChild(document.createElement("tfoot"));
+  const more = all.length - rows.length;
+  foot.innerHTML = more > 0 ? `<tr><td colspan="${head.length}"><button id="more-rows">show ` +
+    `${Math.min(more, PAGE_ROWS)} more of ${more}</button></td></tr>` : "";
+  if (more > 0) {
+    $("more-rows").addEventListener("click", () => { state.shown += PAGE_ROWS; renderListing(); });
+  }
   const bad = state.rows.filter((r) => r.status !== "ok").length;
   const failed = state.rows.filter((r) => r.status === "ok" && !r.success).length;
-  $("listing-count").textContent = `${rows.length} shown of ${state.rows.length}; ` +
+  $("listing-count").textContent = `${rows.length} shown of ${all.length === state.rows.length ?
+    state.rows.length : all.length + " (" + state.rows.length + " in all)"}; ` +
     `${failed} failed, ${bad} bad or missing`;
   fillMetrics();
 }
 
 function fillMetrics() {
-  for (const tr of $("episodes").querySelectorAll("tbody tr")) {
+  // only rows whose metrics arrived since the last poll are written: rewriting a thousand
+  // rows every second would re-lay the page out while an episode is being drawn
+  for (const tr of $("episodes").querySelectorAll("tbody tr:not([data-filled])")) {
     const key = tr.dataset.key;
     const m = state.metrics[key];
     const why = state.metricErrors[key];
+    if (!m && !why) continue;
     for (const td of tr.querySelectorAll("td[data-m]")) {
       if (m) td.textContent = fmt(m[td.dataset.m]);
-      else if (why) { td.textContent = "err"; td.title = why; }
+      else { td.textContent = "err"; td.title = why; }
     }
+    tr.dataset.filled = "1";
   }
 }
 
@@ -1175,8 +1198,8 @@ function wire() {
     if (e.key === "ArrowRight") { setStep(state.step + big); e.preventDefault(); }
     if (e.key === "ArrowLeft") { setStep(state.step - big); e.preventDefault(); }
   });
-  $("filter").addEventListener("change", renderListing);
-  $("failed-first").addEventListener("change", renderListing);
+  $("filter").addEventListener("change", () => { state.shown = PAGE_ROWS; renderListing(); });
+  $("failed-first").addEventListener("change", () => { state.shown = PAGE_ROWS; renderListing(); });
   $("episodes").querySelector("tbody").addEventListener("click", (e) => {
     const tr = e.target.closest("tr");
     if (tr && tr.dataset.key) selectEpisode(tr.dataset.key, 0);
