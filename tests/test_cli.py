@@ -150,3 +150,31 @@ def test_progress_is_printed_as_lines_when_stderr_is_not_a_terminal(tmp_path):
     # the family command writes the whole report itself
     assert {"results.json", "report.md", "report.html"} <= {
         p.name for p in (tmp_path / "p").iterdir()}
+
+
+def test_a_bad_file_in_another_condition_does_not_fail_the_command(tmp_path):
+    out = tmp_path / "r"
+    assert cli("stat", "eval", "--config", "3A-6T-5x3", "--policy", "greedy", "--episodes",
+               "2", "--out", str(out)).returncode == 0
+    (cond,) = json.loads((out / "manifest.json").read_text())["conditions"]
+    path = out / "episodes" / cond / "ep00000.jsonl"
+    path.write_text(path.read_text()[:100])  # truncated: that condition's report cannot be made
+    res = cli("stat", "eval", "--config", "3A-6T-5x3", "--policy", "random", "--episodes", "2",
+              "--out", str(out), "--json")
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout.strip().splitlines()[-1])["return"]["n"] == 2
+    assert "warning: report not rewritten" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_labels_tell_conditions_apart(tmp_path):
+    from coordbench.report.figures import labels_for
+
+    spec = {"suite": "stat", "config": "3A-6T-5x3", "policy": "greedy", "layouts": "paper",
+            "seed": 0}
+    entries = {"a": {"spec": spec}, "b": {"spec": {**spec, "layouts": "uniform"}},
+               "c": {"spec": {**spec, "policy": "random"}}}
+    labels = labels_for(entries)
+    assert len(set(labels.values())) == 3
+    assert "layouts=uniform" in labels["b"] and "random" in labels["c"]
+    same = labels_for({"x": {"spec": spec}, "y": {"spec": spec}})
+    assert same == {"x": "x", "y": "y"}  # identical specs: the condition names

@@ -106,6 +106,11 @@ def test_text_only_models_get_no_images(tmp_path):
         parts = [p for r in server.requests for m in r["messages"]
                  if isinstance(m["content"], list) for p in m["content"]]
         assert any(p.get("type") == "image_url" for p in parts)
+    # a stored prompt names each image it showed by the file --images saved it as
+    shown = [p["sha256"] for f in (tmp_path / "v" / "prompts").iterdir()
+             for m in json.loads(f.read_text())["messages"] if isinstance(m["content"], list)
+             for p in m["content"] if p.get("type") == "image"]
+    assert shown and all((tmp_path / "v" / "images" / f"{h}.png").is_file() for h in shown)
 
 
 def test_token_budget_stops_episodes(tmp_path):

@@ -264,7 +264,7 @@ def test_physical_picture_follows_the_recorded_poses(runs, browser, tmp_path):
         shoot(page, tmp_path, "viewer-physical-poses")
         # recorded before 1.5: the phase picture, with its reason, and no video command
         open_episode(page, srv.url, cond, "seed0002")
-        assert "before poses were recorded" in page.locator("#ep-replay").inner_text()
+        assert "poses are recorded since 1.5" in page.locator("#ep-replay").inner_text()
         assert page.locator("#picture .robot").count() == 0
         assert page.locator("#picture .phase-box").count() == 3
         assert "no video" in page.locator("#render-cmd").inner_text()

@@ -141,10 +141,12 @@ def report(run_dir: Path = typer.Argument(..., help="A run or training directory
            html: bool = typer.Option(False, "--html", help="Also write report.html: every "
                                      "table plus plots, one self-contained file.")) -> None:
     """Recompute every table of a run from its saved trajectories (or training results);
-    rewrite its results.json and report.md (and report.html with --html)."""
+    rewrite its results.json and report.md, and report.html with --html or when the run has
+    one (a report.html older than its report.md would disagree with it)."""
     from coordbench.report.compose import open_for_report
 
-    _report(open_for_report(run_dir), html=html)
+    run_obj = open_for_report(run_dir)
+    _report(run_obj, html=html or (run_obj.path / "report.html").is_file())
 
 
 @app.command()

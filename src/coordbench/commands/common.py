@@ -15,7 +15,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from coordbench.errors import ConfigError
+from coordbench.errors import ConfigError, CoordbenchError
 
 err = Console(stderr=True)
 # Tables are wide; when stdout is a file or a pipe, do not squeeze them into 80 columns.
@@ -168,7 +168,12 @@ def play(path: Path, plan: Sequence, *, quiet: bool = False, labels: Sequence[st
     if summary:
         PENDING_FAILURES.append(summary)
     if report:
-        write_report(run)
+        try:
+            write_report(run)
+        except CoordbenchError as e:
+            # this command's episodes are saved; another condition's bad file must not make
+            # the command fail (or hide its --json) after the work is done
+            err.print(f"warning: report not rewritten: {e}", highlight=False, soft_wrap=True)
     return run
 
 

@@ -6,6 +6,12 @@ import os
 import tempfile
 from pathlib import Path
 
+# the permissions a plain open() would give (mkstemp makes files owner-only): reports and
+# exports are meant to be shared
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+_MODE = 0o666 & ~_UMASK
+
 
 def write_atomic(path: Path, text: str) -> None:
     """Write `text` to `path` so readers see either the old file or the complete new one."""
@@ -18,6 +24,7 @@ def write_atomic_bytes(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, _MODE)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()

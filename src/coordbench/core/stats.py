@@ -101,18 +101,23 @@ def rate_ci(values: Sequence[float] | np.ndarray, confidence: float = 0.95) -> E
     return wilson_ci(int(x.sum()), int(x.size), confidence)
 
 
-Kind = str  # "binary" (0/1 outcomes: Wilson), "unit" (a share in [0, 1]: clipped t), "mean"
+# "binary" (0/1 outcomes: Wilson), "unit" (a share in [0, 1]: clipped t), "nonneg" (a rate or
+# count that cannot be negative: t clipped at 0), "mean" (plain t)
+Kind = str
 UNIT = (0.0, 1.0)
 
 
 def estimate(values: Sequence[float] | np.ndarray, kind: Kind = "mean",
              confidence: float = 0.95) -> Estimate:
     """Return the estimate a metric of this kind gets: Wilson for 0/1 outcomes, a t-interval
-    clipped to [0, 1] for shares, a plain t-interval otherwise."""
+    clipped to [0, 1] for shares or at 0 for non-negative rates, a plain t-interval
+    otherwise."""
     if kind == "binary":
         return rate_ci(values, confidence)
     if kind == "unit":
         return mean_ci(values, confidence, UNIT)
+    if kind == "nonneg":
+        return mean_ci(values, confidence, (0.0, math.inf))
     return mean_ci(values, confidence)
 
 

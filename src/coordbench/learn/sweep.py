@@ -19,7 +19,7 @@ from typing import Any
 
 from coordbench.core.atomic import write_atomic, write_atomic_bytes
 from coordbench.core.rundir import RunDir
-from coordbench.core.stats import Estimate, mean_ci
+from coordbench.core.stats import Estimate, estimate, mean_ci
 from coordbench.errors import ConfigError, RunDirError
 from coordbench.runner.executors import check_executor, make_executor
 
@@ -242,7 +242,10 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Estimate]:
            "max_return": mean_ci([r["max_return"] for r in results]),
            "max_return_step": mean_ci([r["max_return_step"] for r in results]),
            "steps_per_s": mean_ci([r["steps_per_s"] for r in results])}
+    from coordbench.metrics.stat import SEED_KINDS
+
     for key in results[0]["final"]:
         if key not in ("step", "return"):
-            out[key] = mean_ci([r["final"][key] for r in results])
+            out[key] = estimate([r["final"][key] for r in results],
+                                SEED_KINDS.get(key, "mean"))
     return out

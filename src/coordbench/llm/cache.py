@@ -27,6 +27,29 @@ def strip_images(obj: Any) -> Any:
     return obj
 
 
+def images_as_files(obj: Any) -> Any:
+    """Return messages with every inline PNG replaced by {"type": "image", "sha256": ...},
+    the sha256 of its decoded bytes: the name `--images` stores it under (RUN/images/), so a
+    stored prompt points at the picture the model was shown."""
+    import base64
+    import binascii
+
+    if isinstance(obj, dict):
+        if obj.get("type") == "image_url":
+            url = str(obj.get("image_url", {}).get("url", ""))
+            head, _, data = url.partition(",")
+            try:
+                raw = base64.b64decode(data, validate=True) if head.endswith(";base64") \
+                    else url.encode()
+            except (binascii.Error, ValueError):
+                raw = url.encode()
+            return {"type": "image", "sha256": hashlib.sha256(raw).hexdigest()}
+        return {k: images_as_files(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [images_as_files(v) for v in obj]
+    return obj
+
+
 def request_key(spec_model: str, base_url: str | None, messages: list[dict[str, Any]],
                 generation: dict[str, Any]) -> str:
     """Return the sha256 of (model, base_url, messages with images as hashes, generation).

@@ -45,7 +45,7 @@ from coordbench.core.trajectory import clean_text
 from coordbench.errors import ConfigError
 from coordbench.runner.episode import ProviderFailed, record_model_call, reserve_model_call
 
-from .cache import ResponseCache, request_key, strip_images
+from .cache import ResponseCache, images_as_files, request_key
 from .registry import ModelSpec, Registry
 
 
@@ -422,7 +422,7 @@ class ModelHarness:
             done = retry
         if who is not None:
             prompt = self.redact(alias, json.dumps(
-                {"model": self.spec(alias).model, "messages": strip_images(messages)},
+                {"model": self.spec(alias).model, "messages": images_as_files(messages)},
                 ensure_ascii=False))
             done.event = record_model_call(done.record(*who), slot, prompt)
         if done.provider_failed:

@@ -157,7 +157,11 @@ def episode_metrics(a: StatEpisodeArrays) -> dict[str, float]:
 
 # how each metric's interval is drawn (core.stats.estimate)
 KINDS = {"success": "binary", "decision_active_frac": "unit",
-         "decision_active_frac_post": "unit"}
+         "decision_active_frac_post": "unit", "conflict_rate": "nonneg",
+         "forced_idle_rate": "nonneg", "conflicts_per_task": "nonneg",
+         "conflicts_per_decision": "nonneg", "throughput": "nonneg", "conflicts": "nonneg"}
+# over training seeds each seed's value is an average over episodes: success is a share there
+SEED_KINDS = {**KINDS, "success": "unit"}
 
 METRIC_NAMES = tuple(episode_metrics(StatEpisodeArrays(
     1, 1, *(np.zeros(1) for _ in range(7)))).keys())

@@ -1,7 +1,8 @@
 """`coordbench table DIR...`: conditions of several runs side by side, for every family.
 
 Each run's report is recomputed from its trajectories (`compose`), so the table holds the
-numbers `coordbench report` would print for each run. One table per suite: a row per
+numbers of each run's results.json (rates as percentages with their Wilson interval). One
+table per suite: a row per
 (run, condition) with the fields that tell its conditions apart and each headline metric
 with its 95% interval.
 """
@@ -17,7 +18,7 @@ from typing import Any
 from coordbench.core.rundir import RunDir
 from coordbench.suites.registry import suite_object
 
-from .figures import label_of
+from .figures import labels_for
 from .format import pct
 
 FORMATS = ("md", "csv", "html")
@@ -47,10 +48,16 @@ def collect(runs: list[RunDir]) -> list[SuiteTable]:
     tables: dict[str, SuiteTable] = {}
     names = _names(runs)
     for run, name in zip(runs, names, strict=True):
-        for cond, entry in compose(run).results.items():
+        results = compose(run).results
+        for cond, entry in results.items():
             suite = str(entry.get("suite"))
             table = tables.setdefault(suite, SuiteTable(suite, _metrics(suite)))
-            table.rows.append((name, cond, label_of(entry.get("spec", {})), entry))
+            table.rows.append((name, cond, "", entry))
+    for t in tables.values():  # labels that tell apart every row of a suite, across runs
+        keyed = {f"{i}": e for i, (_, _, _, e) in enumerate(t.rows)}
+        labels = labels_for(keyed)
+        t.rows = [(run, cond, labels[f"{i}"] if labels[f"{i}"] != f"{i}" else cond, e)
+                  for i, (run, cond, _, e) in enumerate(t.rows)]
     return list(tables.values())
 
 

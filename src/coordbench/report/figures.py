@@ -46,6 +46,32 @@ def label_of(spec: dict[str, Any]) -> str:
     return " ".join(parts) or "condition"
 
 
+def labels_for(entries: dict[str, ENTRY]) -> dict[str, str]:
+    """Return a label per condition that tells it from the others shown beside it: the
+    usual fields (`label_of`) plus every spec field whose value differs among them; the
+    condition's name where two would still read the same."""
+    specs = {c: e.get("spec", {}) for c, e in entries.items()}
+    keys = [k for k in dict.fromkeys(k for s in specs.values() for k in s) if k != "suite"]
+    differ = [k for k in keys if len({json_key(s.get(k)) for s in specs.values()}) > 1]
+    labels = {}
+    for c, s in specs.items():
+        base = label_of(s)
+        extra = [f"{k}={s.get(k)}" for k in differ
+                 if str(s.get(k)) not in base.split() and s.get(k) not in (None, "")]
+        labels[c] = " ".join([base, *extra])
+    seen: dict[str, int] = {}
+    for text in labels.values():
+        seen[text] = seen.get(text, 0) + 1
+    return {c: (t if seen[t] == 1 else c) for c, t in labels.items()}
+
+
+def json_key(value: Any) -> str:
+    """Return a value as comparable text (specs hold lists and dicts too)."""
+    import json
+
+    return json.dumps(value, sort_keys=True, default=str)
+
+
 def _ends(m: dict[str, Any]) -> tuple[float, float, float] | None:
     if m.get("mean") is None:
         return None
@@ -67,7 +93,8 @@ def metric_bars(entries: dict[str, ENTRY], metrics: tuple[str, ...], title: str,
         return None
     plt = _plt()
     conds = list(entries)
-    names = [(labels or {}).get(c) or label_of(entries[c]["spec"]) for c in conds]
+    auto = labels_for(entries)
+    names = [(labels or {}).get(c) or auto[c] for c in conds]
     # at most three panels a row, with type of a size that stays readable once the page
     # scales the figure to its column (one row of four or more shrank ticks to ~6 px)
     cols = min(3, len(metrics))
@@ -221,7 +248,10 @@ def stat_bars(entries: dict[str, ENTRY]) -> list[Figure]:
         by_config.setdefault(str(e["spec"].get("config")), {})[c] = e
     out = []
     for config, es in by_config.items():
-        labels = {c: str(e["spec"].get("policy")) for c, e in es.items()}
+        # within a configuration the policy tells conditions apart, unless layouts or seeds
+        # differ too: then those are named as well
+        full = labels_for(es)
+        labels = {c: full[c].replace(f"{config} ", "", 1) for c in es}
         fig = metric_bars(es, ("return", "conflict_rate", "throughput", "success"),
                           f"STAT {config}: scripted allocators over episodes.", labels)
         if fig:

@@ -21,11 +21,13 @@ import numpy as np
 from coordbench.core.stats import (
     AGGREGATES,
     Estimate,
+    estimate,
     mean_ci,
     stratified_bootstrap,
     welch_test,
 )
 from coordbench.errors import ConfigError, RunDirError
+from coordbench.metrics.stat import SEED_KINDS
 
 METHOD_ORDER = ("dqn", "fdqn", "vdn", "qmix", "qtran", "iql", "coma")
 REFERENCES = ("random", "greedy", "hungarian")
@@ -169,13 +171,14 @@ def build(results: list[dict[str, Any]], references: bool = True) -> dict[str, A
         for (config, algo), rs in groups.items():
             pts = [point(r, t.at) for r in rs]
             vals = [float(p[t.metric]) for p in pts]
-            cell = Cell(mean_ci(vals), vals)
+            cell = Cell(estimate(vals, SEED_KINDS.get(t.metric, "mean")), vals)
             if t.at == "max":
                 cell.peak_step = float(np.median([p["step"] for p in pts]))
             cells[(algo, config)] = cell
         for (config, name), rows in refs.items():
             vals = [float(r[t.metric]) for r in rows]
-            cells[(name, config)] = Cell(mean_ci(vals), vals)
+            cells[(name, config)] = Cell(estimate(vals, SEED_KINDS.get(t.metric, "mean")),
+                                         vals)
         tables[t.name] = cells
     if refs:
         tables[GAP_TABLE.name] = _gap_cells(groups, refs, {c: s for c, (s, _) in spec.items()})
@@ -223,9 +226,12 @@ def aggregates(built: dict[str, Any]) -> dict[str, dict[str, tuple[float, float,
     (0 = random valid play, 1 = Hungarian), IQM, median, mean and optimality gap with
     stratified-bootstrap 95% intervals. Only methods with the same number of seeds on every
     configuration (a runs x tasks matrix) and at least 2 configurations are aggregated."""
+    if "aggregates" in built:  # bootstrapping is the slow part of a report: once per build
+        return built["aggregates"]
     cells = built["tables"].get(GAP_TABLE.name)
     configs = built["configs"]
     if not cells or len(configs) < 2:
+        built["aggregates"] = {}
         return {}
     out = {}
     for m in built["methods"]:
@@ -236,6 +242,7 @@ def aggregates(built: dict[str, Any]) -> dict[str, dict[str, tuple[float, float,
         if np.isnan(matrix).any():
             continue
         out[m] = {name: stratified_bootstrap(matrix, fn) for name, fn in AGGREGATES.items()}
+    built["aggregates"] = out
     return out
 
 

@@ -195,6 +195,11 @@ def _handler(viewer: Viewer) -> type[BaseHTTPRequestHandler]:
             self._send(status, dumps(value).encode(), "application/json")
 
         def do_GET(self) -> None:  # noqa: N802 - the http.server API
+            port = self.server.server_address[1]
+            if self.headers.get("Host", "") not in (f"127.0.0.1:{port}", f"localhost:{port}"):
+                # a page elsewhere that rebinds its own name to 127.0.0.1 must not read runs
+                self._json(403, {"error": "the viewer answers requests for 127.0.0.1 only"})
+                return
             url = urlparse(self.path)
             q = {k: v[0] for k, v in parse_qs(url.query).items()}
             try:

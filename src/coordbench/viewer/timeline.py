@@ -2,8 +2,8 @@
 and the team-wide events (conflicts with their winners, handovers, messages, model calls).
 
 Everything here is read from the trajectory; nothing is guessed. Model calls carry what
-`ModelCallEvent` records (reply, parse status, tokens, latency, attempts); the prompt is not
-part of the trajectory, so the viewer says so and shows the request hash instead.
+`ModelCallEvent` records (reply, parse status, tokens, latency, attempts); prompts are kept
+beside the run by request hash (RUN/prompts/) and come with the episode's payload.
 """
 
 from __future__ import annotations

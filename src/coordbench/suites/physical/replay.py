@@ -56,6 +56,18 @@ def _decode(rows: list, shape: tuple[int, ...], unit: float, what: str) -> np.nd
     return np.cumsum(counts, axis=0) * unit
 
 
+def no_poses_reason(schema_version: str) -> str:
+    """Return why an episode written with `schema_version` has no poses."""
+    try:
+        older = tuple(int(x) for x in schema_version.split(".")) < (1, 5)
+    except ValueError:
+        older = False
+    if older:
+        return (f"written with trajectory schema {schema_version}; poses are recorded since "
+                "1.5")
+    return f"its trajectory (schema {schema_version}) holds no physical_poses event"
+
+
 def recorded_poses(trajectory: Trajectory) -> PhysicalPoses:
     """Return the recorded poses of a physical episode as arrays (see PhysicalPoses).
 
@@ -67,8 +79,8 @@ def recorded_poses(trajectory: Trajectory) -> PhysicalPoses:
                           "only physical episodes have poses")
     events = trajectory.steps(PhysicalPosesEvent)
     if not events:
-        raise RunDirError(f"episode {h.episode_id} has no recorded poses (trajectory schema "
-                          f"{h.schema_version}; poses are recorded since 1.5): rerun the "
+        why = no_poses_reason(h.schema_version)
+        raise RunDirError(f"episode {h.episode_id} has no recorded poses ({why}): rerun the "
                           "condition into a new run directory to record them")
     e = events[-1]
     k, n = len(e.steps), len(h.team)

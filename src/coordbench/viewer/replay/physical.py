@@ -28,7 +28,12 @@ from coordbench.core.trajectory import (
 )
 from coordbench.envs.physical.robot import FINGER_CLOSED, L1, L2, SH_H, SH_X
 from coordbench.errors import RunDirError
-from coordbench.suites.physical.replay import ROBOT_FIELDS, PhysicalPoses, recorded_poses
+from coordbench.suites.physical.replay import (
+    ROBOT_FIELDS,
+    PhysicalPoses,
+    no_poses_reason,
+    recorded_poses,
+)
 
 from . import Picture
 
@@ -121,9 +126,9 @@ def picture(run: RunDir, condition: str, traj: Trajectory) -> Picture:
     if not traj.steps(PhysicalPosesEvent):
         return {"kind": "physical", "static": static, "states": [],
                 "replay": {"available": False, "ok": True, "recorded": False,
-                           "reason": f"recorded with trajectory schema {h.schema_version}, "
-                                     "before poses were recorded (1.5): the picture shows the "
-                                     "phase timeline only, and no video can be rendered"}}
+                           "reason": f"no recorded poses ({no_poses_reason(h.schema_version)}):"
+                                     " the picture shows the phase timeline only, and no video "
+                                     "can be rendered"}}
     try:
         poses = recorded_poses(traj)
     except RunDirError as e:
