@@ -140,3 +140,18 @@ def test_training_aggregates_need_a_runs_by_configs_matrix():
     assert "| VDN | " in text and "| QMIX |" not in text
     # VDN's normalized runs: 0.2..0.7; the IQM of the six is the mean of the middle four
     assert "| VDN | 0.450 [" in text
+
+
+def test_training_success_pools_every_evaluation_episode():
+    from coordbench.learn.sweep import summarize
+
+    def result(success, conflict):
+        final = {"step": 10, "return": 1.0, "success": success, "conflict_rate": conflict}
+        return {"final_return": 1.0, "max_return": 1.0, "max_return_step": 10,
+                "steps_per_s": 5.0, "final": final, "config": {"eval_episodes": 10}}
+
+    s = summarize([result(1.0, 0.0), result(1.0, 0.5)])
+    # 20 of 20 evaluation episodes: Wilson [0.839, 1], not "1.0 ± 0.0" over two seeds
+    assert s["success"].method == "wilson" and s["success"].n == 20
+    assert s["success"].hi == 1.0 and 0.8 < s["success"].lo < 0.85
+    assert s["conflict_rate"].lo == 0.0  # a rate cannot go below 0

@@ -19,7 +19,7 @@ from typing import Any
 
 from coordbench.core.atomic import write_atomic, write_atomic_bytes
 from coordbench.core.rundir import RunDir
-from coordbench.core.stats import Estimate, estimate, mean_ci
+from coordbench.core.stats import Estimate, estimate, mean_ci, wilson_ci
 from coordbench.errors import ConfigError, RunDirError
 from coordbench.runner.executors import check_executor, make_executor
 
@@ -237,7 +237,8 @@ def read_result(path: Path) -> dict[str, Any]:
 
 def summarize(results: list[dict[str, Any]]) -> dict[str, Estimate]:
     """Return {final_return, max_return, and every final diagnostic: mean with 95% CI over
-    seeds}."""
+    seeds (shares clipped to [0, 1]); success is the rate over all evaluation episodes of
+    all seeds with its Wilson interval}."""
     out = {"final_return": mean_ci([r["final_return"] for r in results]),
            "max_return": mean_ci([r["max_return"] for r in results]),
            "max_return_step": mean_ci([r["max_return_step"] for r in results]),
@@ -248,4 +249,10 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Estimate]:
         if key not in ("step", "return"):
             out[key] = estimate([r["final"][key] for r in results],
                                 SEED_KINDS.get(key, "mean"))
+    if "success" in results[0]["final"]:
+        # the success rate over every evaluation episode of every seed, with its Wilson
+        # interval: over a few seeds that all succeed, a t-interval would say "1.0 ± 0.0"
+        n = [int(r["config"]["eval_episodes"]) for r in results]
+        wins = sum(round(r["final"]["success"] * k) for r, k in zip(results, n, strict=True))
+        out["success"] = wilson_ci(wins, sum(n))
     return out
