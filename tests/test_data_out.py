@@ -127,3 +127,20 @@ def test_bad_input_is_one_line(run_dir, tmp_path):
         assert res.returncode == 2, (args, res.stderr)
         assert needle in res.stderr and "Traceback" not in res.stderr, res.stderr
         assert len(res.stderr.strip().splitlines()) == 1, res.stderr
+
+
+def test_a_run_with_a_bad_episode_still_loads_and_names_it(run_dir, tmp_path):
+    import shutil
+
+    run = tmp_path / "copy"
+    shutil.copytree(run_dir, run)
+    bad = run / "episodes" / viewer_runs.STAT / "ep00001.jsonl"
+    bad.write_text(bad.read_text()[:80])
+    data = coordbench.load_run(run)
+    assert len(data.episodes()) == len(coordbench.load_run(run_dir).episodes()) - 1
+    problems = data.problems()
+    assert list(problems["key"]) == ["ep00001"] and "corrupt" in problems["reason"][0]
+    res = _cli("export", str(run), "--out", str(tmp_path / "t"))
+    assert res.returncode == 0, res.stderr
+    assert "1 episode file could not be read" in res.stderr
+    assert len(pd.read_csv(tmp_path / "t" / "problems.csv")) == 1

@@ -6,6 +6,7 @@
     run.calls()       # one row per model call (tokens, latency, parse status, reply)
     run.messages()    # one row per message of a communicate phase
     run.prompts()     # one row per stored prompt (join calls() on request_hash)
+    run.problems()    # episode files that could not be read, with the reason
     run.events()      # one row per event of any kind, its fields as JSON
     run.conditions()  # one row per condition: suite, spec fields, episodes, errored
 
@@ -33,6 +34,7 @@ from coordbench.core.trajectory import (
     StatStepEvent,
     Trajectory,
 )
+from coordbench.errors import RunDirError
 from coordbench.suites.registry import suite_object
 
 EPISODE_COLUMNS = ("suite", "condition", "episode_id", "key", "seed", "task_id",
@@ -58,11 +60,21 @@ class RunData:
     def _trajectories(self) -> Iterator[tuple[str, str, Trajectory]]:
         for cond in self.run.conditions:
             for key in self.run.episode_keys(cond):
-                yield cond, key, self.run.load_episode(cond, key)
+                try:
+                    yield cond, key, self.run.load_episode(cond, key)
+                except RunDirError as e:  # listed by problems(), left out of every frame
+                    self._problems.append({"condition": cond, "key": key, "reason": str(e)})
 
     @cached_property
     def _loaded(self) -> list[tuple[str, str, Trajectory]]:
+        self._problems: list[dict[str, str]] = []
         return list(self._trajectories())
+
+    def problems(self) -> pd.DataFrame:
+        """Return one row per episode file that could not be read (condition, key, reason):
+        those episodes are in no other frame, and a run with them still loads."""
+        self._loaded  # noqa: B018 - reading the files is what finds them
+        return pd.DataFrame(self._problems, columns=["condition", "key", "reason"])
 
     def conditions(self) -> pd.DataFrame:
         """Return one row per condition: condition, suite, episodes (complete), errored
@@ -195,7 +207,7 @@ def load_run(path: str | Path) -> RunData:
     return RunData(RunDir.open(path))
 
 
-TABLES = ("episodes", "steps", "calls", "messages", "prompts", "conditions")
+TABLES = ("episodes", "steps", "calls", "messages", "prompts", "conditions", "problems")
 
 
 def export(data: RunData, fmt: str, out: Path) -> list[Path]:

@@ -10,7 +10,7 @@ import typer
 
 from coordbench.errors import ConfigError
 
-from .common import out
+from .common import err, out
 
 
 def export(
@@ -30,6 +30,11 @@ def export(
     data = load_run(run_dir)
     for path in write_tables(data, fmt, out_dir):
         out.print(f"wrote {path}", highlight=False)
+    bad = data.problems()
+    if len(bad):
+        err.print(f"warning: {len(bad)} episode file{'s' * (len(bad) != 1)} could not be read "
+                  f"and {'are' if len(bad) != 1 else 'is'} left out (problems.{fmt}): "
+                  f"{bad.iloc[0]['reason']}", highlight=False, soft_wrap=True)
 
 
 def table(
