@@ -17,12 +17,13 @@ size.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import tempfile
 import time
 from pathlib import Path
+
+from results_io import write_results
 
 
 def _without_poses(tr) -> list:
@@ -120,12 +121,8 @@ def main() -> None:
         rows.append(row)
         print(task, {k: round(v, 3) if isinstance(v, float) else v for k, v in row.items()},
               flush=True)
-    out = Path(__file__).parent / "results"
-    out.mkdir(exist_ok=True)
     meta = {"python": platform.python_version(), "load_avg_at_start": load,
             "load_avg_at_end": os.getloadavg()[0], "size": [width, height]}
-    (out / "physical_replay.json").write_text(json.dumps({"meta": meta, "rows": rows},
-                                                         indent=1) + "\n")
     off = sum(r["rollouts_per_s_off"] for r in rows) / len(rows)
     on = sum(r["rollouts_per_s_on"] for r in rows) / len(rows)
     grow = sum(r["bytes_on"] / r["bytes_off"] for r in rows) / len(rows)
@@ -157,8 +154,7 @@ def main() -> None:
             f"{r['bytes_on']:,.0f} | "
             f"{r['render_s']:.1f} | {r['frames']} | {r['ms_per_frame']:.0f} | "
             f"{r['mp4_bytes'] / 1024:.0f} |")
-    (out / "physical_replay.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    write_results("physical_replay", {"meta": meta, "rows": rows}, lines)
 
 
 if __name__ == "__main__":
