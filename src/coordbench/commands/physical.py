@@ -229,29 +229,6 @@ def physical_train(
         emit_json(results[names[0]] if len(names) == 1 else results)
 
 
-def find_episode(run_dir: Path, episode: str) -> tuple[str, str]:
-    """Return (condition, key) of `episode` in the run: a full episode id (CONDITION/KEY) or
-    a bare key that only one condition has; raises ConfigError naming what exists."""
-    from coordbench.core.rundir import RunDir
-
-    run = RunDir.open(run_dir)
-    if "/" in episode:
-        cond, key = episode.split("/", 1)
-        if cond in run.conditions and key in run.episode_keys(cond):
-            return cond, key
-        found = []
-    else:
-        found = [(c, episode) for c in run.conditions if episode in run.episode_keys(c)]
-        if len(found) == 1:
-            return found[0]
-    if len(found) > 1:
-        raise ConfigError(f"episode {episode!r} is in {len(found)} conditions of {run_dir}; "
-                          f"name one: {', '.join(f'{c}/{k}' for c, k in found[:3])}")
-    first = next((f"{c}/{k[0]}" for c in run.conditions if (k := run.episode_keys(c))), None)
-    hint = f" (e.g. {first})" if first else " (it has no episodes)"
-    raise ConfigError(f"no episode {episode!r} in {run_dir}; give CONDITION/KEY{hint}")
-
-
 @app.command("render")
 def physical_render(
     run_dir: Path = typer.Argument(..., help="Run directory."),
@@ -276,8 +253,9 @@ def physical_render(
     if out_path.suffix.lower() != ".mp4":
         raise ConfigError(f"--out must name an .mp4 file, got {out_path}")
     check_out_file(out_path)
-    cond, key = find_episode(run_dir, episode)
-    info = render_video(RunDir.open(run_dir).load_episode(cond, key), out_path, width=width,
+    run = RunDir.open(run_dir)
+    cond, key = run.find_episode(episode)
+    info = render_video(run.load_episode(cond, key), out_path, width=width,
                         height=height, camera=camera)
     if as_json:
         emit_json({"episode": f"{cond}/{key}", "out": str(info.path), "frames": info.frames,

@@ -267,6 +267,33 @@ class RunDir:
         except (OSError, ValueError) as e:
             raise RunDirError(f"prompt file {path} is corrupt: {e}") from None
 
+    def find_episode(self, episode: str) -> tuple[str, str]:
+        """Return (condition, key) of `episode`, given as CONDITION/KEY (the header's
+        episode_id) or as a KEY that only one condition has; ConfigError naming what
+        exists otherwise."""
+        from coordbench.errors import ConfigError
+
+        first = next((f"{c}/{k[0]}" for c in self.conditions if (k := self.episode_keys(c))),
+                     None)
+        hint = f" (e.g. {first})" if first else " (it has no episodes)"
+        if "/" in episode:
+            cond, key = episode.rsplit("/", 1)
+            if cond not in self.conditions:
+                raise ConfigError(f"no condition {cond!r} in {self.path}; give "
+                                  f"CONDITION/KEY{hint}")
+            if key in self.episode_keys(cond):
+                return cond, key
+            raise ConfigError(f"no episode {episode!r} in {self.path}; give "
+                              f"CONDITION/KEY{hint}")
+        found = [c for c in self.conditions if episode in self.episode_keys(c)]
+        if len(found) == 1:
+            return found[0], episode
+        if found:
+            raise ConfigError(f"episode {episode!r} is in {len(found)} conditions of "
+                              f"{self.path}; name one: "
+                              f"{', '.join(f'{c}/{episode}' for c in found[:3])}")
+        raise ConfigError(f"no episode {episode!r} in {self.path}; give CONDITION/KEY{hint}")
+
     def episode_keys(self, condition: str) -> list[str]:
         """Return the keys of the complete episodes of `condition`, sorted."""
         return _keys(self.path / "episodes" / condition)
