@@ -116,16 +116,80 @@ def test_v1_is_pinned_balanced_and_gated():
     for raw in raws:
         info = raw["coordbench_construct"]
         assert raw["coordbench_budget"] == -(-3 * info["oracle_actions"] // 2)
+        assert 1 <= info["oracle_makespan"] <= info["oracle_actions"]
         if info["construct"] == "D1":
-            assert info["m_star"] >= 4
+            assert info["m_star"] >= 4 and info["m_star"] == info["oracle_makespan"]
+        if info["construct"] == "D3":
+            assert info["m_star"] == info["oracle_steps"]
 
 
 @pytest.mark.parametrize("planner", ["central", "decentralized"])
-def test_oracle_scores_sr_1_and_cs_above_095(planner):
+def test_oracle_scores_sr_1_and_cs_1(planner):
+    # every construct score of the oracle's own construct is exactly 1 (checked on all 900
+    # instances once; here rep240), under the corrected C_D3
     for raw in select("rep240"):
         tr = run_construct(raw, ConstructSpec(planner, "oracle"), "x")
         m = C.episode_metrics(tr)
-        assert m["SR"] == 1.0 and m["CS"] >= 0.95 and m["legal_rate"] == 1.0, raw["task_id"]
+        assert m["SR"] == 1.0 and m["CS"] == 1.0 and m["legal_rate"] == 1.0, raw["task_id"]
+        assert C.termination_key(tr) == "success"
+
+
+# which cross-applied scores each construct's instances define (the others are truly
+# undefined: no knife outside D3, no buffer outside D4, no goal container in D3)
+DEFINED = {"D1": {"D1", "D2"}, "D2": {"D1", "D2"}, "D3": {"D1", "D3"},
+           "D4": {"D1", "D2", "D4"}}
+
+
+@pytest.mark.parametrize("planner,agents", [("central", "rule"), ("decentralized", "rule"),
+                                            ("decentralized", "oracle")])
+def test_cross_applied_scores_are_defined_where_their_facts_exist(planner, agents):
+    for construct, want in DEFINED.items():
+        for raw in select("rep240", construct)[::7]:
+            tr = run_construct(raw, ConstructSpec(planner, agents), "x")
+            scores = C.cross_scores(tr)
+            assert {c for c, v in scores.items() if v is not None} == want, raw["task_id"]
+            # the own construct's score reads only the instance's own facts
+            own = tr.model_copy(deep=True)
+            own.header.params["construct"] = raw["coordbench_construct"]
+            assert C.construct_score(own) == scores[construct]
+
+
+def test_score_facts_complete_an_instance_without_changing_its_own():
+    from coordbench.suites.constructs.runner import load_instance, score_facts
+
+    for construct in ("D1", "D2", "D3", "D4"):
+        raw = select("rep240", construct)[0]
+        task, info = load_instance(raw, "x")
+        facts = score_facts(task, info)
+        assert {k: facts[k] for k in info} == info  # given facts are kept as they are
+        if construct == "D4":
+            assert facts["containers"] == [info["target"]]
+            assert set(facts["targets"].values()) == {info["target"]}
+        if construct == "D1":
+            assert set(facts["containers"]) == set(info["targets"].values())
+        if construct == "D3":
+            assert facts["containers"] == [] and "buffers" not in facts
+
+
+def test_buffer_capacity_is_a_parameter_the_oracle_respects():
+    from coordbench.suites.constructs.runner import with_capacity
+
+    raws = select("rep240", "D4")[::4]
+    for cap in (1, 3):
+        for planner in ("central", "decentralized"):
+            for raw in raws:
+                tr = run_construct(raw, ConstructSpec(planner, "oracle", buffer_capacity=cap),
+                                   "x")
+                m = C.episode_metrics(tr)
+                assert m["SR"] == 1.0 and m["CS"] == 1.0, (cap, planner, raw["task_id"])
+                assert tr.header.params["construct"]["capacity"] == cap
+    moved = with_capacity(raws[0], 1)
+    assert set(moved["coordbench_buffers"].values()) == {1} and "(it holds 1)" in moved[
+        "raw_goal"]
+    assert raws[0]["coordbench_construct"]["capacity"] == 2  # the instance is not touched
+    assert with_capacity(select("rep240", "D1")[0], 1) == select("rep240", "D1")[0]
+    with pytest.raises(Exception, match="--buffer-capacity"):
+        ConstructSpec(buffer_capacity=0)
 
 
 def test_communication_helps_decentralized_rule_planners():
@@ -166,6 +230,11 @@ def test_score_d1():
     assert C.makespan(tr) == 4 and C.score_d1(tr) == 0.5
     assert C.score_d1(traj("D1", steps, n=1, m_star=2)) is None
     assert C.score_d1(traj("D1", [], m_star=2)) is None
+    # D1's M* is the exact optimum; cross-applied elsewhere, the oracle's makespan
+    assert C.score_d1(traj("D1", steps, m_star=2, oracle_makespan=3)) == 0.5
+    assert C.score_d1(traj("D3", steps, m_star=9, oracle_makespan=3)) == 0.75
+    assert C.score_d1(traj("D4", steps, oracle_makespan=6)) == 1.0
+    assert C.score_d1(traj("D2", steps, m_star=3)) is None  # no makespan recorded
 
 
 def test_score_d2_counts_order_violations_and_legality():
@@ -189,10 +258,19 @@ def test_score_d3():
              ([(0, "slice", {"obj": 7}, "ok"), (1, "wait", {}, "ok")], {}),
              ([(0, "drop", {"obj": k}, "ok")], {}),
              ([(1, "grab", {"obj": k}, "ok")], {}), ([(1, "slice", {"obj": 8}, "ok")], {})]
-    tr = traj("D3", steps, knife=k, oracle_actions=5)
-    # a = 3 tries, c = 1; L = 6 non-idle actions; M* = 5
-    assert C.score_d3(tr) == pytest.approx((1 - 1 / 3) * 5 / 6)
+    tr = traj("D3", steps, knife=k, oracle_actions=5, oracle_steps=4)
+    # a = 3 tries, c = 1; L = 5 team steps; M* = 4 oracle steps (not its 5 actions)
+    assert C.score_d3(tr) == pytest.approx((1 - 1 / 3) * 4 / 5)
+    # waiting is not free: two more steps in which the agents only wait lengthen L to 7
+    waits = [([(0, "wait", {}, "ok"), (1, "wait", {}, "ok")], {})] * 2
+    tr = traj("D3", steps[:2] + waits + steps[2:], knife=k, oracle_steps=4)
+    assert C.score_d3(tr) == pytest.approx((1 - 1 / 3) * 4 / 7)
+    # as fast as the oracle, no contention: 1; no M* recorded: the efficiency term is 1
+    fast = [([(0, "grab", {"obj": k}, "ok")], {}), ([(0, "slice", {"obj": 7}, "ok")], {})]
+    assert C.score_d3(traj("D3", fast, knife=k, oracle_steps=2)) == 1.0
+    assert C.score_d3(traj("D3", steps, knife=k)) == pytest.approx(1 - 1 / 3)
     assert C.score_d3(traj("D3", [([(0, "wait", {}, "ok")], {})], knife=k)) is None
+    assert C.score_d3(traj("D1", steps, oracle_steps=4)) is None  # no shared tool
 
 
 def test_score_d4():
@@ -215,6 +293,11 @@ def test_taxonomy_termination_and_correlation():
     assert C.failure_taxonomy(tr) == {"dependency_violation": 1, "occupancy_conflict": 1,
                                       "affordance_failure": 1, "illegal_skill": 1}
     assert C.termination(tr) == "budget_exhaustion" and C.legal(tr) is False
+    assert C.termination_key(tr) == "budget_exhausted"
+    assert C.failure_kinds(tr) == {"dependency": True, "occupancy": True, "affordance": True,
+                                   "illegal_skill": True}
+    assert C.failure_kinds(traj("D1", steps[1:], success=False)) == {
+        "dependency": True, "occupancy": False, "affordance": True, "illegal_skill": False}
     m = C.correlation_matrix([{"D1": x, "D2": 2 * x, "D3": -x, "D4": None}
                               for x in (0.1, 0.5, 0.9)])
     assert m["D1"]["D2"] == pytest.approx(1.0) and m["D1"]["D3"] == pytest.approx(-1.0)
@@ -233,7 +316,59 @@ def test_cli_json_contract(tmp_path):
     assert set(payload["per_construct"]) == {"D1", "D2", "D3", "D4"}
     assert payload["SR"]["mean"] == 1.0 and payload["SR"]["n"] == 240
     for d in payload["per_construct"].values():
-        assert d["SR"]["mean"] == 1.0 and d["CS"]["mean"] >= 0.95
+        assert d["SR"]["mean"] == 1.0 and d["CS"]["mean"] == 1.0
+    assert payload["termination"] == {"success": 1.0, "normal_stop": 0.0,
+                                      "budget_exhausted": 0.0, "protocol_failure": 0.0}
+    assert payload["failure_shares"] == {"dependency": None, "occupancy": None,
+                                         "affordance": None, "illegal_skill": None}
+    report = (tmp_path / "c" / "report.md").read_text()
+    assert "budget exhausted" in report and "illegal skill" in report
+
+
+def test_cli_json_termination_and_failure_shares_of_failing_teams(tmp_path):
+    res = CliRunner().invoke(app, ["constructs", "run", "--subset", "rep240", "--construct",
+                                   "D2", "--planner", "decentralized", "--agents", "rule",
+                                   "--out", str(tmp_path / "c"), "--json"])
+    assert res.exit_code == 0, res.output
+    payload = json.loads(res.stdout.strip().splitlines()[-1])
+    term, fails = payload["termination"], payload["failure_shares"]
+    assert set(term) == {"success", "normal_stop", "budget_exhausted", "protocol_failure"}
+    assert sum(term.values()) == pytest.approx(1.0)
+    assert term["success"] == pytest.approx(payload["SR"]["mean"]) and term["success"] < 1
+    assert set(fails) == {"dependency", "occupancy", "affordance", "illegal_skill"}
+    assert all(0 <= v <= 1 for v in fails.values())
+
+
+def test_cli_buffer_capacity_is_part_of_the_condition(tmp_path):
+    out = tmp_path / "c"
+    base = ["constructs", "run", "--subset", "rep240", "--construct", "D4", "--limit", "2",
+            "--agents", "oracle", "--out", str(out), "--json"]
+    res = CliRunner().invoke(app, [*base, "--buffer-capacity", "0"])
+    assert res.exit_code != 0 and "--buffer-capacity must be >= 1" in str(res.exception)
+    assert "\n" not in str(res.exception)
+    for cap in ("1", "3"):
+        res = CliRunner().invoke(app, [*base, "--buffer-capacity", cap])
+        assert res.exit_code == 0, res.output
+        assert json.loads(res.stdout.strip().splitlines()[-1])["SR"]["mean"] == 1.0
+    res = CliRunner().invoke(app, base)
+    assert res.exit_code == 0, res.output
+    manifest = json.loads((out / "manifest.json").read_text())
+    caps = {name: c["buffer_capacity"] for name, c in manifest["conditions"].items()}
+    assert sorted(caps.values(), key=str) == [1, 3, None]
+    assert all(name.endswith(f"_cap{c}_limit2") for name, c in caps.items() if c)
+    for name, c in caps.items():  # episodes play at the condition's capacity
+        ep = sorted((out / "episodes" / name).glob("*.jsonl"))[0]
+        info = json.loads(ep.read_text().splitlines()[0])["params"]["construct"]
+        assert info["capacity"] == (c or 2)
+    # a manifest written before the capacity was a parameter is brought up to date
+    default = next(name for name, c in caps.items() if c is None)
+    for c in manifest["conditions"].values():
+        c.pop("buffer_capacity")
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    res = CliRunner().invoke(app, base)
+    assert res.exit_code == 0, res.output
+    assert json.loads((out / "manifest.json").read_text())["conditions"][default][
+        "buffer_capacity"] is None
 
 
 def test_llm_planner_through_the_loopback_server(tmp_path):

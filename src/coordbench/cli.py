@@ -12,7 +12,16 @@ from pathlib import Path
 import typer
 
 from coordbench import __version__
-from coordbench.commands import constructs, data, household, models, physical, stat, view
+from coordbench.commands import (
+    constructs,
+    data,
+    household,
+    models,
+    physical,
+    reproduce,
+    stat,
+    view,
+)
 from coordbench.commands.common import err, executor_option, out, play, workers_option
 from coordbench.errors import ConfigError, CoordbenchError
 
@@ -59,6 +68,7 @@ app.add_typer(physical.app, name="physical")
 app.command("view")(view.view)
 app.command("export")(data.export)
 app.command("table")(data.table)
+app.command("reproduce")(reproduce.reproduce)
 
 
 @app.command()

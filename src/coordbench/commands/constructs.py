@@ -21,6 +21,8 @@ from .common import (
 from .household import harness_settings, local_stats
 from .limits import MAX_CONNECTIONS, MAX_EPISODES, MAX_SEED, MAX_WORKERS
 
+MAX_BUFFER_CAPACITY = 16  # a buffer never needs to hold more than an instance's items
+
 app = typer.Typer(no_args_is_help=True, help="Coordination constructs D1-D4.")
 
 
@@ -38,6 +40,11 @@ def constructs_run(
     models: Path | None = typer.Option(None, help="Model registry file (YAML)."),
     observation: str = typer.Option("blind", help="image | blind"),
     order: str = typer.Option("index", help="Landing order within a step: index | reverse"),
+    buffer_capacity: int | None = typer.Option(
+        None, "--buffer-capacity", metavar="K",
+        help="D4 buffer capacity for every instance played (>= 1; default: each instance's "
+             "own, 2 in the built-in set). Part of the condition: another K is another "
+             "condition."),
     limit: int | None = typer.Option(None, help="Play only the first K instances."),
     seed: int = typer.Option(0, help="Episode seed."),
     cache: bool = typer.Option(True, "--cache/--no-cache", help="Reuse cached replies."),
@@ -49,9 +56,20 @@ def constructs_run(
     out_dir: Path | None = typer.Option(None, "--out", help="Run directory (resumable)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
-    """Run planners on the construct instances; SR, construct score and legality."""
+    """Run planners on the construct instances; SR, construct score and legality.
+
+    --json prints one object: SR, CS and legal_rate (overall and per construct), the
+    termination shares {success, normal_stop, budget_exhausted, protocol_failure} and the
+    failure shares {dependency, occupancy, affordance, illegal_skill} (of failed episodes;
+    null when none failed), and the number of instances.
+    """
     from coordbench.llm.registry import load_registry
-    from coordbench.report.constructs_report import console_table, summarize
+    from coordbench.report.constructs_report import (
+        console_table,
+        episodes,
+        outcomes,
+        summarize_trajectories,
+    )
     from coordbench.report.format import estimate_json
     from coordbench.runner import Limits
     from coordbench.suites.constructs.runner import ConstructSpec
@@ -61,6 +79,7 @@ def constructs_run(
     check_range("--seed", seed, 0, MAX_SEED)
     check_range("--max-connections", max_connections, 1, MAX_CONNECTIONS)
     check_range("--workers", workers, 1, MAX_WORKERS)
+    check_range("--buffer-capacity", buffer_capacity, 1, MAX_BUFFER_CAPACITY)
     if out_dir is not None:
         check_out_dir(out_dir)
     # the built-in set's filters are checked even when an instance file replaces the set
@@ -72,7 +91,7 @@ def constructs_run(
         raise ConfigError(f"--team must be 2, 3 or 4, got {team}")
     if models is not None:  # checked even where these planners do not use it
         load_registry(models)
-    spec = ConstructSpec(planner, agents, observation, model, seed, order)
+    spec = ConstructSpec(planner, agents, observation, model, seed, order, buffer_capacity)
     cond = ConstructCondition(spec, subset, construct, team, limit,
                               str(instances) if instances else None)
     cases = SUITE.cases(cond)  # a bad instance file fails here, before any work
@@ -82,11 +101,13 @@ def constructs_run(
                executor=executor, workers=workers, resources=settings,
                limits=Limits(fail_fast=fail_fast, breaker=breaker),
                labels=[f"constructs {planner} {agents}"], stats=local_stats(settings, executor))
-    overall, per = summarize(run, SUITE.condition(cond), len(cases))
+    trajs = episodes(run, SUITE.condition(cond), len(cases))
+    overall, per = summarize_trajectories(trajs)
     if as_json:
         payload = {k: estimate_json(overall[k]) for k in HEADLINE if k in overall}
         payload["per_construct"] = {c: {k: estimate_json(d[k]) for k in HEADLINE if k in d}
                                     for c, d in per.items()}
+        payload.update(outcomes(trajs))
         payload["instances"] = len(cases)
         emit_json(payload)
         return

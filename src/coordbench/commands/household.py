@@ -81,6 +81,8 @@ def mecobench_run(
     max_reply_tokens: int | None = typer.Option(None, help="Cap tokens per model reply."),
     in_flight: int = typer.Option(8, help="Episodes played concurrently (agents=llm)."),
     prior: str = typer.Option("full", help="full|no_appearance|no_location|none|noisy"),
+    conflict_set: str = typer.Option("paper", help="Same-step contention: paper (grab, open) "
+                                                   "| with_close (grab, open, close)."),
     limit: int | None = typer.Option(None, help="Play only the first K cases."),
     seed: int = typer.Option(0, help="Base seed; case k uses seed + k."),
     images: bool = typer.Option(False, "--images", help="Render and store agents' views."),
@@ -126,7 +128,8 @@ def mecobench_run(
         load_registry(models)
     if cache_path is not None:
         check_out_file(cache_path, "--cache-path")
-    spec = HouseholdSpec(structure, team, protocol, agents, prior, seed, model, leader_model)
+    spec = HouseholdSpec(structure, team, protocol, agents, prior, seed, model, leader_model,
+                         conflict_set)
     cond = household_condition(str(tasks) if tasks else None, suite, spec)
     cases = SUITE.cases(cond, limit)
     check_playable([c.data[1] for c in cases], team, prior)

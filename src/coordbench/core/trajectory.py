@@ -263,6 +263,16 @@ class Trajectory(BaseModel):
     # request hash -> prompt JSON of the episode's model calls: not part of the file (prompts
     # repeat across steps and episodes); the runner stores each once under RUN/prompts/
     _prompts: dict[str, str] = PrivateAttr(default_factory=dict)
+    # values derived from the events (message tags, ...), kept per trajectory so analyses that
+    # ask for them again do not recompute; see `memo`
+    _memo: dict[str, Any] = PrivateAttr(default_factory=dict)
+
+    def memo(self, key: str, compute: Any) -> Any:
+        """Return `compute(self)`, computed once per trajectory object under `key` (events
+        are not modified after an episode ends, so a derived value stays valid)."""
+        if key not in self._memo:
+            self._memo[key] = compute(self)
+        return self._memo[key]
 
     @property
     def prompts(self) -> dict[str, str]:

@@ -1,10 +1,14 @@
 """Construct scores and diagnostics (after CoCoBench, Section 4): pure functions of trajectories.
 
-A construct trajectory's header `params` carries the instance facts the scores need (the
-construct, M*, the oracle's action count, containers and their order, the knife, the
-buffers). Only recorded actions count: an agent that does nothing in a step records nothing
-(as an agent that is not chosen by a central planner). Every score is in [0, 1], or None
-(reported n/a) when its denominator is 0.
+A construct trajectory's header `params["construct"]` carries the instance facts the scores
+need, for every instance whatever its own construct, so that all four scores can be
+cross-applied to every trajectory (the paper's Fig. 5): the oracle's makespan, action and step
+counts (M* of C_D1 and C_D3), the goal containers, targets and orders (C_D2), the shared knife
+(C_D3) and the buffer stations (C_D4). Only recorded actions count: an agent that does nothing
+in a step records nothing (as an agent that is not chosen by a central planner). Every score is
+in [0, 1], or None (reported n/a) where it is truly undefined: its denominator is 0 (no
+precedence-relevant operation, no access to a shared tool, no buffer handoff), or the instance
+lacks the fact it needs (an instance file written before the fact was recorded).
 """
 
 from __future__ import annotations
@@ -47,12 +51,25 @@ def makespan(traj: Trajectory) -> int:
     return max(counts.values(), default=0)
 
 
+def d1_reference(info: dict[str, Any]) -> int | None:
+    """Return the M* of C_D1 for an instance's construct facts: on a D1 instance the exact
+    min-max makespan under the skill abstraction (`m_star`, which the oracle attains), on any
+    other the oracle's realised makespan (`oracle_makespan`, the largest number of actions one
+    agent of the reference run executed); None when the instance records neither."""
+    if info.get("construct") == "D1" and info.get("m_star") is not None:
+        return int(info["m_star"])
+    ref = info.get("oracle_makespan")
+    return None if ref is None else int(ref)
+
+
 def score_d1(traj: Trajectory) -> float | None:
-    """Return C_D1 = min(1, M*/M) (M* = optimal makespan under the skill abstraction).
+    """Return C_D1 = min(1, M*/M): M = the largest number of actions one agent executed
+    (failures and waits included), M* = `d1_reference` (D1: the optimal makespan under the
+    skill abstraction; other constructs: the oracle's makespan on the instance).
 
     None for one agent, for M = 0, or when the instance has no M*.
     """
-    m_star = _info(traj).get("m_star")
+    m_star = d1_reference(_info(traj))
     m = makespan(traj)
     if m_star is None or m == 0 or int(traj.header.params.get("agents", 1)) < 2:
         return None
@@ -125,18 +142,26 @@ def score_d2(traj: Trajectory) -> float | None:
 
 
 def score_d3(traj: Trajectory) -> float | None:
-    """Return C_D3 = (1 - c/a) min(1, M*/L): a = grab attempts on the shared knife, c = those
-    lost to contention, L = executed non-idle actions of all agents, M* = the oracle's count;
-    None when a = 0."""
+    """Return C_D3 = (1 - c/a) min(1, M*/L) (paper Eq. 9).
+
+    a = grab attempts on the shared knife, c = those lost to contention (`conflict_lost`,
+    `held_by_other`), L = the executed team steps of the episode (household_step events,
+    steps in which agents only waited included), M* = the oracle's team steps on the instance
+    (`oracle_steps`): both in team steps, so waiting lengthens L as acting does. The paper
+    calls M* "the oracle/reference makespan" without defining it for D3; this is our reading.
+    The efficiency term is 1 when the instance records no `oracle_steps` (older instance
+    files). None when a = 0 (no access to a shared tool: on instances without a knife the
+    score is undefined).
+    """
     info = _info(traj)
     knife = info.get("knife")
     tries = [a for a in _records(traj) if a.action == "grab" and a.args.get("obj") == knife]
     if knife is None or not tries:
         return None
     c = sum(a.outcome in ("conflict_lost", "held_by_other") for a in tries)
-    work = sum(a.action not in IDLE for a in _records(traj))
-    m_star = info.get("oracle_actions")
-    eff = 1.0 if not m_star or not work else min(1.0, m_star / work)
+    steps = len(_steps(traj))
+    m_star = info.get("oracle_steps")
+    eff = 1.0 if not m_star or not steps else min(1.0, m_star / steps)
     return (1 - c / len(tries)) * eff
 
 
@@ -168,9 +193,20 @@ SCORES = {"D1": score_d1, "D2": score_d2, "D3": score_d3, "D4": score_d4}
 
 
 def construct_score(traj: Trajectory) -> float | None:
-    """Return the score of the trajectory's own construct (CS)."""
+    """Return the score of the trajectory's own construct (CS), or None (n/a)."""
     fn = SCORES.get(_info(traj).get("construct", ""))
     return fn(traj) if fn else None
+
+
+def cross_scores(traj: Trajectory) -> dict[str, float | None]:
+    """Return {"D1": C_D1, ..., "D4": C_D4}: all four scores cross-applied to one trajectory
+    (None where a score is undefined on it)."""
+    return {c: fn(traj) for c, fn in SCORES.items()}
+
+
+def construct_of(traj: Trajectory) -> str:
+    """Return the trajectory's own construct (D1-D4; "" if the header names none)."""
+    return str(_info(traj).get("construct", ""))
 
 
 def failure_taxonomy(traj: Trajectory) -> dict[str, int]:
@@ -184,13 +220,37 @@ def failure_taxonomy(traj: Trajectory) -> dict[str, int]:
             "illegal_skill": sum(a.outcome in ILLEGAL for a in records)}
 
 
+# failure kinds by their public (CLI JSON, report) name -> the failure_taxonomy count
+FAILURE_KINDS = {"dependency": "dependency_violation", "occupancy": "occupancy_conflict",
+                 "affordance": "affordance_failure", "illegal_skill": "illegal_skill"}
+# the termination taxonomy's public names, in report order
+TERMINATIONS = ("success", "normal_stop", "budget_exhausted", "protocol_failure")
+
+
 def termination(traj: Trajectory) -> str:
-    """Return success, normal_stop, budget_exhaustion or protocol_failure."""
+    """Return success, normal_stop, budget_exhaustion or protocol_failure (an episode without
+    its end; a provider-errored one, which runs never count, keeps its name "error")."""
     end = traj.end
     if end is None:
         return "protocol_failure"
     return {"success": "success", "truncated": "budget_exhaustion"}.get(end.termination,
                                                                          end.termination)
+
+
+def termination_key(traj: Trajectory) -> str:
+    """Return the episode's termination under its public name, one of `TERMINATIONS`:
+    success, normal_stop, budget_exhausted (the action budget was spent) or protocol_failure
+    (no episode end, or an error end)."""
+    t = termination(traj)
+    return {"budget_exhaustion": "budget_exhausted", "error": "protocol_failure"}.get(t, t)
+
+
+def failure_kinds(traj: Trajectory) -> dict[str, bool]:
+    """Return, for each public failure kind (`FAILURE_KINDS`), whether the episode exhibits at
+    least one such event (a dependency violation, occupancy conflict, affordance failure or
+    illegal-skill use)."""
+    counts = failure_taxonomy(traj)
+    return {k: counts[v] > 0 for k, v in FAILURE_KINDS.items()}
 
 
 def episode_metrics(traj: Trajectory) -> dict[str, float | None]:

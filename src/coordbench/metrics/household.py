@@ -7,7 +7,13 @@ to an episode returns None (reported as n/a), never 0.
 
 from __future__ import annotations
 
-from coordbench.core.trajectory import HouseholdStepEvent, ModelCallEvent, Trajectory
+from coordbench.core.trajectory import (
+    HouseholdStepEvent,
+    MessageEvent,
+    ModelCallEvent,
+    Trajectory,
+)
+from coordbench.metrics.behaviour import claims_completion
 
 
 def _steps(traj: Trajectory) -> list[HouseholdStepEvent]:
@@ -30,22 +36,34 @@ def completion_rate(traj: Trajectory) -> float:
     return steps[-1].completion if steps else 0.0
 
 
+def completion_curve(traj: Trajectory) -> list[float]:
+    """Return CR(e) for e = 1..B effective steps (B the budget): the team's completion after
+    the team step that contains effective step e (team step t covers e in ((t-1)n, tn]),
+    held at its final value after the episode ends, and 0 before any step."""
+    n = int(traj.header.params["agents"])
+    budget = int(traj.header.params["budget"])
+    curve = [e.completion for e in _steps(traj)]
+    if not curve:
+        return [0.0] * budget
+    return [curve[min((e + n - 1) // n, len(curve)) - 1] for e in range(1, budget + 1)]
+
+
 def step_auc(traj: Trajectory) -> float:
     """Return the Step-CR AUC: (1/B) sum_{e=1..B} CR(e), B the effective-step budget.
 
     After team step t the team has used e = t*n effective steps; CR(e) for e in
     ((t-1)n, tn] is the completion after step t (credit at the step that achieved it), and
-    CR stays at its final value after the episode ends. So AUC is in [0, 1] and rewards early
-    completion.
+    CR stays at its final value after the episode ends (`completion_curve`). So AUC is in
+    [0, 1] and rewards early completion.
     """
-    n = int(traj.header.params["agents"])
-    budget = int(traj.header.params["budget"])
-    curve = [e.completion for e in _steps(traj)]
-    total = 0.0
-    for e in range(1, budget + 1):
-        t = (e + n - 1) // n  # team step that contains effective step e
-        total += curve[min(t, len(curve)) - 1] if curve else 0.0
-    return total / budget
+    curve = completion_curve(traj)
+    return sum(curve) / len(curve) if curve else 0.0
+
+
+def n_objects(traj: Trajectory) -> int:
+    """Return the number of target objects (the sum of the subgoals' required counts; each
+    target object is one unit of MECoBench's "#objects")."""
+    return int(sum(traj.header.params.get("required", {}).values()))
 
 
 def _calls(traj: Trajectory) -> list[ModelCallEvent]:
@@ -133,9 +151,25 @@ def wrong_class_grabs(traj: Trajectory) -> int:
 
 
 def hallucinated_completion(traj: Trajectory) -> bool:
-    """Return whether an agent declared the task done (`done`) while subgoals remained."""
-    return any(e.completion < 1.0 and any(a.action == "done" for a in e.actions)
-               for e in _steps(traj))
+    """Return whether an agent declared the task finished while subgoals remained.
+
+    A declaration is a `done` action at step t, or a message sent at step t that states the
+    whole task is finished (`behaviour.claims_completion`: "The task is complete", "All items
+    have been placed", ...), MECoBench's false-completion case. "Remained" is judged on what
+    the agent could know at that moment: the completion before step t's actions (after step
+    t-1; 0 at t = 0) for a message, which is sent before the step's actions, and after step t
+    for a `done` action, which is part of it. Shared-memory boards are not messages.
+    """
+    return bool(traj.memo("hallucinated_completion", _hallucinated))
+
+
+def _hallucinated(traj: Trajectory) -> bool:
+    steps = _steps(traj)
+    if any(e.completion < 1.0 and any(a.action == "done" for a in e.actions) for e in steps):
+        return True
+    before = {e.t + 1: e.completion for e in steps}
+    return any(m.phase != "memory" and before.get(m.t, 0.0) < 1.0
+               and claims_completion(m.content) for m in traj.steps(MessageEvent))
 
 
 def episode_metrics(traj: Trajectory) -> dict[str, float | None]:

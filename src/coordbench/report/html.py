@@ -76,9 +76,38 @@ def _figures(figs: list[Figure]) -> str:
                    f"{html.escape(f.caption)}</figcaption></figure>" for f in figs)
 
 
+def markdown_renderer() -> MarkdownIt:
+    """Return the markdown renderer of every coordbench page (CommonMark, tables, no raw
+    HTML)."""
+    return MarkdownIt("commonmark", {"html": False}).enable("table")
+
+
+def page(title: str, nav_title: str, chunks: list[tuple[str, list[Figure]]],
+         head: str = "") -> str:
+    """Return a self-contained HTML page: `head` markdown, then each (markdown, figures)
+    chunk in a section, with every h2/h3 listed in the side contents."""
+    md = markdown_renderer()
+    toc: list[tuple[int, str, str]] = []
+    used: set[str] = set()
+    parts = [md.render(head)] if head else []
+    for text, figs in chunks:
+        parts.append(f'<section>{_headed(md.render(text), toc, used)}{_figures(figs)}'
+                     "</section>")
+    return _shell(title, nav_title, toc, "".join(parts))
+
+
+def _shell(title: str, nav_title: str, toc: list[tuple[int, str, str]], body: str) -> str:
+    nav = "".join(f'<a class="h{lvl}" href="#{slug}">{html.escape(text)}</a>'
+                  for lvl, slug, text in toc)
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>"
+            f"<nav><strong>{html.escape(nav_title)}</strong>{nav}</nav>"
+            f"<main>{body}</main></body></html>\n")
+
+
 def render(run: RunDir, report: Any) -> str:
     """Return report.html's text: the report's markdown tables with each family's figures."""
-    md = MarkdownIt("commonmark", {"html": False}).enable("table")
+    md = markdown_renderer()
     toc: list[tuple[int, str, str]] = []
     used: set[str] = set()
     chunks = [md.render(report.intro)]
@@ -92,9 +121,4 @@ def render(run: RunDir, report: Any) -> str:
         chunks.append(f'<section class="family" data-suite="{html.escape(suite)}">{body}'
                       f"{_figures(figs)}</section>")
     title = re.sub(r"^# ", "", report.intro.splitlines()[0]) if report.intro else "report"
-    nav = "".join(f'<a class="h{lvl}" href="#{slug}">{html.escape(text)}</a>'
-                  for lvl, slug, text in toc)
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>"
-            f"<nav><strong>{html.escape(run.path.name)}</strong>{nav}</nav>"
-            f"<main>{''.join(chunks)}</main></body></html>\n")
+    return _shell(title, run.path.name, toc, "".join(chunks))

@@ -82,6 +82,14 @@ class OracleTeam:
         """Return one action per agent for the current step."""
         self._assign()
         actions = [self._next(i) for i in range(self.env.n)]
+        # one agent per contended target and step: two agents opening one container (both
+        # fetching from it) would be a same-step conflict; the later one waits a step
+        claimed: set[int] = set()
+        for i, a in enumerate(actions):
+            if a.name in self.env.conflicting and isinstance(a.obj, int):
+                if a.obj in claimed:
+                    actions[i] = WAIT
+                claimed.add(a.obj)
         # a giver at the door hands over only when the placer receives this step
         for i, a in enumerate(actions):
             if a.name == "handover" and actions[a.to_agent].name not in ("receive", "wait"):

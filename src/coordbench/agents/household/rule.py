@@ -6,6 +6,15 @@ sequential task, bring it to the handover door), else fetch the object it has cl
 claim the nearest needed object that no teammate is known to have claimed, else explore (rooms
 named by the goal's location hints first, then closed containers), else wait.
 
+What a prior gives, a mind uses: location hints send it to the hinted rooms first (a false
+hint of the noisy prior costs it the walk), and appearance descriptions let it tell look-alike
+classes apart. Without the goal class's description (no_appearance, none), a mind takes an
+object of a look-alike class (`LOOKALIKES`: wine glass and water glass, juice and wine, ...)
+for the goal class with probability `CONFUSION`, drawn once per (case seed, agent, object), as
+an agent that sees images would. It learns the truth on picking the object up: it puts it back
+where it was (a wrong grab, then a correction), says so ("CORRECTION 471 is waterglass"), and
+looks on.
+
 Messages are short token lists ("CLAIM 471:pudding; AT kitchen"), so other rule minds can read
 them. Without communication a mind cannot know its teammates' claims, which is what produces
 duplicate grabs and conflicts; in sequential tasks it cannot know when the receiver is at the
@@ -15,6 +24,7 @@ door, so it tries the handover and fails until the receiver happens to be there.
 from __future__ import annotations
 
 import re
+import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,7 +36,19 @@ from .protocols import Decision, Message
 
 STORAGE = frozenset({"fridge", "stove", "dishwasher", "microwave", "cabinet", "kitchencabinet",
                      "bookshelf", "nightstand", "closet", "desk", "bathroomcabinet"})
-_TOKEN = re.compile(r"(CLAIM|HOLD|SEEN|DONE|AT|DOOR|RECEIVING|ASSIGN|STANDING)\s+([^;]+)")
+_TOKEN = re.compile(r"(CLAIM|HOLD|SEEN|DONE|AT|DOOR|RECEIVING|ASSIGN|STANDING|CORRECTION|"
+                    r"MISSING)"
+                    r"\s+([^;]+)")
+# classes that look alike in the renders (the catalog's appearance texts tell them apart)
+_PAIRS = (("waterglass", "wineglass"), ("juice", "wine"), ("cupcake", "pudding"),
+          ("pancake", "poundcake"), ("cellphone", "remotecontrol"), ("magazine", "book"),
+          ("toothbrush", "toothpaste"), ("mug", "waterglass"), ("mug", "coffeepot"),
+          ("mouse", "barsoap"), ("apple", "toy"), ("magazine", "plate"),
+          ("cutleryfork", "toothbrush"), ("book", "boardgame"), ("keyboard", "towel"))
+LOOKALIKES: dict[str, frozenset[str]] = {
+    c: frozenset(b if a == c else a for a, b in _PAIRS if c in (a, b))
+    for pair in _PAIRS for c in pair}
+CONFUSION = 0.5  # chance an undescribed look-alike is taken for the goal class
 
 
 @dataclass
@@ -35,6 +57,7 @@ class RuleMind:
 
     agent: int
     comm: bool = True
+    seed: int = 0  # the case seed: which look-alikes fool this mind
     known: dict[int, tuple[str, int]] = field(default_factory=dict)  # obj -> (class, room)
     explored: set[int] = field(default_factory=set)
     searched: set[int] = field(default_factory=set)  # rooms whose storage we have opened
@@ -46,6 +69,9 @@ class RuleMind:
     receiver_ready: bool = False
     giver_waiting: int | None = None  # door where a giver waits with an object
     idle_at_door: bool = False
+    revealed: set[int] = field(default_factory=set)  # misidentified objects, seen up close
+    origin: dict[int, tuple[str, int]] = field(default_factory=dict)  # obj -> (relation, on)
+    corrections: list[str] = field(default_factory=list)  # to say in the next message
     _last_step: int = -1
     _last_action: Action | None = None
 
@@ -64,10 +90,21 @@ class RuleMind:
         self.explored.add(obs.room)
         needed = {g.obj_class for g in obs.goals}
         placed = {(g.obj_class, t) for g in obs.goals for t in g.targets}
+        for o, cls in obs.held:  # up close, an object shows what it really is
+            if o in self.known and self.known[o][0] != cls:
+                self.revealed.add(o)
+                if self.comm:
+                    self.corrections.append(f"CORRECTION {o} is {cls}")
+                del self.known[o]
+                if self.claim == o:
+                    self.claim = None
         for s in obs.visible:
-            if s.grabbable and s.class_name in needed:
-                self.known[s.id] = (s.class_name, obs.room)
-                if (s.class_name, s.on) in placed:
+            cls = self._perceived(obs, s, needed)
+            if s.grabbable and s.on is not None:
+                self.origin.setdefault(s.id, (s.relation or "ON", s.on))
+            if s.grabbable and cls in needed:
+                self.known[s.id] = (cls, obs.room)
+                if (cls, s.on) in placed:
                     self.gone.add(s.id)  # already counts toward its subgoal
                 else:
                     self.gone.discard(s.id)
@@ -91,6 +128,20 @@ class RuleMind:
                 continue
             self._read(msg)
 
+    def _perceived(self, obs: Observation, s, needed: set[str]) -> str:
+        """Return the class this mind takes visible object `s` for (see the module
+        docstring: an undescribed look-alike of a needed class may fool it)."""
+        if s.class_name in needed or s.id in self.revealed or not s.grabbable:
+            return s.class_name
+        for cls in sorted(LOOKALIKES.get(s.class_name, ())):
+            if cls in needed and cls not in obs.described and self._fooled(s.id, cls):
+                return cls
+        return s.class_name
+
+    def _fooled(self, obj: int, cls: str) -> bool:
+        draw = zlib.crc32(f"{self.seed}/{self.agent}/{obj}/{cls}".encode()) / 2**32
+        return draw < CONFUSION
+
     def _read(self, msg: Message) -> None:
         if msg.phase == "memory":
             return
@@ -111,6 +162,15 @@ class RuleMind:
                 obj = _int(arg)
                 if obj is not None:
                     self.gone.add(obj)
+            elif kind == "MISSING":
+                obj = _int(arg)
+                if obj is not None:
+                    self.gone.add(obj)
+            elif kind == "CORRECTION":
+                obj = _int(arg.split()[0])
+                if obj is not None:
+                    self.revealed.add(obj)
+                    self.known.pop(obj, None)
             elif kind == "DOOR":
                 door = _int(arg.split()[0])
                 if door is not None and "WAIT" in arg:
@@ -124,7 +184,8 @@ class RuleMind:
 
     # -- communicate phase --------------------------------------------------------------------
     def _status(self, obs: Observation) -> list[str]:
-        out = [f"AT {obs.room}"]
+        out = [f"AT {obs.room}"] + self.corrections
+        self.corrections = []
         if obs.at_door is not None:
             out.append(f"STANDING {obs.at_door}")
         out += [f"HOLD {o}:{c}" for o, c in obs.held]
@@ -267,6 +328,10 @@ class RuleMind:
     def _decide(self, obs: Observation) -> Action:
         if obs.complete:
             return WAIT
+        # 0. put back what turned out to be the wrong object (it blocks a hand)
+        for obj, cls in obs.held:
+            if obj in self.revealed and self._goal(obs, cls) is None:
+                return self._put_back(obs, obj)
         # 1. receive objects coming our way (before placing: the giver is waiting)
         if self._wants_to_receive(obs):
             door = self._door(obs)
@@ -307,6 +372,8 @@ class RuleMind:
             step = self._fetch(obs, self.claim)
             if step is not None:
                 return step
+            if self.comm:  # a negative report: it is not where we saw it (or were told)
+                self.corrections.append(f"MISSING {self.claim}")
             self.gone.add(self.claim)
             self.claim = None
             self._choose_claim(obs)
@@ -413,23 +480,47 @@ class RuleMind:
         if not any(v > 0 for v in need.values()):
             return None
         hinted = [r for c, rooms in obs.hints.items() if need.get(c, 0) > 0 for r in rooms]
-        for r in hinted + sorted(obs.allowed_rooms):
+        for r in hinted:
             if r in obs.allowed_rooms and r not in self.explored:
                 return Action("walk_to_room", room=r)
-        boxes = [s for s in obs.visible if s.container and s.is_open is False
-                 and s.class_name in STORAGE and s.id not in self.opened]
-        if boxes and len(obs.held) < 2:
-            box = min(boxes, key=lambda s: s.distance)
-            if box.distance > REACH:
-                return Action("walk", obj=box.id)
-            self.opened.add(box.id)
-            return Action("open", obj=box.id)
+        # the furniture the goal text names: open it before searching anywhere else
+        spots = {f for c, fs in obs.spots.items() if need.get(c, 0) > 0 for f in fs}
+        step = self._open_nearest(obs, lambda s: s.id in spots)
+        if step is not None:
+            return step
+        for r in sorted(obs.allowed_rooms):
+            if r not in self.explored:
+                return Action("walk_to_room", room=r)
+        step = self._open_nearest(obs, lambda s: s.class_name in STORAGE)
+        if step is not None:
+            return step
         # this room is searched: move on to another room with unopened storage
         self.searched.add(obs.room)
         for r in sorted(obs.allowed_rooms):
             if r not in self.searched:
                 return Action("walk_to_room", room=r)
         return None
+
+    def _put_back(self, obs: Observation, obj: int) -> Action:
+        """Return the action that puts a misidentified object back where it was found."""
+        relation, where = self.origin.get(obj, ("", -1))
+        spot = self._visible(obs, where)
+        if spot is None or spot.distance > REACH or (relation == "INSIDE" and not spot.is_open):
+            return Action("drop", obj=obj)
+        return Action("put_in" if relation == "INSIDE" else "put_on", obj=obj, target=where)
+
+    def _open_nearest(self, obs: Observation, which) -> Action | None:
+        """Return the walk to, or the opening of, the nearest closed container not opened yet
+        for which `which(seen object)` holds (None if none, or no free hand)."""
+        boxes = [s for s in obs.visible if s.container and s.is_open is False
+                 and s.id not in self.opened and which(s)]
+        if not boxes or len(obs.held) >= 2:
+            return None
+        box = min(boxes, key=lambda s: s.distance)
+        if box.distance > REACH:
+            return Action("walk", obj=box.id)
+        self.opened.add(box.id)
+        return Action("open", obj=box.id)
 
     def _sequential(self, obs: Observation) -> bool:
         return obs.structure == "sequential"

@@ -8,7 +8,13 @@ from typing import Any
 ACTIONS = ("walk", "walk_to_room", "walk_to_door", "grab", "open", "close", "put_on", "put_in",
            "handover", "receive", "wait", "done", "slice", "toggle", "drop")
 # Actions on one object that conflict when several agents attempt them in the same step.
-CONFLICTING = frozenset({"grab", "open", "close"})
+# "paper" is MECoBench's set (same-step grab/open); "with_close" also contends same-step
+# closes, which the construct tasks use (their containers are shared resources, D2).
+CONFLICT_SETS: dict[str, frozenset[str]] = {
+    "paper": frozenset({"grab", "open"}),
+    "with_close": frozenset({"grab", "open", "close"}),
+}
+CONFLICTING = CONFLICT_SETS["paper"]
 
 OUTCOMES = {
     "ok": "the action succeeded",

@@ -10,8 +10,9 @@ Rules (docs/household.md has the full list):
   puts it in reach. Targets must lie in the agent's allowed rooms (sequential zones).
 - handover(obj, r) needs the giver to hold obj, agent r to `receive` (or `wait`) in the same
   step, the two within HANDOVER_RANGE metres, and a free hand at r.
-- Same-step grab/open/close of one object by several agents: one winner drawn with the
-  episode's seeded RNG; the others get `conflict_lost` and do nothing.
+- Same-step grab/open of one object by several agents (MECoBench's conflict set; the
+  "with_close" set adds close): one winner drawn with the episode's seeded RNG; the others get
+  `conflict_lost` and do nothing.
 - Execution order in a step: conflicts are resolved first, then actions run in agent index
   order, each seeing the effects of the lower-index agents' actions.
 """
@@ -22,7 +23,7 @@ import math
 import random
 from collections.abc import Sequence
 
-from .actions import ACTIONS, CONFLICTING, Action, Outcome
+from .actions import ACTIONS, CONFLICT_SETS, Action, Outcome
 from .scene import NON_OBJECT_CATEGORIES
 from .task import HouseholdTask
 
@@ -35,14 +36,19 @@ MAX_HELD = 2
 class HouseholdEnv:
     """A team of n agents in one household task."""
 
-    def __init__(self, task: HouseholdTask, n_agents: int, seed: int = 0) -> None:
+    def __init__(self, task: HouseholdTask, n_agents: int, seed: int = 0,
+                 conflict_set: str = "paper") -> None:
         if n_agents < 1:
             raise ValueError(f"a team needs at least one agent, got {n_agents}")
         if task.zones and n_agents != len(task.zones):
             raise ValueError(f"sequential task {task.task_id} needs {len(task.zones)} agents")
+        if conflict_set not in CONFLICT_SETS:
+            raise ValueError(f"unknown conflict set {conflict_set!r}; choose from "
+                             f"{', '.join(CONFLICT_SETS)}")
         self.task = task
         self.scene = task.scene
         self.n = n_agents
+        self.conflicting = CONFLICT_SETS[conflict_set]
         self.rng = random.Random(seed)
         sc = self.scene
         self.allowed = [set(task.allowed_rooms(i)) for i in range(n_agents)]
@@ -169,7 +175,7 @@ class HouseholdEnv:
         self.last_conflicts: list[tuple[int, list[int], int]] = []
         groups: dict[int, list[int]] = {}
         for i, a in enumerate(actions):
-            if a.name in CONFLICTING and isinstance(a.obj, int):
+            if a.name in self.conflicting and isinstance(a.obj, int):
                 groups.setdefault(a.obj, []).append(i)
         for obj, members in groups.items():
             if len(members) > 1:

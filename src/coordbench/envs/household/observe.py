@@ -63,6 +63,9 @@ class Observation:
     last_outcome: Outcome | None = None
     at_door: int | None = None
     mates_at_door: dict[int, int] = field(default_factory=dict)  # teammate -> door, if in view
+    # goal class -> appearance text, where the prior's goal text describes it
+    described: dict[str, str] = field(default_factory=dict)
+    spots: dict[str, list[int]] = field(default_factory=dict)  # class -> hinted furniture
     extra: dict = field(default_factory=dict)
 
     @property
@@ -72,7 +75,9 @@ class Observation:
 
 
 def observe(env: HouseholdEnv, agent: int, *, goal_text: str, hints: dict[str, list[int]],
-            steps_left: int, last: Outcome | None = None) -> Observation:
+            steps_left: int, last: Outcome | None = None,
+            described: dict[str, str] | None = None,
+            spots: dict[str, list[int]] | None = None) -> Observation:
     """Return agent `agent`'s observation of the current state."""
     sc = env.scene
     seen = []
@@ -103,7 +108,8 @@ def observe(env: HouseholdEnv, agent: int, *, goal_text: str, hints: dict[str, l
         doors=sorted((d, a, b) for d, (a, b) in sc.doors.items()),
         handover_doors=list(env.task.handover_doors), teammates=mates, goals=goals,
         goal_text=goal_text, hints=hints, structure=env.task.structure, n_agents=env.n,
-        last_outcome=last, at_door=env.at_door[agent],
+        last_outcome=last, at_door=env.at_door[agent], described=dict(described or {}),
+        spots=dict(spots or {}),
         mates_at_door={j: env.at_door[j] for j, _, _ in mates if env.at_door[j] is not None})
 
 

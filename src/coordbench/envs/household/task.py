@@ -55,6 +55,8 @@ class HouseholdTask:
     required_handovers: int = 0
     topology_text: str = ""
     location_hints: dict[str, list[int]] = field(default_factory=dict)  # class -> rooms
+    # class -> the furniture the goal text names as where it starts (location priors)
+    location_spots: dict[str, list[int]] = field(default_factory=dict)
     descriptions: dict[str, str] = field(default_factory=dict)  # class -> appearance text
     # construct-task extensions (all optional; MECoBench tasks leave them empty)
     roles: list[str] | None = None  # role of each agent
@@ -125,6 +127,23 @@ class HouseholdTask:
                 if others and rng.random() < 0.3:
                     hints[cls].append(rng.choice(others))
         return hints
+
+    def spots(self, prior: str = "full") -> dict[str, list[int]]:
+        """Return {class: furniture ids} the goal text of `prior` names as start places
+        (nothing for no_location and none)."""
+        if prior in ("no_location", "none"):
+            return {}
+        return {c: list(f) for c, f in self.location_spots.items()}
+
+    def described(self, prior: str = "full") -> dict[str, str]:
+        """Return {goal class: appearance text} that the goal text of `prior` gives.
+
+        full, no_location and noisy describe the goal classes; no_appearance and none do not.
+        """
+        if prior in ("no_appearance", "none"):
+            return {}
+        goal = {g.obj_class for g in self.subgoals}
+        return {c: d for c, d in self.descriptions.items() if c in goal}
 
     def allowed_rooms(self, agent: int) -> list[int]:
         """Return the rooms agent `agent` may enter (every room in parallel tasks)."""
@@ -215,16 +234,24 @@ def task_from_dict(task: dict, where: str) -> HouseholdTask:
     if not starts:
         raise ConfigError(f"{where}: no start rooms")
     hints: dict[str, list[int]] = {}
+    spots: dict[str, list[int]] = {}
     for obj in (task.get("task_locations") or {}).get("goal_objects") or []:
         if isinstance(obj, dict) and obj.get("room_id") in scene.rooms:
             rooms = hints.setdefault(str(obj.get("class_name")), [])
             if obj["room_id"] not in rooms:
                 rooms.append(int(obj["room_id"]))
+            placement = obj.get("placement")
+            spot = placement.get("target_id") if isinstance(placement, dict) else None
+            if isinstance(spot, int) and spot in scene.nodes:
+                mine = spots.setdefault(str(obj.get("class_name")), [])
+                if spot not in mine:
+                    mine.append(spot)
     return HouseholdTask(
         task_id=tid, name=str(task.get("task_name", "")), structure=structure, scene=scene,
         subgoals=subgoals, goal_texts=texts, start_rooms=starts, zones=zones,
         handover_doors=doors, required_handovers=required,
         topology_text=str(task.get("department_topology", "")), location_hints=hints,
+        location_spots=spots,
         descriptions={str(k): str(v) for k, v in
                       (task.get("coordbench_descriptions") or {}).items()},
         source=where,

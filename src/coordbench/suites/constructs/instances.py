@@ -2,9 +2,11 @@
 
 v1: 900 instances, 75 per (construct, team size) for constructs D1-D4 and teams of 2, 3, 4,
 spread evenly over each construct's families; rep240 takes the first 20 of every cell. Each
-instance carries its oracle references: M* (D1: the exact min-max makespan under the skill
-abstraction; D3: the oracle's action count), the oracle's actions and steps, and the budget
-= ceil(1.5 x oracle actions) executed agent-actions. Three gates keep an instance:
+instance carries its oracle references: M* of its own construct score (D1: the exact min-max
+makespan under the skill abstraction; D3: the oracle's team steps), the oracle's actions,
+steps and makespan (the largest per-agent action count: C_D1's M* when the score is
+cross-applied to a D2-D4 instance), and the budget = ceil(1.5 x oracle actions) executed
+agent-actions. Three gates keep an instance:
 placement (the objects exist where the goal needs them), oracle (it succeeds with only legal,
 successful actions) and metric (it scores >= 0.95 on its construct). `V1_SHA256` pins it.
 """
@@ -28,7 +30,7 @@ TEAMS = (2, 3, 4)
 PER_CELL = 75
 REP_PER_CELL = 20
 MAX_ATTEMPTS = 20
-V1_SHA256 = "00232a510bb77a667f96b04128660dcc6d7f8fe601d2d81923c650611fd1d456"
+V1_SHA256 = "3d3bd6e7b2a94fbff470e897faeabe0548a588fb87e33213279182d40dea453f"
 
 
 def placement_gate(raw: dict[str, Any]) -> str | None:
@@ -65,6 +67,10 @@ def with_references(raw: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
     info = raw["coordbench_construct"]
     info["oracle_actions"] = len(records)
     info["oracle_steps"] = sum(e.type == "household_step" for e in tr.events)
+    per_agent: dict[int, int] = {}
+    for a in records:
+        per_agent[a.agent] = per_agent.get(a.agent, 0) + 1
+    info["oracle_makespan"] = max(per_agent.values())
     if info["construct"] == "D1":
         task, _ = load_instance(raw, "x")
         from coordbench.agents.constructs.oracle import ConstructOracle
@@ -72,7 +78,7 @@ def with_references(raw: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
 
         info["m_star"] = ConstructOracle(HouseholdEnv(task, len(task.start_rooms)), info).m_star
     elif info["construct"] == "D3":
-        info["m_star"] = len(records)
+        info["m_star"] = info["oracle_steps"]
     raw["coordbench_budget"] = math.ceil(1.5 * len(records))
     check = run_construct(raw, ConstructSpec("decentralized", "oracle"), "gate")
     score = construct_score(check)

@@ -4,12 +4,18 @@ Planner modes: `central` (C0: one decision picks one action for one agent; the o
 nothing that step), `decentralized` (every agent decides from the same snapshot, no messages)
 and `decentralized_comm` (the same, plus a broadcast board: each agent's note from the previous
 round). Landing order within a step is agent index order (deterministic). The budget counts
-executed agent-actions, waits included.
+executed agent-actions, waits included. `ConstructSpec.buffer_capacity` overrides the D4
+buffer capacity of the instances played (None: each instance's own, 2 in the built-in set).
+
+Every header records the instance's construct facts completed by `score_facts`, so that all
+four construct scores can be cross-applied to every trajectory.
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
+import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -46,8 +52,15 @@ class ConstructSpec:
     model: str | None = None
     seed: int = 0
     order: str = "index"  # landing order within a step: index or reverse
+    # D4 buffer capacity for every instance played; None: each instance's own (v1: 2)
+    buffer_capacity: int | None = None
 
     def __post_init__(self) -> None:
+        if self.buffer_capacity is not None and (
+                isinstance(self.buffer_capacity, bool) or not isinstance(self.buffer_capacity, int)
+                or self.buffer_capacity < 1):
+            raise ConfigError(f"--buffer-capacity must be an integer >= 1, got "
+                              f"{self.buffer_capacity!r}")
         if self.planner not in PLANNERS:
             raise ConfigError(f"unknown --planner {self.planner!r}; choose from "
                               f"{', '.join(PLANNERS)}")
@@ -75,6 +88,48 @@ def load_instance(raw: dict[str, Any], where: str) -> tuple[HouseholdTask, dict[
     return task_from_dict(raw, where), info
 
 
+def with_capacity(raw: dict[str, Any], capacity: int | None) -> dict[str, Any]:
+    """Return the instance with every buffer station's capacity set to `capacity` (in the
+    engine's `coordbench_buffers`, the construct facts and the goal text); the instance
+    itself when `capacity` is None or it has no buffer station."""
+    if capacity is None or not raw.get("coordbench_buffers"):
+        return raw
+    out = copy.deepcopy(raw)
+    out["coordbench_buffers"] = {b: capacity for b in out["coordbench_buffers"]}
+    info = out.get("coordbench_construct")
+    if isinstance(info, dict) and "capacity" in info:
+        info["capacity"] = capacity
+    if isinstance(out.get("raw_goal"), str):
+        out["raw_goal"] = re.sub(r"\(it holds \d+\)", f"(it holds {capacity})", out["raw_goal"])
+    return out
+
+
+def score_facts(task: HouseholdTask, info: dict[str, Any]) -> dict[str, Any]:
+    """Return the construct facts `info` completed with what every cross-applied score needs
+    and the instance does not list, derived from its task: `targets` (each item's goal
+    receptacle, from the D4 `target`), `containers` (the goal targets that are containers
+    that open: C_D2's precedence-relevant operations), `knife` (the scene's one knife, if it
+    has exactly one: C_D3's shared tool) and `buffers` (the buffer stations: C_D4). Facts the
+    instance gives are kept as they are (so its own construct's score does not change); M*
+    references (`m_star`, `oracle_makespan`, `oracle_steps`) come from the instance only."""
+    out = dict(info)
+    nodes = task.scene.nodes
+    items = list(info.get("items", []))
+    if "targets" not in out and isinstance(info.get("target"), int):
+        out["targets"] = {str(i): info["target"] for i in items}
+    if "containers" not in out:
+        goals = sorted({int(t) for t in out.get("targets", {}).values()})
+        out["containers"] = [t for t in goals if t in nodes and nodes[t].is_container
+                             and nodes[t].can_open]
+    if "knife" not in out:
+        knives = [n for n, nd in nodes.items() if nd.class_name == "knife" and nd.grabbable]
+        if len(knives) == 1:
+            out["knife"] = knives[0]
+    if "buffers" not in out and task.buffers:
+        out["buffers"] = sorted(task.buffers)
+    return out
+
+
 def make_team(spec: ConstructSpec, harness=None):
     """Return the construct team `spec` names (a model harness for agents=llm)."""
     if spec.agents == "oracle":
@@ -92,9 +147,11 @@ async def arun_construct(raw: dict[str, Any], spec: ConstructSpec, episode_id: s
     The episode ends when the goal is met, the action budget is spent, every planner has
     nothing left to do, or `limits` say so (token budget, run cost limit).
     """
+    raw = with_capacity(raw, spec.buffer_capacity)
     task, info = load_instance(raw, episode_id)
+    facts = score_facts(task, info)  # the header's; the team sees the instance's own info
     n = len(task.roles) if task.roles else len(task.start_rooms)
-    env = HouseholdEnv(task, n, spec.seed)
+    env = HouseholdEnv(task, n, spec.seed, "with_close")
     budget = task.budget()
     team = make_team(spec, harness)
     team.reset(env, info)
@@ -105,7 +162,7 @@ async def arun_construct(raw: dict[str, Any], spec: ConstructSpec, episode_id: s
         protocol=spec.planner, policy=spec.agents,
         models={f"agent_{i}": spec.model for i in range(n)} if spec.model else {},
         params={"agents": n, "family": raw["task_name"], "budget": budget,
-                "observation": spec.observation, "construct": info},
+                "observation": spec.observation, "construct": facts},
         limits=limits)
     used = 0
     t = 0
@@ -149,7 +206,7 @@ async def arun_construct(raw: dict[str, Any], spec: ConstructSpec, episode_id: s
                 conflicts=[Conflict(target=o, agents=m, winner=w)
                            for o, m, w in env.last_conflicts],
                 satisfied=env.satisfied(), completion=env.completion_rate(),
-                buffers={str(b): env.buffer_load(b) for b in info.get("buffers", [])},
+                buffers={str(b): env.buffer_load(b) for b in facts.get("buffers", [])},
                 images={f"agent_{i}": p.rsplit("/", 1)[-1][:-4]
                         for i, p in image_paths.items()}))
             t += 1

@@ -42,6 +42,7 @@ class ConstructInfo(BaseModel):
     capacity: Count = None  # type: ignore[assignment]
     oracle_actions: Count = None  # type: ignore[assignment]
     oracle_steps: Count = None  # type: ignore[assignment]
+    oracle_makespan: Count = None  # type: ignore[assignment]
     m_star: Count = None  # type: ignore[assignment]
 
 class InstanceModel(BaseModel):

@@ -28,8 +28,9 @@ def condition_name(subset: str, construct: str | None, team: int | None,
     """Return the run-directory name of a construct condition."""
     model = safe_name(f"-{spec.model}") if spec.model else ""
     order = "" if spec.order == "index" else f"_order-{spec.order}"
+    cap = "" if spec.buffer_capacity is None else f"_cap{spec.buffer_capacity}"
     return (f"constructs_{subset}_{construct or 'all'}_team{team or 'all'}_{spec.planner}_"
-            f"{spec.agents}{model}_{spec.observation}_seed{spec.seed}{order}")
+            f"{spec.agents}{model}_{spec.observation}_seed{spec.seed}{order}{cap}")
 
 
 @dataclass(frozen=True)
@@ -90,7 +91,9 @@ class ConstructSuite:
                 + (f"_limit{spec.limit}" if spec.limit else ""))
 
     def manifest(self, spec: ConstructCondition) -> dict[str, Any]:
-        """Return the planners' spec and the instance selection."""
+        """Return the planners' spec (buffer capacity included: None, the instances' own, is
+        what a manifest written before it was a parameter is brought up to) and the instance
+        selection."""
         return {**spec.planners.as_dict(), "subset": spec.subset, "construct": spec.construct,
                 "team": spec.team, "limit": spec.limit, "instances_file": spec.instances_file}
 

@@ -22,7 +22,7 @@ from coordbench.core.trajectory import (
     MessageEvent,
     Trajectory,
 )
-from coordbench.envs.household.actions import WAIT, Outcome
+from coordbench.envs.household.actions import CONFLICT_SETS, WAIT, Outcome
 from coordbench.envs.household.engine import HouseholdEnv
 from coordbench.envs.household.observe import observe
 from coordbench.envs.household.render import ImageStore, png_bytes, render_agent, render_team
@@ -45,6 +45,7 @@ class HouseholdSpec:
     seed: int = 0
     model: str | None = None  # model alias of every agent (agents=llm)
     leader_model: str | None = None  # alias of agent 0 under leader protocols
+    conflict_set: str = "paper"  # same-step contention: paper (grab/open) | with_close
 
     def __post_init__(self) -> None:
         if self.structure not in ("parallel", "sequential"):
@@ -61,6 +62,9 @@ class HouseholdSpec:
             raise ConfigError(f"--team must be >= 1, got {self.team}")
         if self.structure == "sequential" and self.team != 2:
             raise ConfigError("sequential tasks are played by teams of 2 (--team 2)")
+        if self.conflict_set not in CONFLICT_SETS:
+            raise ConfigError(f"unknown --conflict-set {self.conflict_set!r}; choose from "
+                              f"{', '.join(CONFLICT_SETS)}")
         if self.agents == "llm" and not self.model:
             raise ConfigError("--agents llm needs --model ALIAS")
 
@@ -77,10 +81,10 @@ class HouseholdSpec:
         return asdict(self)
 
 
-def make_minds(spec: HouseholdSpec) -> list[Mind]:
+def make_minds(spec: HouseholdSpec, case_seed: int = 0) -> list[Mind]:
     """Return rule-based minds for the team (they talk when the protocol lets them)."""
     talks = get_protocol(spec.protocol).talks
-    return [RuleMind(i, comm=talks) for i in range(spec.team)]
+    return [RuleMind(i, comm=talks, seed=case_seed) for i in range(spec.team)]
 
 
 def run_case(task: HouseholdTask, spec: HouseholdSpec, case_seed: int, episode_id: str,
@@ -104,7 +108,7 @@ async def arun_case(task: HouseholdTask, spec: HouseholdSpec, case_seed: int, ep
     """
     n = spec.team
     try:
-        env = HouseholdEnv(task, n, case_seed)
+        env = HouseholdEnv(task, n, case_seed, spec.conflict_set)
     except ValueError as e:
         raise ConfigError(f"task {task.task_id}: {e}") from None
     protocol = get_protocol(spec.protocol)
@@ -113,9 +117,12 @@ async def arun_case(task: HouseholdTask, spec: HouseholdSpec, case_seed: int, ep
         steps = min(steps, max_steps)
     goal_text = task.goal_text(spec.prior)
     hints = task.hints(spec.prior, case_seed)
+    described = task.described(spec.prior)
+    spots = task.spots(spec.prior)
     oracle = OracleTeam(env) if spec.agents == "oracle" else None
-    team = None if oracle else ProtocolTeam(minds if minds is not None else make_minds(spec),
-                                            spec.protocol)
+    if minds is None and oracle is None:
+        minds = make_minds(spec, case_seed)
+    team = None if oracle else ProtocolTeam(minds, spec.protocol)
     rec = Recorder(
         suite="mecobench", episode_id=episode_id, task_id=str(task.task_id), seed=case_seed,
         team=[AgentSpec(id=f"agent_{i}", role=protocol.role(i), driver=spec.agents)
@@ -126,7 +133,8 @@ async def arun_case(task: HouseholdTask, spec: HouseholdSpec, case_seed: int, ep
                 "budget": task.budget(spec.prior), "team_steps": steps,
                 "required": {g.key: g.count for g in task.subgoals},
                 "goal_classes": sorted({g.obj_class for g in task.subgoals}),
-                "required_handovers": task.required_handovers, "source": task.source},
+                "required_handovers": task.required_handovers, "source": task.source,
+                "conflict_set": spec.conflict_set},
         limits=limits)
     reason: str | None = None
     last: list[Outcome | None] = [None] * n
@@ -142,8 +150,8 @@ async def arun_case(task: HouseholdTask, spec: HouseholdSpec, case_seed: int, ep
                     views["team"] = images.put(png_bytes(render_team(env)))
                 paths = {k: str(images.root / f"{v}.png") for k, v in views.items()}
             if team is not None:
-                obs = [observe(env, i, goal_text=goal_text, hints=hints, steps_left=steps - t,
-                               last=last[i]) for i in range(n)]
+                obs = [observe(env, i, goal_text=goal_text, hints=hints, described=described,
+                               spots=spots, steps_left=steps - t, last=last[i]) for i in range(n)]
                 for i, o in enumerate(obs):
                     o.extra.update({k: v for k, v in (("image", paths.get(f"agent_{i}")),
                                                       ("team_image", paths.get("team"))) if v})

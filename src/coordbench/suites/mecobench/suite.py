@@ -6,6 +6,7 @@ import asyncio
 import hashlib
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -29,20 +30,40 @@ HEADLINE = ("SR", "CR", "AUC", "DOL", "CAR", "HFR", "spatial_error")
 
 def load_source(tasks_file: str | None, suite: str | None, structure: str
                 ) -> tuple[str, list[HouseholdTask]]:
-    """Return (source name, tasks of `structure`) from a task file, a suite, or the examples."""
+    """Return (source name, tasks of `structure`) from a task file, a suite, or the examples.
+
+    Parsed sources are kept per process (a task file by its path, size and modification
+    time), since a study plays many conditions on one source; tasks are never modified.
+    """
     if tasks_file and suite:
         raise ConfigError("give either --tasks or --suite, not both")
+    if suite:
+        name, tasks = _parsed(None, suite, structure, None)
+        return name, list(tasks)
+    path = Path(tasks_file) if tasks_file else (
+        PARALLEL_EXAMPLES if structure == "parallel" else SEQUENTIAL_EXAMPLES)
+    try:
+        st = path.stat()
+        stamp = (st.st_size, st.st_mtime_ns)
+    except OSError:
+        stamp = None  # load_tasks says what is wrong with it
+    name, tasks = _parsed(str(path), None, structure, stamp)
+    return name, list(tasks)
+
+
+@lru_cache(maxsize=32)
+def _parsed(path: str | None, suite: str | None, structure: str,
+            stamp: tuple[int, int] | None) -> tuple[str, list[HouseholdTask]]:
     if suite:
         from .instances import load_suite
 
         return f"suite-{suite}", [t for t in load_suite(suite) if t.structure == structure]
-    path = Path(tasks_file) if tasks_file else (
-        PARALLEL_EXAMPLES if structure == "parallel" else SEQUENTIAL_EXAMPLES)
+    assert path is not None
     tasks = [t for t in load_tasks(path) if t.structure == structure]
     if not tasks:
         raise ConfigError(f"{path}: holds no {structure} task")
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()[:8]
-    return f"{path.stem}-{digest}", tasks
+    digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()[:8]
+    return f"{Path(path).stem}-{digest}", tasks
 
 
 def condition_name(source: str, spec: HouseholdSpec) -> str:
@@ -51,7 +72,8 @@ def condition_name(source: str, spec: HouseholdSpec) -> str:
     if spec.agents == "llm":
         models = f"-{spec.model}" + (f"+{spec.leader_model}" if spec.leader_model else "")
     return (f"mecobench_{source}_{spec.structure}_n{spec.team}_{spec.protocol}_{spec.agents}"
-            f"{safe_name(models)}_{spec.prior}_seed{spec.seed}")
+            f"{safe_name(models)}_{spec.prior}_seed{spec.seed}"
+            + ("" if spec.conflict_set == "paper" else f"_cs-{spec.conflict_set}"))
 
 
 @dataclass(frozen=True)

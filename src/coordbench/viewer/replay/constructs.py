@@ -43,13 +43,15 @@ def find_instance(spec: dict, key: str, task_id: str) -> dict[str, Any] | str:
 
 def picture(run: RunDir, condition: str, traj: Trajectory) -> Picture:
     """Return the construct picture (household scene plus buffers, knife, zones), replayed."""
-    from coordbench.suites.constructs.runner import load_instance
+    from coordbench.suites.constructs.runner import load_instance, with_capacity
 
     spec = run.conditions.get(condition, {})
     key = traj.header.episode_id.rsplit("/", 1)[-1]
     raw = find_instance(spec, key, traj.header.task_id)
     if isinstance(raw, str):
         return unavailable("constructs", raw)
+    # the condition's --buffer-capacity, as the episode was played
+    raw = with_capacity(raw, spec.get("buffer_capacity"))
     task, info = load_instance(raw, traj.header.task_id)
     n = int(traj.header.params.get("agents", len(traj.header.team)))
     order = list(range(n)) if spec.get("order", "index") == "index" else list(range(n))[::-1]

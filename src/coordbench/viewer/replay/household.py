@@ -113,7 +113,9 @@ def replay(kind: str, task: HouseholdTask, traj: Trajectory, n: int, seed: int,
            source: str = "") -> dict[str, Any]:
     """Return the picture of a household-engine episode: the static scene, the state after
     every step (index 0: the start), and how the replay compared with the record."""
-    env = HouseholdEnv(task, n, seed)
+    # trajectories that do not record their conflict set (construct ones, older ones)
+    # contended closes too
+    env = HouseholdEnv(task, n, seed, traj.header.params.get("conflict_set", "with_close"))
     extra = [knife] if knife is not None else []
     nodes = _relevant(task, traj, extra)
     tags = {knife: ["knife"]} if knife is not None else {}

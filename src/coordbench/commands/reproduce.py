@@ -1,0 +1,81 @@
+"""`coordbench reproduce PAPER`: rerun a paper's analyses and set its numbers beside ours."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from coordbench.core.files import check_out_dir, check_range
+from coordbench.errors import ConfigError
+
+from .common import (
+    emit_json,
+    executor_option,
+    fail_fast_option,
+    out,
+    play,
+    run_dir,
+    workers_option,
+)
+from .limits import MAX_EPISODES, MAX_STEPS, MAX_WORKERS
+
+
+def reproduce(
+    paper: str = typer.Argument(..., help="mecobench | cocobench"),
+    model: str | None = typer.Option(None, help="Model alias that plays every model row "
+                                                "(default: the offline agents)."),
+    models: Path | None = typer.Option(None, help="Model registry file (YAML)."),
+    quick: bool = typer.Option(False, "--quick", help="A minutes-long subset."),
+    limit: int | None = typer.Option(None, help="Play only the first K cases per condition."),
+    max_steps: int | None = typer.Option(None, help="Cap team steps per household episode "
+                                                    "(smoke runs; mecobench only)."),
+    executor: str = executor_option(),
+    workers: int = workers_option(),
+    fail_fast: bool = fail_fast_option(),
+    out_dir: Path | None = typer.Option(None, "--out", help="Run directory (resumable); the "
+                                        "study's files are written there too."),
+    as_json: bool = typer.Option(False, "--json", help="Print {paper, findings} as JSON."),
+) -> None:
+    """Run the conditions a paper's analyses need, then write reproduce.md, reproduce.html,
+    figures/*.png and findings.json: per table and figure, the paper's numbers, ours, and
+    whether each finding holds."""
+    from coordbench.reproduce import paper_module
+    from coordbench.reproduce.study import Options, verdict
+    from coordbench.reproduce.write import write_study
+    from coordbench.runner import Limits
+
+    module = paper_module(paper)
+    check_range("--limit", limit, 1, MAX_EPISODES)
+    check_range("--workers", workers, 1, MAX_WORKERS)
+    check_range("--max-steps", max_steps, 1, MAX_STEPS)
+    if max_steps is not None and paper != "mecobench":
+        raise ConfigError("--max-steps caps household episodes: it applies to mecobench only")
+    if out_dir is not None:
+        check_out_dir(out_dir)
+    if models is not None:
+        from coordbench.llm.registry import load_registry
+
+        load_registry(models)
+    options = Options(quick, model, str(models) if models else None, limit, max_steps)
+    path = out_dir or Path("runs") / f"reproduce-{paper}{'-quick' * quick}"
+    resources = module.resources(options)  # an unknown model alias fails here, before work
+    run_dir(path)  # the study may keep files of its own (a task subset) in the run
+    items = module.plan(options, path)
+    run = play(path, items, quiet=as_json, executor=executor, workers=workers,
+               resources=resources, limits=Limits(fail_fast=fail_fast),
+               labels=[f"{paper} {k}" for k in module.labels(options, path)])
+    study = module.study(run, options, path)
+    written = write_study(study, run.path)
+    if as_json:
+        emit_json(study.as_json())
+        return
+    from rich.table import Table
+
+    table = Table(title=f"Reproducing {study.title}", title_justify="left")
+    for col in ("id", "paper", "verdict"):
+        table.add_column(col)
+    for f in study.findings:
+        table.add_row(f.id, f.paper_ref, verdict(f.holds))
+    out.print(table)
+    out.print(f"study: {written['markdown']}  ({written.get('html', '')})", highlight=False)

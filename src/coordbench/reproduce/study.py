@@ -1,0 +1,190 @@
+"""What a reproduction returns: findings, the items (tables and figures) they belong to, and
+the study that holds them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Options:
+    """How a reproduction runs: a short subset (`quick`), a model that fills the paper's
+    model rows (`model`, from the registry `models`), cases per condition (`limit`), a cap
+    on team steps per household episode for smoke runs (`max_steps`)."""
+
+    quick: bool = False
+    model: str | None = None
+    models: str | None = None
+    limit: int | None = None
+    max_steps: int | None = None
+
+    @property
+    def agents(self) -> str:
+        """Return who plays the rows: "llm" with a model, else the offline agents."""
+        return "llm" if self.model else "offline"
+
+
+def model_settings(options: Options) -> Any:
+    """Return the model harness settings of a study played by `options.model` (None
+    offline), after checking the alias resolves (an unknown alias: one ConfigError line
+    naming the known ones, before any work)."""
+    if not options.model:
+        return None
+    from coordbench.llm.client import HarnessSettings, harness_for
+
+    settings = HarnessSettings(options.models, True, None, None, 0)
+    harness_for(settings).provider(options.model)
+    return settings
+
+
+class Episodes:
+    """A study's trajectories by condition key ({key: condition name}), each condition
+    loaded once; a key whose condition the run lacks has no episodes."""
+
+    def __init__(self, run: Any, names: dict[Any, str]) -> None:
+        self.run = run
+        self.names = names
+        self._cache: dict[Any, list[Any]] = {}
+
+    @property
+    def keys(self) -> list[Any]:
+        """Return the study's keys in plan order."""
+        return list(self.names)
+
+    def __call__(self, *ks: Any) -> list[Any]:
+        """Return the episodes of the conditions `ks`, concatenated."""
+        out: list[Any] = []
+        for k in ks:
+            if k not in self._cache:
+                name = self.names.get(k)
+                self._cache[k] = (self.run.load_episodes(name)
+                                  if name in self.run.conditions else [])
+            out += self._cache[k]
+        return out
+
+
+@dataclass
+class Finding:
+    """One claim of the paper checked on coordbench's runs.
+
+    `holds` is True or False where our numbers decide the claim, None where they cannot
+    (too few episodes, a quantity that does not apply to these agents); `note` says why, or
+    where coordbench deliberately measures differently.
+    """
+
+    id: str
+    paper_ref: str
+    claim: str
+    paper_value: Any
+    coordbench_value: Any
+    holds: bool | None
+    note: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        """Return the finding as the JSON object `reproduce --json` prints."""
+        return {"id": self.id, "paper_ref": self.paper_ref, "claim": self.claim,
+                "paper_value": self.paper_value, "coordbench_value": self.coordbench_value,
+                "holds": self.holds, "note": self.note}
+
+
+@dataclass
+class Item:
+    """One table or figure of the paper: what the paper reports (markdown), what coordbench
+    measures (markdown tables), its figures (`report.figures.Figure`), the findings it
+    decides, and its numbers as data (`data`, written to findings.json)."""
+
+    ref: str
+    title: str
+    paper: str
+    ours: str
+    figures: list[Any] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    data: Any = None
+    note: str = ""
+
+
+@dataclass
+class Study:
+    """A paper's reproduction: its items in the paper's order, and a preamble saying which
+    agents played and on which runs."""
+
+    paper: str
+    title: str
+    preamble: str
+    items: list[Item] = field(default_factory=list)
+
+    @property
+    def findings(self) -> list[Finding]:
+        """Return every item's findings in order."""
+        return [f for item in self.items for f in item.findings]
+
+    def as_json(self) -> dict[str, Any]:
+        """Return {"paper", "findings": [...]} (the `--json` contract)."""
+        return {"paper": self.paper, "findings": [f.as_json() for f in self.findings]}
+
+
+def verdict(holds: bool | None) -> str:
+    """Return the word a report prints for a finding's verdict."""
+    return {True: "holds", False: "does not hold", None: "undecided"}[holds]
+
+
+def direction(diff: dict[str, Any] | None, sign: int) -> bool | None:
+    """Return whether a difference shows the claimed direction (`sign` +1: up, -1: down):
+    True when its whole 95% interval lies on that side of 0, False when its estimate lies on
+    the other side or at 0, None when the estimate agrees but the interval includes 0 (the
+    runs cannot tell) or there is no estimate."""
+    if not diff or diff.get("delta") is None:
+        return None
+    d, lo, hi = diff["delta"], diff.get("lo"), diff.get("hi")
+    if sign * d <= 0:
+        return False
+    bound = lo if sign > 0 else hi
+    if bound is None:
+        return None
+    return True if sign * bound > 0 else None
+
+
+def slope_direction(fit: dict[str, Any] | None, sign: int) -> bool | None:
+    """Return `direction` for a fitted slope (`common.ols_slope`)."""
+    if not fit or fit.get("slope") is None:
+        return None
+    return direction({"delta": fit["slope"], "lo": fit["lo"], "hi": fit["hi"]}, sign)
+
+
+def show(value: Any, digits: int = 3) -> str:
+    """Return a number, a rate/mean dict ("m [lo, hi]") or a difference dict ("+d [lo, hi]")
+    as table text (n/a where undefined)."""
+    if value is None:
+        return "n/a"
+    if isinstance(value, dict):
+        if "delta" in value:
+            d = value["delta"]
+            if d is None:
+                return "n/a"
+            out = f"{d:+.{digits}f}"
+            if value.get("lo") is not None and value.get("hi") is not None:
+                out += f" [{value['lo']:+.{digits}f}, {value['hi']:+.{digits}f}]"
+            return out
+        if "slope" in value:
+            return show({"delta": value["slope"], "lo": value["lo"], "hi": value["hi"]},
+                        digits)
+        m = value.get("mean")
+        if m is None:
+            return "n/a"
+        out = f"{m:.{digits}f}"
+        if value.get("lo") is not None and value.get("hi") is not None:
+            out += f" [{value['lo']:.{digits}f}, {value['hi']:.{digits}f}]"
+        return out
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def table(header: list[str], rows: list[list[Any]]) -> str:
+    """Return a markdown table; dict cells go through `show`."""
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for row in rows:
+        out.append("| " + " | ".join(show(c) if not isinstance(c, str) else c for c in row)
+                   + " |")
+    return "\n".join(out) + "\n"
