@@ -17,7 +17,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from coordbench.analyses.common import mean_diff, mean_score, proportion_diff, rate, success
+from coordbench.analyses.common import (
+    mean_diff,
+    mean_of,
+    mean_score,
+    ols_slope,
+    proportion_diff,
+    rate,
+    success,
+)
 from coordbench.analyses.household import (
     by_objects,
     coordination_queries,
@@ -27,12 +35,14 @@ from coordbench.analyses.household import (
     progress_curves,
     team_scaling,
 )
+from coordbench.core.atomic import write_atomic
 from coordbench.core.rundir import RunDir
 from coordbench.core.trajectory import HouseholdStepEvent, Trajectory
 from coordbench.metrics.household import (
     conflict_action_rate,
     division_of_labor,
     handover_failure_rate,
+    n_objects,
     spatial_error_rate,
     tokens_per_step,
     wrong_class_grabs,
@@ -100,8 +110,6 @@ def quick_tasks(out: Path) -> Path:
 
     path = out / "reproduce-tasks" / "v1-quarter.json"
     if not path.exists():
-        from coordbench.core.atomic import write_atomic
-
         cases = suite_dicts("v1")
         chosen = cases[:96][::4] + cases[96:][::4]
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -209,10 +217,6 @@ def _objects_item(ep: Episodes) -> Item:
             for r in res["rows"]]
     trend_rows = [[team, t["SR"], t["CR"], str(t["SR"]["n"])] for team, t in res["trends"].items()]
     single = res["trends"].get("1", {}).get("SR")
-    pooled_fit = None
-    from coordbench.analyses.common import ols_slope
-    from coordbench.metrics.household import n_objects
-
     pooled_fit = ols_slope([float(n_objects(t)) for t in trajs],
                            [float(success(t)) for t in trajs])
     top = max((r["objects"] for r in res["rows"]), default=None)
@@ -402,8 +406,6 @@ def _prior_item(ep: Episodes) -> Item:
             by_prior[(team, prior)] = trajs
             lv = levels(trajs)
             steps_ok = [_steps(t) for t in trajs if success(t)]
-            from coordbench.analyses.common import mean_of
-
             rows.append([prior, str(team), lv["SR"], lv["CR"], lv["AUC"],
                          mean_of(steps_ok), mean_of([float(wrong_class_grabs(t))
                                                      for t in trajs]), str(lv["n"])])
@@ -585,23 +587,20 @@ def _oracle_item(ep: Episodes) -> Item:
 
 
 def _bars_item(ep: Episodes) -> Item:
-    """A figure of the headline deltas (communication and protocols) with intervals."""
-    groups = _comm_groups(ep)
-    panels = {}
-    for metric, fn in (("CAR", conflict_action_rate),):
-        panels[metric] = {}
-        for n in (2, 3, 4, 5):
-            a = [fn(t) for t in ep(Key("parallel", n, "broadcast"))]
-            b = [fn(t) for t in ep(Key("parallel", n, "none"))]
-            d = mean_diff(a, b)
-            panels[metric][f"{n} agents"] = (d["delta"], d["lo"], d["hi"])
+    """A figure of the communication effect on CAR at every team size, with intervals."""
+    bars = {}
+    for n in (2, 3, 4, 5):
+        d = mean_diff([conflict_action_rate(t) for t in ep(Key("parallel", n, "broadcast"))],
+                      [conflict_action_rate(t) for t in ep(Key("parallel", n, "none"))])
+        bars[f"{n} agents"] = (d["delta"], d["lo"], d["hi"])
     fig = interval_bars("Change in CAR from adding communication (broadcast minus none), "
-                        "parallel tasks, Welch 95% intervals.", panels, "difference",
+                        "parallel tasks, Welch 95% intervals.", {"CAR": bars}, "difference",
                         zero=True)
-    del groups
     return Item("Fig. 9a (by team size)", "Communication and conflicts at every team size",
                 "Removing communication increases CAR (Table 11, two agents).",
-                "See the figure.", [fig])
+                "Broadcast minus no communication, per team size:\n\n"
+                + "\n".join(f"- {k}: {v[0]:+.3f}" if v[0] is not None else f"- {k}: n/a"
+                            for k, v in bars.items()), [fig], data=bars)
 
 
 def study(run: RunDir, options: Options, out: Path) -> Study:
