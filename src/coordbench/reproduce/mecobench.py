@@ -453,19 +453,27 @@ def _talking(ep: Episodes) -> list[Trajectory]:
     return [t for k in keys() if k.who == "team" and k.protocol != "none" for t in ep(k)]
 
 
-def _failure_item(ep: Episodes) -> Item:
-    trajs = [t for k in keys() if k.who == "team" and k.protocol == "broadcast" for t in ep(k)]
-    res = failure_modes(trajs)
+def _failure_rows(res: dict, sample: str) -> list[list]:
     rows = []
     for structure, modes in res.items():
         for mode, r in modes.items():
             lift = r["lift"]
-            rows.append([structure, mode, r["freq"], "n/a" if lift is None else
+            rows.append([sample, structure, mode, r["freq"], "n/a" if lift is None else
                          (lift if isinstance(lift, str) else f"{lift:.2f}x"), r["SR_with"],
                          r["delta_SR"]])
-    par = res.get("parallel", {})
-    conflict = par.get("grab_conflict", {}).get("delta_SR")
-    halluc = par.get("hallucinated_completion", {})
+    return rows
+
+
+def _failure_item(ep: Episodes) -> Item:
+    team = [k for k in keys() if k.who == "team"]
+    paper_sample = failure_modes([t for k in team if k.protocol == "broadcast" for t in ep(k)])
+    pooled = failure_modes([t for k in team for t in ep(k)])
+    rows = (_failure_rows(paper_sample, "broadcast (the paper's)")
+            + _failure_rows(pooled, "every protocol"))
+    # rule teams that talk never grab one object together, so the conflict claim is judged on
+    # every protocol's episodes (the paper pools models and team sizes under broadcast)
+    conflict = pooled.get("parallel", {}).get("grab_conflict", {}).get("delta_SR")
+    halluc = pooled.get("parallel", {}).get("hallucinated_completion", {})
     h_holds = None
     if halluc and halluc["SR_with"]["n"]:
         h_holds = halluc["SR_with"]["mean"] == 0.0
@@ -474,18 +482,20 @@ def _failure_item(ep: Episodes) -> Item:
         "Over all models and team sizes under broadcast: grab conflict in 22.9% of parallel "
         "episodes, lift 1.5x, SR with it 71.4%, delta SR -9.0 points; hallucinated "
         "completion in 1.0% (parallel) and 1.5% (sequential) of episodes, SR with it 0%.",
-        table(["structure", "mode", "freq", "lift", "SR with", "delta SR"], rows),
+        table(["episodes", "structure", "mode", "freq", "lift", "SR with", "delta SR"], rows),
         findings=[
             Finding("meco-conflict-sr", "Table 22",
                     "Episodes with a grab conflict succeed less often (delta SR < 0).",
-                    {"parallel delta SR": -0.090}, show(conflict), direction(conflict, -1)),
+                    {"parallel delta SR": -0.090}, show(conflict), direction(conflict, -1),
+                    "every protocol's episodes: rule teams under broadcast never contend "
+                    "for one object"),
             Finding("meco-hallucination-sr", "Table 22",
                     "An episode with a hallucinated completion never succeeds.",
                     {"SR with": 0.0}, show(halluc.get("SR_with")) if halluc else None,
                     h_holds, "" if h_holds is not None else
                     "no hallucinated completion in these episodes (rule minds never claim "
                     "the task done early)")],
-        data=res)
+        data={"broadcast": paper_sample, "every_protocol": pooled})
 
 
 def _query_item(ep: Episodes) -> Item:
