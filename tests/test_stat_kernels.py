@@ -45,7 +45,7 @@ def test_kernels_match_reference(name, p_off, limit, threaded, monkeypatch):
             out = refs[b].step(actions[b].tolist())
             assert info.final_actions[b].tolist() == out["final_actions"]
             assert info.agent_rewards[b].tolist() == out["rewards"]
-            assert reward[b] == pytest.approx(sum(out["rewards"]))
+            assert reward[b] == sum(out["rewards"])  # bit for bit: added in agent order
             assert info.conflicts[b] == out["conflicts"]
             assert info.forced_idle[b] == out["forced_idle"]
             assert info.unique_assigned[b] == out["unique_assigned"]
@@ -57,6 +57,71 @@ def test_kernels_match_reference(name, p_off, limit, threaded, monkeypatch):
             np.testing.assert_array_equal(vec.state.pos[b], np.array(refs[b].pos))
         steps += 1
     assert steps > 5
+
+
+def _pow_edges(count: int, low: float, high: float) -> list[float]:
+    """Return ratios r in [low, high] whose step under the released formula,
+    sqrt(1 / (r**2 + 1)) with Python's pow, differs from the x*x version by an ULP."""
+    import math
+    import random
+
+    rng = random.Random(0)
+    out = []
+    while len(out) < count:
+        r = rng.uniform(low, high)
+        if math.sqrt(1.0 / (r**2 + 1)) != math.sqrt(1.0 / (r * r + 1)):
+            out.append(r)
+    return out
+
+
+@pytest.mark.parametrize("threaded", [False, True])
+def test_movement_is_bit_exact_where_pow_and_x_times_x_differ(threaded, monkeypatch):
+    """A task at (r, 1) seen from the origin: the ratio dx/dy is exactly r, chosen where
+    pow(r, 2) and r*r give different steps; SELECT then MOVE must land where the reference
+    (Python's **, the C library's pow) lands, to the last bit."""
+    monkeypatch.setattr(vec_module, "PARALLEL_ROWS", 1 if threaded else 10**9)
+    cfg = get_config("3A-6T-5x3", episode_limit=50)
+    edges = _pow_edges(8, 1.5, 4.5)
+    layouts = np.zeros((len(edges), cfg.tasks, 2))
+    for b, r in enumerate(edges):
+        layouts[b, :, 0] = np.linspace(0.5, 4.5, cfg.tasks)
+        layouts[b, :, 1] = 2.5
+        layouts[b, 0] = (r, 1.0)
+    vec = StatVecEnv(cfg, len(edges), auto_reset=False)
+    vec.reset(layouts)
+    refs = [ReferenceStatEnv(cfg) for _ in edges]
+    for b, ref in enumerate(refs):
+        ref.reset(layouts[b])
+    for actions in ([SELECT0, 0, 0], [1, 0, 0]):  # select task 0 (one step), then move
+        joint = np.array([actions] * len(edges))
+        _, _, reward, info = vec.step(joint)
+        for b, ref in enumerate(refs):
+            out = ref.step(actions)
+            assert tuple(vec.state.pos[b, 0]) == ref.pos[0], (b, edges[b])
+            assert reward[b] == sum(out["rewards"])
+
+
+def test_team_reward_adds_in_agent_order():
+    """Nine agents: numpy's pairwise sum and the release's left-to-right sum can differ by an
+    ULP; the team reward is the release's."""
+    cfg = get_config("9A-25T-50x30", episode_limit=700)
+    batch = 16
+    rng = np.random.default_rng(3)
+    vec = StatVecEnv(cfg, batch, auto_reset=False)
+    vec.reset(make_layouts(cfg, "paper", 0, list(range(batch))))
+    differs = 0
+    for _ in range(200):
+        if not vec.active.any():
+            break
+        active = vec.active.copy()
+        _, _, reward, info = vec.step(vec.random_valid_actions(rng))
+        for b in np.flatnonzero(active):
+            ordered = 0.0
+            for r in info.agent_rewards[b].tolist():
+                ordered += r
+            assert reward[b] == ordered
+            differs += ordered != float(info.agent_rewards[b].sum())
+    assert differs > 0  # the case the fix is for occurs on this config
 
 
 def test_inactive_envs_are_frozen():

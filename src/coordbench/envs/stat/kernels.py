@@ -40,15 +40,22 @@ def _dist(ax: float, ay: float, bx: float, by: float) -> float:
 
 
 @njit(cache=True)
-def _move_toward(pos, b, i, tx, ty, speed):
-    """Move agent i one step toward (tx, ty) by the released code's formula; snap on overshoot."""
+def _move_toward(pos, b, i, tx, ty, speed, two):
+    """Move agent i one step toward (tx, ty) by the released code's formula; snap on overshoot.
+
+    The release squares with Python's `**`, which calls the C library's pow(); x*x differs
+    from pow(x, 2.0) by one ULP for about 0.08% of inputs, so the squares here are
+    math.pow(x, two) with `two` = 2.0 passed in at run time (numba folds a literal 2.0 back
+    to x*x) and the positions agree bit for bit.
+    """
     x1 = pos[b, i, 0]
     y1 = pos[b, i, 1]
     dy = ty - y1
     dx = tx - x1
     if dy != 0.0:
         ratio = dx / dy
-        ndy = math.sqrt(speed**2 / (ratio**2 + 1.0)) * (-1.0 if dy < 0 else 1.0)
+        ndy = math.sqrt(math.pow(speed, two) / (math.pow(ratio, two) + 1.0)) * (
+            -1.0 if dy < 0 else 1.0)
         ndx = abs(ratio * ndy) * (-1.0 if dx < 0 else 1.0)
     else:
         ndy = 0.0
@@ -70,13 +77,13 @@ def _at_target(pos, task_pos, target, b, i):
 
 
 @njit(cache=True)
-def _choose_target(pos, target, mode, counter, task_pos, selected, assignee, b, i, j):
+def _choose_target(pos, target, mode, counter, task_pos, selected, assignee, b, i, j, two):
     """SELECT(j): commit, mark selected, and move one step immediately (research/stat.md 1.5)."""
     target[b, i] = j
     selected[b, j] = True
     assignee[b, j] = i
     mode[b, i] = MODE_MOVING
-    _move_toward(pos, b, i, task_pos[b, j, 0], task_pos[b, j, 1], 1.0)
+    _move_toward(pos, b, i, task_pos[b, j, 0], task_pos[b, j, 1], 1.0, two)
     if _at_target(pos, task_pos, target, b, i):
         counter[b, i] = EXECUTE_STEPS - 1
 
@@ -101,14 +108,16 @@ def _decision_active(target, completed, selected, b):
 def _step_rows(pos, target, mode, counter, task_pos, completed, selected, assignee, t, n_done,
                 active, actions, episode_limit,
                 final_actions, rewards, conflicts, forced_idle, unique_assigned, da_pre, da_post,
-                completed_task, terminated, truncated):
+                completed_task, terminated, truncated, team_reward, two):
     """Advance every active environment by one joint step, in place.
 
     Outputs (per env b): final_actions[b] after conflict resolution, per-agent rewards[b],
     conflicts[b] (tasks picked by > 1 agent before resolution), forced_idle[b], unique_assigned[b]
     (distinct tasks among final picks), da_pre[b] / da_post[b] (decision-active agents before and
     after the step), completed_task[b, i] (task agent i completed, or -1), terminated[b] (all
-    tasks completed) and truncated[b] (step count reached episode_limit first).
+    tasks completed), truncated[b] (step count reached episode_limit first) and team_reward[b]
+    (the agents' rewards added in agent order from 0.0, as the release's sum does; numpy's
+    pairwise sum differs by one ULP from 8 agents on). `two` is 2.0 (see `_move_toward`).
     """
     B, n = actions.shape
     m = task_pos.shape[1]
@@ -179,14 +188,15 @@ def _step_rows(pos, target, mode, counter, task_pos, completed, selected, assign
             elif a == MOVE:
                 if mode[b, i] == MODE_IDLE and tgt >= 0 and not completed[b, tgt]:
                     mode[b, i] = MODE_MOVING
-                    _move_toward(pos, b, i, task_pos[b, tgt, 0], task_pos[b, tgt, 1], 1.0)
+                    _move_toward(pos, b, i, task_pos[b, tgt, 0], task_pos[b, tgt, 1], 1.0, two)
                     if _at_target(pos, task_pos, target, b, i):
                         counter[b, i] = EXECUTE_STEPS - 1
                 elif mode[b, i] == MODE_MOVING and tgt >= 0 and not completed[b, tgt]:
                     if _at_target(pos, task_pos, target, b, i):
                         r = INVALID_MOVE_EXECUTE - decay
                     else:
-                        _move_toward(pos, b, i, task_pos[b, tgt, 0], task_pos[b, tgt, 1], 1.0)
+                        _move_toward(pos, b, i, task_pos[b, tgt, 0], task_pos[b, tgt, 1], 1.0,
+                                     two)
                         if _at_target(pos, task_pos, target, b, i):
                             counter[b, i] = EXECUTE_STEPS - 1
                 else:
@@ -226,10 +236,14 @@ def _step_rows(pos, target, mode, counter, task_pos, completed, selected, assign
                             mode[b, old] = MODE_IDLE
                             counter[b, old] = EXECUTE_STEPS
                     _choose_target(pos, target, mode, counter, task_pos, selected, assignee,
-                                   b, i, j)
+                                   b, i, j, two)
                 else:
                     r = INVALID_SELECT - decay
             rewards[b, i] = r
+        total = 0.0
+        for i in range(n):
+            total += rewards[b, i]
+        team_reward[b] = total
         t[b] = tb + 1
         terminated[b] = n_done[b] == m
         truncated[b] = (not terminated[b]) and t[b] >= episode_limit

@@ -115,6 +115,10 @@ class StatVecEnv:
         self.state = StatState.zeros(cfg, self.batch)
         self.active = np.ones(self.batch, dtype=np.bool_)
         self.info = StepInfo.empty(self.batch, cfg.agents)
+        self._team_reward = np.zeros(self.batch)
+        # the squares of the movement formula are pow(x, 2.0) as in the release; passed at run
+        # time so that numba cannot fold them into x*x (kernels._move_toward)
+        self._two = 2.0
         self.masks = np.zeros((self.batch, cfg.agents, cfg.num_actions), dtype=np.bool_)
         self.obs = np.zeros((self.batch, cfg.obs_dim), dtype=np.float32)
         self._all = np.arange(self.batch, dtype=np.int64)
@@ -175,6 +179,7 @@ class StatVecEnv:
         a = self.check_actions(actions)
         s, info = self.state, self.info
         info.agent_rewards[:] = 0.0
+        self._team_reward[:] = 0.0
         step = (kernels.step_kernel_parallel if self.batch >= PARALLEL_ROWS
                 else kernels.step_kernel)
         step(
@@ -182,8 +187,8 @@ class StatVecEnv:
             s.t, s.n_done, self.active, a, self.cfg.episode_limit,
             info.final_actions, info.agent_rewards, info.conflicts, info.forced_idle,
             info.unique_assigned, info.decision_pre, info.decision_post, info.completed_task,
-            info.terminated, info.truncated)
-        reward = info.agent_rewards.sum(axis=1)
+            info.terminated, info.truncated, self._team_reward, self._two)
+        reward = self._team_reward.copy()
         done = (info.terminated | info.truncated) & self.active
         info.final_obs = {}
         info.final_masks = {}
