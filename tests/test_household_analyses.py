@@ -164,18 +164,21 @@ def test_failure_modes_frequency_lift_and_delta():
 
 def test_correction_effect_stratifies_with_shared_weights():
     fix = "Correction: that was the towel, not the cupcake."
-    trajs = ([episode(wrong_grabs=1, success=True, messages=[(0, 0, fix)])]
+    trajs = ([episode(wrong_grabs=1, success=True, messages=[(0, 0, fix)]) for _ in range(2)]
              + [episode(wrong_grabs=1, success=False)]
              + [episode(wrong_grabs=1, success=True)]
              + [episode(wrong_grabs=2, success=True, messages=[(0, 0, fix)]) for _ in range(2)]
-             + [episode(wrong_grabs=2, success=False)]
+             + [episode(wrong_grabs=2, success=False) for _ in range(2)]
              + [episode(wrong_grabs=3, success=True, messages=[(0, 0, fix)])]
+             + [episode(wrong_grabs=4, success=True, messages=[(0, 0, fix)]) for _ in range(2)]
+             + [episode(wrong_grabs=5, success=False)]
              + [episode(success=True)])
     res = A.correction_effect(trajs)["parallel"]
-    assert res["overall"]["corrected"]["n"] == 4 and res["overall"]["uncorrected"]["n"] == 4
+    assert res["overall"]["corrected"]["n"] == 7 and res["overall"]["uncorrected"]["n"] == 6
     adj = res["wg_conditional"]["adjusted"]
-    # strata 1 and 2 have both groups (3 episodes each): weights 1/2, 1/2;
-    # stratum 1: 1.0 - 0.5, stratum 2: 1.0 - 0.0; stratum 3 has no uncorrected episode
+    # strata 1 and 2 have both groups with 2+ episodes (4 episodes each): weights 1/2, 1/2;
+    # stratum 1: 1.0 - 0.5, stratum 2: 1.0 - 0.0; stratum 3 has no uncorrected episode and
+    # stratum 4+ only one
     assert adj["strata"] == ["1", "2"]
     assert adj["SR"]["delta"] == pytest.approx(0.5 * 0.5 + 0.5 * 1.0)
     assert adj["SR"]["lo"] <= adj["SR"]["delta"] <= adj["SR"]["hi"]

@@ -51,8 +51,9 @@ def mean_score(values: Sequence[float]) -> Json:
 
 
 def mean_of(values: Sequence[float]) -> Json:
-    """Return the mean of unbounded values (counts, steps) with its t-interval."""
-    return est(estimate(list(values), "mean"))
+    """Return the mean of values that cannot be negative (counts, steps) with its t-interval
+    clipped at 0."""
+    return est(estimate(list(values), "nonneg"))
 
 
 def success(traj: Trajectory) -> bool:

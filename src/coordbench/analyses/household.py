@@ -41,6 +41,7 @@ from .common import (
 )
 
 WG_STRATA = ("1", "2", "3", "4+")
+MIN_STRATUM = 2  # episodes per group a stratum needs to enter the adjusted effect
 
 
 def _structure(traj: Trajectory) -> str:
@@ -188,7 +189,8 @@ def correction_effect(trajs: Sequence[Trajectory]) -> Json:
     - "overall": SR, CR and mean #WG with and without correction, and their difference;
     - "wg_conditional" (episodes with >= 1 WG): the same, the raw difference, and the
       adjusted one: sum_s w_s (x_corr,s - x_none,s) over the WG strata s (1, 2, 3, 4+) where
-      both groups have episodes, with shared weights w_s = (episodes in s) / (episodes in
+      both groups have at least `MIN_STRATUM` episodes (a bootstrap of one episode has no
+      spread to show), with shared weights w_s = (episodes in s) / (episodes in
       those strata), so that both groups are weighted alike (the paper's "shared stratum
       weights"), as a difference with a stratified bootstrap interval (`_adjusted`); SR and
       CR None when no stratum has both groups;
@@ -213,7 +215,7 @@ def correction_effect(trajs: Sequence[Trajectory]) -> Json:
             b = [t for t in wg_none if _stratum(wrong_class_grabs(t)) == s]
             strata[s] = {"corrected": levels(a), "uncorrected": levels(b),
                          "delta": _effect(a, b)}
-            if a and b:
+            if len(a) >= MIN_STRATUM and len(b) >= MIN_STRATUM:
                 both.append(s)
         adjusted: Json = {"SR": None, "CR": None, "strata": both}
         if both:

@@ -46,6 +46,7 @@ from coordbench.metrics.constructs import (
 
 from .plots import heatmap, interval_bars, lines
 from .study import (
+    VERDICT_RULE,
     Episodes,
     Finding,
     Item,
@@ -153,6 +154,8 @@ def _correlation_item(ep: Episodes, options: Options) -> Item:
     # sample of their own, the main run first
     samples = {"main (central)": ep(_main_key(ep))}
     for p in PLANNERS:
+        if p == "central" and _main_key(ep).subset == "rep240":
+            continue  # the main run is the 240 subset's central run
         samples[f"240 subset, {p}"] = ep(*(k for k in ep.keys if k.subset == "rep240"
                                            and k.planner == p and k.who == "team"
                                            and k.capacity is None))
@@ -412,13 +415,12 @@ def study(run: RunDir, options: Options, out: Path) -> Study:
     ep = episodes(run, options)
     who = (f"the model `{options.model}`" if options.model else
            "coordbench's rule planners (offline; no model)")
-    main = "the 240 subset" if options.quick else "the 900 instances"
-    preamble = (f"Planner rows are played by {who}: the main evaluation on {main}, the "
-                "ablations on the stratified 240 subset. Verdicts as in every coordbench "
-                "study: *holds* when the 95% interval lies on the claimed side, *does not "
-                "hold* when the estimate lies on the other side, *undecided* otherwise. "
-                "Scores use coordbench's definitions (docs/constructs.md): C_D3's M* is the "
-                "oracle's step count and L the executed team steps, waits included.")
+    where = ("the main evaluation and the ablations both on the stratified 240 subset"
+             if options.quick else "the main evaluation on the 900 instances, the ablations "
+             "on the stratified 240 subset")
+    preamble = (f"Planner rows are played by {who}: {where}. " + VERDICT_RULE + " Scores use "
+                "coordbench's definitions (docs/constructs.md): C_D3's M* is the oracle's "
+                "step count and L the executed team steps, waits included.")
     items = [_main_item(ep), _correlation_item(ep, options), _architecture_item(ep),
              _observation_item(ep, options), _team_item(ep), _failure_item(ep),
              _capacity_item(ep), _oracle_item(ep)]

@@ -50,6 +50,7 @@ from coordbench.metrics.household import (
 
 from .plots import interval_bars, lines
 from .study import (
+    VERDICT_RULE,
     Episodes,
     Finding,
     Item,
@@ -173,8 +174,9 @@ def _scaling_item(ep: Episodes) -> Item:
     res = team_scaling(groups)
     rows = [r for label in res for r in _levels_rows(res[label], label)]
     with_, without = groups["with comm. (broadcast)"], groups["without comm. (none)"]
-    multi_w = [t for t in with_ if int(t.header.params["agents"]) > 1]
-    multi_o = [t for t in without if int(t.header.params["agents"]) > 1]
+    # the paper's numbers cover 2-4 agents (its five-agent row has no "without" value)
+    multi_w = [t for t in with_ if 2 <= int(t.header.params["agents"]) <= 4]
+    multi_o = [t for t in without if 2 <= int(t.header.params["agents"]) <= 4]
     comm = proportion_diff(sum(map(success, multi_w)), len(multi_w),
                            sum(map(success, multi_o)), len(multi_o))
     best = res["with comm. (broadcast)"]["best_team"]
@@ -199,7 +201,7 @@ def _scaling_item(ep: Episodes) -> Item:
         "inverted U: moderate teams are best; without communication more agents can hurt.",
         table(["group", "agents", "SR", "CR", "AUC", "n"], rows), [fig],
         [Finding("meco-comm-scaling", "Table 9",
-                 "With communication, multi-agent teams succeed more often than without.",
+                 "With communication, teams of 2-4 agents succeed more often than without.",
                  {"32B SR (2-4 agents) with": 0.826, "without": 0.517}, show(comm),
                  direction(comm, +1)),
          Finding("meco-inverted-u", "Fig. 7a",
@@ -247,7 +249,8 @@ def _objects_item(ep: Episodes) -> Item:
         + table(["agents", "SR slope", "CR slope", "n"], trend_rows),
         [fig],
         [Finding("meco-objects-sr", "Fig. 7b / Fig. 36",
-                 "SR falls as the number of target objects grows.",
+                 "SR falls as the number of target objects grows (every team size pooled; "
+                 "the paper's trend lines fall for every team size).",
                  {"32B, 1 agent, 2 -> 7 objects": [0.875, 0.385]},
                  {"slope (all teams)": show(pooled_fit), "slope (1 agent)": show(single)},
                  slope_direction(pooled_fit, -1)),
@@ -266,11 +269,16 @@ def _no_location_item(ep: Episodes) -> Item:
     rows = _levels_rows(res["no location prior, broadcast"], "no location")
     full = team_scaling(_comm_groups(ep, teams=(2, 3, 4)))["with comm. (broadcast)"]
     rows += _levels_rows(full, "full prior")
+    best = res["no location prior, broadcast"]["best_team"]
     return Item(
         "Table 15 / Fig. 34", "Team-size scaling without the location prior",
         "Without location, Qwen3-32B-VL shows a similar but weaker inverted U; Qwen3-8B-VL "
         "stays low at every team size.",
         table(["prior", "agents", "SR", "CR", "AUC", "n"], rows),
+        findings=[Finding("meco-noloc-scaling", "Fig. 34",
+                          "Without the location prior, a team still beats one agent (the best "
+                          "team size is above 1).", {"Qwen3-32B-VL": "weaker inverted U"},
+                          {"best team": best}, None if best is None else best > 1)],
         note="Without location the budget is 80 effective steps (MECoBench's no-location "
              "modes), 60 with it, so AUC is normalised by a different budget in the two rows.",
         data=res)
@@ -353,6 +361,9 @@ def _protocol_item(ep: Episodes) -> Item:
                  "Discussion rounds lower the conflict rate below broadcast's.",
                  {"32B discuss": 0.003, "broadcast": 0.020}, show(car_diff),
                  direction(car_diff, -1))],
+        note="Rule minds answer READY in the first discussion round unless their claim just "
+             "changed, so discuss plays like broadcast for them; they use no model (tokens "
+             "per step 0) and never step outside their zone (spatial error 0).",
         data={"DOL": dol, "CAR": car, "curves": curves})
 
 
@@ -487,8 +498,9 @@ def _failure_item(ep: Episodes) -> Item:
             Finding("meco-conflict-sr", "Table 22",
                     "Episodes with a grab conflict succeed less often (delta SR < 0).",
                     {"parallel delta SR": -0.090}, show(conflict), direction(conflict, -1),
-                    "every protocol's episodes: rule teams under broadcast never contend "
-                    "for one object"),
+                    "judged on every protocol's episodes: rule teams under broadcast never "
+                    "grab one object together (their conflicts are two agents opening one "
+                    "container)"),
             Finding("meco-hallucination-sr", "Table 22",
                     "An episode with a hallucinated completion never succeeds.",
                     {"SR with": 0.0}, show(halluc.get("SR_with")) if halluc else None,
@@ -521,7 +533,7 @@ def _query_item(ep: Episodes) -> Item:
         "Parallel: 370 cases with a query (4.70 objects, SR 64.6%, stuck 8.4%, negative 11.1%) "
         "vs 1727 without (4.35, 74.7%, 2.0%, 4.5%); sequential: 591 (4.51, 32.3%, 3.9%, 6.6%) "
         "vs 627 (4.30, 47.8%, 1.6%, 3.2%).",
-        table(["structure", "group", "cases", "objects", "SR", "stuck", "negative report"],
+        table(["structure", "group", "episodes", "objects", "SR", "stuck", "negative report"],
               rows), findings=found,
         note="A query is a message with the Coord-Q tag (rules v2: a question about "
              "teammates or the team's state; a rule giver's DOOR d WAIT counts); stuck and "
@@ -545,8 +557,9 @@ def _correction_item(ep: Episodes) -> Item:
         adj = r["wg_conditional"]["adjusted"]
         raw = r["wg_conditional"]["raw_delta"]
         rows.append([structure, "WG-conditional", "raw delta", "", raw["SR"], raw["CR"], ""])
-        rows.append([structure, "WG-conditional", "adjusted delta", "",
-                     show(adj["SR"]), show(adj["CR"]), ", ".join(adj["strata"]) or "none"])
+        rows.append([structure, "WG-conditional", "adjusted delta (strata "
+                     + (", ".join(adj["strata"]) or "none") + ")", "", show(adj["SR"]),
+                     show(adj["CR"]), ""])
         paper = {"parallel": {"adjusted dSR": 0.024, "dCR": 0.035},
                  "sequential": {"adjusted dSR": 0.118, "dCR": 0.154}}[structure] \
             if structure in ("parallel", "sequential") else None
@@ -557,7 +570,7 @@ def _correction_item(ep: Episodes) -> Item:
             f"grabs ({structure}).", paper, {"adjusted dSR": show(adj["SR"]),
                                              "adjusted dCR": show(adj["CR"])}, holds,
             "" if adj["SR"] is not None else
-            "no stratum with both corrected and uncorrected wrong-grab episodes"))
+            "no wrong-grab stratum with 2+ corrected and 2+ uncorrected episodes"))
     return Item(
         "Tables 19-20", "Correction after wrong grabs",
         "Correction co-occurs with wrong grabs (parallel: 3.05 vs 1.37 per episode); the raw "
@@ -598,19 +611,26 @@ def _oracle_item(ep: Episodes) -> Item:
 
 def _bars_item(ep: Episodes) -> Item:
     """A figure of the communication effect on CAR at every team size, with intervals."""
-    bars = {}
+    diffs = {}
     for n in (2, 3, 4, 5):
-        d = mean_diff([conflict_action_rate(t) for t in ep(Key("parallel", n, "broadcast"))],
-                      [conflict_action_rate(t) for t in ep(Key("parallel", n, "none"))])
-        bars[f"{n} agents"] = (d["delta"], d["lo"], d["hi"])
+        diffs[f"{n} agents"] = mean_diff(
+            [conflict_action_rate(t) for t in ep(Key("parallel", n, "broadcast"))],
+            [conflict_action_rate(t) for t in ep(Key("parallel", n, "none"))])
     fig = interval_bars("Change in CAR from adding communication (broadcast minus none), "
-                        "parallel tasks, Welch 95% intervals.", {"CAR": bars}, "difference",
-                        zero=True)
+                        "parallel tasks, Welch 95% intervals.",
+                        {"CAR": {k: (d["delta"], d["lo"], d["hi"]) for k, d in diffs.items()}},
+                        "difference", zero=True)
+    verdicts = [direction(d, -1) for d in diffs.values()]
+    holds = (False if False in verdicts else None if None in verdicts else True)
     return Item("Fig. 9a (by team size)", "Communication and conflicts at every team size",
-                "Removing communication increases CAR (Table 11, two agents).",
-                "Broadcast minus no communication, per team size:\n\n"
-                + "\n".join(f"- {k}: {v[0]:+.3f}" if v[0] is not None else f"- {k}: n/a"
-                            for k, v in bars.items()), [fig], data=bars)
+                "Removing communication increases CAR (Table 11 and Fig. 9a, two agents).",
+                table(["team", "CAR broadcast minus none", "n"],
+                      [[k, d, str(d["n"])] for k, d in diffs.items()]), [fig],
+                [Finding("meco-comm-car-teams", "Fig. 9a",
+                         "Communication lowers CAR at every team size from 2 to 5.",
+                         "two agents only (Table 11)", {k: show(d) for k, d in diffs.items()},
+                         holds, "coordbench's extension to more agents")],
+                data=diffs)
 
 
 def study(run: RunDir, options: Options, out: Path) -> Study:
@@ -621,13 +641,7 @@ def study(run: RunDir, options: Options, out: Path) -> Study:
     subset = ("the quick subset (every fourth v1 case: 24 parallel + 24 sequential)"
               if options.quick else "the v1 instance set (96 parallel + 96 sequential cases)")
     preamble = (f"Rows the paper fills with MLLM teams are played here by {who}, on {subset}. "
-                "Each verdict says whether the paper's qualitative finding holds on these "
-                "runs: *holds* when the 95% interval of the effect lies on the claimed side, "
-                "*does not hold* when the estimate lies on the other side (or at zero), "
-                "*undecided* when the interval includes zero or the quantity does not occur. "
-                "Intervals: Wilson for rates, Newcombe for differences of rates, Welch for "
-                "differences of means, t for slopes. Conflict set: grab and open (the "
-                "paper's).")
+                + VERDICT_RULE + " Conflict set: grab and open (the paper's).")
     items = [_scaling_item(ep), _objects_item(ep), _no_location_item(ep), _progress_item(ep),
              _comm_ablation_item(ep), _bars_item(ep), _protocol_item(ep), _prior_item(ep),
              _failure_item(ep), _query_item(ep), _correction_item(ep), _oracle_item(ep)]

@@ -124,6 +124,17 @@ class Study:
         return {"paper": self.paper, "findings": [f.as_json() for f in self.findings]}
 
 
+VERDICT_RULE = (
+    "Each verdict says whether the paper's qualitative finding holds on these runs: *holds* "
+    "when the whole 95% interval of the effect lies on the claimed side of zero; *does not "
+    "hold* when the estimate lies on the other side or at zero (the runs show no effect in "
+    "the claimed direction, whatever the interval's width); *undecided* when the estimate "
+    "points the claimed way but the interval includes zero, or the quantity does not occur "
+    "(the note says which). Intervals: Wilson for rates, Newcombe for differences of rates, "
+    "Welch for differences of means, t for slopes, a stratified bootstrap for "
+    "stratum-adjusted differences.")
+
+
 def verdict(holds: bool | None) -> str:
     """Return the word a report prints for a finding's verdict."""
     return {True: "holds", False: "does not hold", None: "undecided"}[holds]
@@ -157,6 +168,8 @@ def show(value: Any, digits: int = 3) -> str:
     as table text (n/a where undefined)."""
     if value is None:
         return "n/a"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     if isinstance(value, dict):
         if "delta" in value:
             d = value["delta"]

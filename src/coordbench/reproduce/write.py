@@ -30,6 +30,8 @@ def findings_table(study: Study) -> str:
 def _cell(value: Any) -> str:
     if value is None:
         return "n/a"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     if isinstance(value, float):
         return f"{value:.3f}"
     if isinstance(value, dict):
