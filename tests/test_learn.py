@@ -312,3 +312,31 @@ def test_pair_architecture_trains_with_every_per_agent_method():
         assert res["final"]["success"] == 1.0 and res["updates"] > 0
     with pytest.raises(ConfigError, match="unknown network architecture 'gnn'"):
         make(paper_config("3A-6T-5x3", "vdn", extra={"arch": "gnn"}))
+
+
+def test_train_lr_and_eps_anneal_steps_are_recorded_and_guard_resume(tmp_path):
+    """The paper's grid varies the learning rate and the epsilon decay (its Appendix D):
+    both are options, recorded in each seed's result, used by the learner, and a rerun with
+    other settings into the same directory is refused in one line, not mixed."""
+    from coordbench.errors import ConfigError
+    from coordbench.learn.core import TrainConfig, epsilon
+
+    args = ["stat", "train", "--config", "3A-6T-5x3", "--algo", "iql", "--steps", "512",
+            "--seeds", "0", "--num-envs", "8", "--eval-every", "256", "--eval-episodes", "2",
+            "--executor", "local", "--workers", "1", "--out", str(tmp_path), "--json"]
+    res = CliRunner().invoke(app, [*args, "--lr", "0.0005", "--eps-anneal-steps", "128"])
+    assert res.exit_code == 0, res.output
+    config = json.loads((tmp_path / "iql_3A-6T-5x3_seed0.json").read_text())["config"]
+    assert config["lr"] == 0.0005 and config["eps_frac"] == 128 / 512
+    tc = TrainConfig(**config)
+    assert epsilon(tc, 0) == tc.eps_start
+    assert epsilon(tc, 128) == pytest.approx(tc.eps_end) == epsilon(tc, 400)
+    assert epsilon(tc, 64) == pytest.approx((tc.eps_start + tc.eps_end) / 2)
+    again = CliRunner().invoke(app, [*args, "--lr", "0.0005", "--eps-anneal-steps", "128"])
+    assert again.exit_code == 0, again.output  # same settings: resumed
+    other = CliRunner().invoke(app, [*args, "--lr", "0.001", "--eps-anneal-steps", "128"])
+    assert isinstance(other.exception, ConfigError)
+    assert "lr=0.0005" in str(other.exception) and "\n" not in str(other.exception)
+    for bad in (["--lr", "0"], ["--lr", "-1"], ["--eps-anneal-steps", "0"]):
+        res = CliRunner().invoke(app, [*args, *bad])
+        assert isinstance(res.exception, ConfigError), bad

@@ -94,6 +94,10 @@ def stat_train(
                                                "(paper layouts seed*1000+i)."),
     arch: str = typer.Option("mlp", help="Agent network: mlp (the paper's) | pair "
                                          "(task-equivariant, same observation; not dqn/fdqn)"),
+    lr: float | None = typer.Option(None, help="Learning rate (default: the paper's Table 4)."),
+    eps_anneal_steps: int | None = typer.Option(
+        None, help="Environment steps over which epsilon decays linearly (default: the "
+                   "paper's fraction of the run)."),
     executor: str = executor_option("process"),
     workers: int = workers_option(2),
     out_dir: Path = typer.Option(Path("runs/train"), "--out", help="Results directory."),
@@ -114,10 +118,12 @@ def stat_train(
     check_range("--num-envs", num_envs, 1, MAX_NUM_ENVS)
     check_range("--eval-every", eval_every, 1, MAX_TRAIN_STEPS)
     check_range("--eval-episodes", eval_episodes, 1, MAX_EPISODES)
+    check_range("--lr", lr, 0, 10, low_open=True)
+    check_range("--eps-anneal-steps", eps_anneal_steps, 1, MAX_TRAIN_STEPS)
     check_out_dir(out_dir)
     tcs = train_configs(config, algo, parse_seeds(seeds), steps=steps, utd=utd,
                         num_envs=num_envs, eval_every=eval_every, eval_episodes=eval_episodes,
-                        arch=arch)
+                        arch=arch, lr=lr, eps_anneal_steps=eps_anneal_steps)
     say = None if as_json else (lambda line: err.print(line, highlight=False, soft_wrap=True))
     summary = summarize(sweep(tcs, out_dir, workers, executor, say=say))
     from coordbench.report.compose import open_for_report

@@ -95,9 +95,15 @@ def paper_config(config: str, algo: str, **overrides) -> TrainConfig:
 
 def train_configs(config: str, algo: str, seeds: list[int], *, steps: int | None = None,
                   utd: float = 8.0, num_envs: int | None = None, eval_every: int = 10_000,
-                  eval_episodes: int = 20, arch: str = "mlp") -> list[TrainConfig]:
+                  eval_episodes: int = 20, arch: str = "mlp", lr: float | None = None,
+                  eps_anneal_steps: int | None = None) -> list[TrainConfig]:
     """Return one TrainConfig per seed for a sweep (the paper's settings, then these);
-    ConfigError names a bad choice."""
+    ConfigError names a bad choice.
+
+    `lr` replaces the paper's learning rate and `eps_anneal_steps` the length of the linear
+    epsilon decay (recorded as eps_frac = eps_anneal_steps / total steps), the two settings
+    the paper's grid varies (its Appendix D).
+    """
     from .core import ARCHS
 
     check_algo(algo, config)
@@ -117,7 +123,17 @@ def train_configs(config: str, algo: str, seeds: list[int], *, steps: int | None
         overrides["extra"] = {"arch": arch}
     if steps is not None:
         overrides["total_steps"] = steps
-    return [paper_config(config, algo, seed=s, **overrides) for s in seeds]
+    if lr is not None:
+        if not lr > 0:
+            raise ConfigError(f"--lr must be positive, got {lr}")
+        overrides["lr"] = float(lr)
+    out = [paper_config(config, algo, seed=s, **overrides) for s in seeds]
+    if eps_anneal_steps is not None:
+        if eps_anneal_steps < 1:
+            raise ConfigError(f"--eps-anneal-steps must be >= 1, got {eps_anneal_steps}")
+        for tc in out:
+            tc.eps_frac = eps_anneal_steps / tc.total_steps
+    return out
 
 
 def train(tc: TrainConfig, method=None, log=None) -> dict[str, Any]:

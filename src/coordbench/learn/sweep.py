@@ -201,6 +201,8 @@ def sweep(configs: list[TrainConfig], out: Path, workers: int = 2,
     run = RunDir.create_or_open(out, command=command, adopt=True)
     for tc in configs:
         register_training(run, method_label(tc.algo, tc.extra), tc.config)
+    for tc in configs:
+        check_same_settings(result_path(out, tc), tc)
     todo = [tc for tc in configs if not result_path(out, tc).is_file()]
     if not todo:
         return [read_result(result_path(out, tc)) for tc in configs]
@@ -221,6 +223,23 @@ def sweep(configs: list[TrainConfig], out: Path, workers: int = 2,
                 say(f"{_Progress.name(tc)}: done, final return {res['final_return']:.2f}, "
                     f"{res['steps_per_s']:,.0f} steps/s over {res['wall_s']:.0f} s")
     return [read_result(result_path(out, tc)) for tc in configs]
+
+
+# settings a finished seed must share with a rerun into its directory: a different learning
+# rate or exploration schedule is another experiment, not a resume
+RESUME_FIELDS = ("lr", "eps_frac")
+
+
+def check_same_settings(path: Path, tc: TrainConfig) -> None:
+    """Raise ConfigError (one line) if the finished run at `path` was trained with other
+    `RESUME_FIELDS` than `tc`; nothing when it is not finished yet."""
+    if not path.is_file():
+        return
+    done = read_result(path).get("config", {})
+    for name in RESUME_FIELDS:
+        if name in done and done[name] != getattr(tc, name):
+            raise ConfigError(f"{path} was trained with {name}={done[name]}, not "
+                              f"{getattr(tc, name)}; use another --out for these settings")
 
 
 def read_result(path: Path) -> dict[str, Any]:
