@@ -171,23 +171,16 @@ def show(value: Any, digits: int = 3) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, dict):
-        if "delta" in value:
-            d = value["delta"]
-            if d is None:
-                return "n/a"
-            out = f"{d:+.{digits}f}"
-            if value.get("lo") is not None and value.get("hi") is not None:
-                out += f" [{value['lo']:+.{digits}f}, {value['hi']:+.{digits}f}]"
-            return out
         if "slope" in value:
-            return show({"delta": value["slope"], "lo": value["lo"], "hi": value["hi"]},
-                        digits)
-        m = value.get("mean")
-        if m is None:
+            value = {"delta": value["slope"], "lo": value["lo"], "hi": value["hi"]}
+        signed = "delta" in value
+        x = value.get("delta" if signed else "mean")
+        if x is None:
             return "n/a"
-        out = f"{m:.{digits}f}"
+        spec = f"{'+' if signed else ''}.{digits}f"
+        out = format(x, spec)
         if value.get("lo") is not None and value.get("hi") is not None:
-            out += f" [{value['lo']:.{digits}f}, {value['hi']:.{digits}f}]"
+            out += f" [{format(value['lo'], spec)}, {format(value['hi'], spec)}]"
         return out
     if isinstance(value, float):
         return f"{value:.{digits}f}"

@@ -9,7 +9,7 @@ from typing import Any
 
 from coordbench.core.atomic import write_atomic
 
-from .study import Study, verdict
+from .study import Study, show, verdict
 
 
 def _slug(text: str) -> str:
@@ -28,17 +28,13 @@ def findings_table(study: Study) -> str:
 
 
 def _cell(value: Any) -> str:
-    if value is None:
-        return "n/a"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float):
-        return f"{value:.3f}"
-    if isinstance(value, dict):
+    # estimates, differences and slopes print as `show` prints them; other dicts and lists
+    # are spelled out entry by entry
+    if isinstance(value, dict) and not value.keys() & {"mean", "delta", "slope"}:
         return ", ".join(f"{k} {_cell(v)}" for k, v in value.items())
     if isinstance(value, list | tuple):
         return ", ".join(_cell(v) for v in value)
-    return str(value).replace("|", "/")
+    return show(value).replace("|", "/")
 
 
 def item_markdown(item) -> str:
