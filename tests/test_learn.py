@@ -207,19 +207,28 @@ def test_replay_wraps_and_samples():
     assert batch["obs"].shape == (7, 3) and set(batch["rewards"].tolist()) <= {0.0, 1.0, 2.0}
 
 
-def random_returns(cfg, seeds):
-    env = StatVecEnv(cfg, len(seeds), auto_reset=False, compute_obs=False)
-    env.reset(np.stack([paper_layout(cfg, s) for s in seeds]))
-    rng = np.random.default_rng(1)
-    total = np.zeros(len(seeds))
-    while env.active.any():
-        total += env.step(env.random_valid_actions(rng))[2]
-    return total
+def random_returns(cfg, seeds, rollouts: int = 1):
+    """Per-layout return of random valid play, averaged over `rollouts` rollouts."""
+    out = []
+    for k in range(rollouts):
+        env = StatVecEnv(cfg, len(seeds), auto_reset=False, compute_obs=False)
+        env.reset(np.stack([paper_layout(cfg, s) for s in seeds]))
+        rng = np.random.default_rng(1 + k)
+        total = np.zeros(len(seeds))
+        while env.active.any():
+            total += env.step(env.random_valid_actions(rng))[2]
+        out.append(total)
+    return np.mean(out, axis=0)
 
 
 def test_qmix_learns_to_beat_random_valid_play():
-    cfg = get_config("3A-6T-5x3")
-    tc = paper_config("3A-6T-5x3", "qmix", total_steps=120_000, eval_every=60_000, utd=8.0)
+    # 3A-12T-10x6: random valid play sits 24 points below the Hungarian allocator there (3 on
+    # 3A-6T-5x3, where a 120k-step learner's edge is within float-rounding differences
+    # between CPUs); compared layout by layout against 8 random rollouts per layout
+    from scipy import stats
+
+    cfg = get_config("3A-12T-10x6")
+    tc = paper_config("3A-12T-10x6", "qmix", total_steps=120_000, eval_every=60_000, utd=8.0)
     method = make(tc)
     train(tc, method)
     seeds = list(range(200, 300))
@@ -231,10 +240,11 @@ def test_qmix_learns_to_beat_random_valid_play():
             act = method.greedy(torch.from_numpy(obs), torch.from_numpy(masks)).numpy()
         obs, masks, r, _ = env.step(act)
         learned += r
-    rand = random_returns(cfg, seeds)
-    w = welch_test(learned, rand)
-    assert w.diff > 0.5 and w.p < 0.01, (learned.mean(), rand.mean(), w)
-    assert evaluate(method, cfg, 0, 5)["return"] > 200
+    rand = random_returns(cfg, seeds, rollouts=8)
+    paired = stats.ttest_rel(learned, rand)
+    assert learned.mean() - rand.mean() > 1.0 and paired.pvalue < 0.01, (
+        learned.mean(), rand.mean(), paired)
+    assert evaluate(method, cfg, 0, 5)["return"] > 480
 
 
 def test_train_cli_json_and_resume(tmp_path):

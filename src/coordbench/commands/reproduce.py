@@ -11,18 +11,20 @@ from coordbench.errors import ConfigError
 
 from .common import (
     emit_json,
+    err,
     executor_option,
     fail_fast_option,
     out,
     play,
     run_dir,
     workers_option,
+    write_report,
 )
 from .limits import MAX_EPISODES, MAX_STEPS, MAX_WORKERS
 
 
 def reproduce(
-    paper: str = typer.Argument(..., help="mecobench | cocobench"),
+    paper: str = typer.Argument(..., help="mecobench | cocobench | stat"),
     model: str | None = typer.Option(None, help="Model alias that plays every model row "
                                                 "(default: the offline agents)."),
     models: Path | None = typer.Option(None, help="Model registry file (YAML)."),
@@ -30,6 +32,14 @@ def reproduce(
     limit: int | None = typer.Option(None, help="Play only the first K cases per condition."),
     max_steps: int | None = typer.Option(None, help="Cap team steps per household episode "
                                                     "(smoke runs; mecobench only)."),
+    regime: str | None = typer.Option(None, help="stat: baseline | extreme | all "
+                                                 "(default baseline; --quick: all)."),
+    methods: str | None = typer.Option(None, help="stat: methods to train, comma-separated "
+                                                  "(default: the paper's seven + MAPPO, IPPO)."),
+    seeds: str | None = typer.Option(None, help="stat: training seeds, e.g. 0-4 (default "
+                                                "0-4; --quick: 0-2)."),
+    steps: int | None = typer.Option(None, help="stat: environment steps per run (default: "
+                                                "the paper's budget; --quick: 20k)."),
     executor: str = executor_option(),
     workers: int = workers_option(),
     fail_fast: bool = fail_fast_option(),
@@ -51,20 +61,47 @@ def reproduce(
     check_range("--max-steps", max_steps, 1, MAX_STEPS)
     if max_steps is not None and paper != "mecobench":
         raise ConfigError("--max-steps caps household episodes: it applies to mecobench only")
+    trains = paper == "stat"
+    for flag, value in (("--regime", regime), ("--methods", methods), ("--seeds", seeds),
+                        ("--steps", steps)):
+        if value is not None and not trains:
+            raise ConfigError(f"{flag} sets what the STAT study trains: it applies to stat "
+                              f"only")
+    if trains and limit is not None:
+        raise ConfigError("--limit caps cases per condition; the STAT study has none (use "
+                          "--seeds and --steps)")
     if out_dir is not None:
         check_out_dir(out_dir)
     if models is not None:
         from coordbench.llm.registry import load_registry
 
         load_registry(models)
-    options = Options(quick, model, str(models) if models else None, limit, max_steps)
+    from coordbench.learn.sweep import MAX_TRAIN_STEPS, parse_seeds
+
+    check_range("--steps", steps, 1, MAX_TRAIN_STEPS)
+    options = Options(quick, model, str(models) if models else None, limit, max_steps,
+                      regime=regime,
+                      methods=tuple(m.strip() for m in methods.split(",") if m.strip())
+                      if methods else None,
+                      seeds=tuple(parse_seeds(seeds)) if seeds else None, steps=steps)
     path = out_dir or Path("runs") / f"reproduce-{paper}{'-quick' * quick}"
     resources = module.resources(options)  # an unknown model alias fails here, before work
     run_dir(path)  # the study may keep files of its own (a task subset) in the run
-    items = module.plan(options, path)
-    run = play(path, items, quiet=as_json, executor=executor, workers=workers,
-               resources=resources, limits=Limits(fail_fast=fail_fast),
-               labels=[f"{paper} {k}" for k in module.labels(options, path)])
+    if hasattr(module, "execute"):  # a study that trains: its sweep, then the run's report
+        from coordbench.runner import check_executor
+
+        check_executor(executor, workers)
+        say = None if as_json else (lambda line: err.print(line, highlight=False,
+                                                           soft_wrap=True))
+        run = module.execute(options, path, executor, workers, say)
+        from coordbench.report.compose import open_for_report
+
+        write_report(open_for_report(path))
+    else:
+        items = module.plan(options, path)
+        run = play(path, items, quiet=as_json, executor=executor, workers=workers,
+                   resources=resources, limits=Limits(fail_fast=fail_fast),
+                   labels=[f"{paper} {k}" for k in module.labels(options, path)])
     study = module.study(run, options, path)
     written = write_study(study, run.path)
     if as_json:

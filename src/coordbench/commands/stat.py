@@ -82,7 +82,8 @@ def stat_eval(
 @app.command("train")
 def stat_train(
     config: str = typer.Option(..., help="STAT config name."),
-    algo: str = typer.Option(..., help="dqn | fdqn | vdn | qmix | qtran | iql | coma"),
+    algo: str = typer.Option(..., help="dqn | fdqn | vdn | qmix | qtran | iql | coma | "
+                                            "mappo | ippo"),
     steps: int | None = typer.Option(None, help="Environment steps (default: the paper's)."),
     seeds: str = typer.Option("0-4", help="Training seeds, e.g. 0-4."),
     utd: float = typer.Option(8.0, help="Transitions replayed per transition collected "
@@ -150,8 +151,12 @@ def stat_table(
     references: bool = typer.Option(True, "--references/--no-references",
                                     help="Add scripted allocators as reference rows."),
     output: Path | None = typer.Option(None, "--output", help="Write the table to this file."),
+    scaling: bool = typer.Option(False, "--scaling", help="Print the controlled scaling "
+                                 "comparisons instead (the paper's Table 14 form)."),
 ) -> None:
-    """Paper-style tables (final/max return, conflicts, diversity, throughput) from runs."""
+    """Paper-style tables (final/max return, conflicts, diversity, throughput) from runs;
+    with --scaling, the paper's Table 14: per method and matched pair of configurations, the
+    direction of each metric's change and its Welch significance."""
     import sys
 
     from coordbench.core.atomic import write_atomic
@@ -166,7 +171,14 @@ def stat_table(
         check_out_dir(plots, "--plots")
     results = rep.load_results(dirs)
     built = rep.build(results, references=references)
-    text = rep.markdown(built) if fmt == "md" else rep.csv_text(built)
+    if scaling:
+        from coordbench.analyses.stat import scaling as scaling_changes
+
+        methods = built["methods"] + built["references"]
+        sc = scaling_changes(rep.seed_samples(built, results), methods)
+        text = rep.scaling_markdown(sc, methods) if fmt == "md" else rep.scaling_csv(sc)
+    else:
+        text = rep.markdown(built) if fmt == "md" else rep.csv_text(built)
     if output:
         write_atomic(output, text)
     else:

@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
@@ -144,6 +145,7 @@ def train(tc: TrainConfig, method: COMA, log=None) -> dict[str, Any]:
         eps = epsilon(tc, steps)
         buf: dict[str, list[np.ndarray]] = {k: [] for k in (
             "obs", "masks", "act", "rew", "done", "boot_obs", "boot_act", "timeout")}
+        t_act = time.perf_counter()
         for _ in range(rollout):
             nobs, nmasks, reward, info = env.step(act)
             done = (info.terminated | info.truncated).copy()
@@ -160,6 +162,7 @@ def train(tc: TrainConfig, method: COMA, log=None) -> dict[str, Any]:
             obs, masks = nobs.copy(), nmasks.copy()
             act = sample(obs, masks, eps)
             steps += b
+        evals.acting_s += time.perf_counter() - t_act
         o, m, a, bo, ba = (torch.from_numpy(np.stack(buf[k])).flatten(0, 1)
                            for k in ("obs", "masks", "act", "boot_obs", "boot_act"))
         t_len = len(buf["obs"])

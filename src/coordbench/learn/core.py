@@ -186,6 +186,7 @@ def train(tc: TrainConfig, method: Method, log=None) -> dict[str, Any]:
     while steps < tc.total_steps:
         evals.maybe(steps)
         eps = epsilon(tc, steps)
+        t_act = time.perf_counter()
         with torch.no_grad():
             greedy = method.greedy(torch.from_numpy(obs), torch.from_numpy(masks)).numpy()
         # joint-action methods explore jointly (the paper's DQN); the others per agent
@@ -201,6 +202,7 @@ def train(tc: TrainConfig, method: Method, log=None) -> dict[str, Any]:
                 info.terminated.astype(np.float32))  # truncation bootstraps
         obs, masks = nobs.copy(), nmasks.copy()
         steps += tc.num_envs
+        evals.acting_s += time.perf_counter() - t_act
         if len(buf) >= tc.learning_starts:
             owed += tc.utd * tc.num_envs / tc.batch_size
             while owed >= 1:
@@ -231,6 +233,8 @@ class EvalSchedule:
         self.walls: list[float] = []  # seconds since the start, at each evaluation
         self.next = 0
         self.start = time.perf_counter()
+        self.acting_s = 0.0  # the loop adds the time spent choosing actions and stepping
+        self.eval_s = 0.0
 
     def maybe(self, steps: int) -> None:
         """Evaluate if `steps` has reached the next checkpoint."""
@@ -239,9 +243,11 @@ class EvalSchedule:
             self.next += self.tc.eval_every
 
     def _eval(self, steps: int) -> None:
+        t0 = time.perf_counter()
         self.curve.append({"step": steps, **evaluate(self.method, self.cfg, self.tc.seed,
                                                      self.tc.eval_episodes)})
         self.walls.append(time.perf_counter() - self.start)
+        self.eval_s += time.perf_counter() - t0
         if self.log:
             wall = self.walls[-1]
             self.log({"step": steps, "wall_s": round(wall, 3),
@@ -249,7 +255,10 @@ class EvalSchedule:
                       **{k: v for k, v in self.curve[-1].items() if k != "step"}})
 
     def finish(self, steps: int, updates: int) -> dict[str, Any]:
-        """Evaluate once more; return the curve, final and max return, and throughput."""
+        """Evaluate once more; return the curve, final and max return, and throughput: end
+        to end (`steps_per_s`, everything: acting, updates, evaluations) and acting only
+        (`acting_steps_per_s`: choosing actions and stepping the environments, the rate the
+        paper's Table 12 reports for its PyMARL methods), with the seconds behind them."""
         self._eval(steps)
         wall = time.perf_counter() - self.start
         curve = self.curve
@@ -257,6 +266,8 @@ class EvalSchedule:
         return {"config": asdict(self.tc), "curve": curve, "final_return": curve[-1]["return"],
                 "max_return": best["return"], "max_return_step": best["step"],
                 "updates": updates, "wall_s": wall, "steps_per_s": steps / wall,
+                "acting_s": self.acting_s, "eval_s": self.eval_s,
+                "acting_steps_per_s": steps / self.acting_s if self.acting_s > 0 else None,
                 "final": curve[-1], "curve_wall_s": self.walls}
 
 

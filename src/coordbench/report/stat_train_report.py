@@ -471,3 +471,64 @@ def section(run, conditions: list[str]):
     return Section("STAT training", text, [], out,
                    data={"results": results, "references": built["reference_samples"],
                          "built": built})
+
+
+def seed_samples(built: dict[str, Any], results: list[dict[str, Any]]
+                 ) -> dict[tuple[str, str], list[dict[str, float]]]:
+    """Return per-seed final metrics by (method, config): each learned run's final
+    evaluation (seeds in order) and each scripted allocator evaluated on those seeds'
+    layouts (the reference rows of `build`), plus the run's `wall_s`, `steps_per_s` and
+    `acting_steps_per_s` for the learned runs."""
+    out: dict[tuple[str, str], list[dict[str, float]]] = {}
+    for (config, algo), rs in group(results).items():
+        out[(algo, config)] = [{**point(r, "final"), **{k: r[k] for k in (
+            "wall_s", "steps_per_s", "acting_steps_per_s") if r.get(k) is not None}}
+            for r in rs]
+    for (config, name), rows in built.get("reference_samples", {}).items():
+        out[(name, config)] = list(rows)
+    return out
+
+
+def scaling_markdown(sc: dict[str, Any], methods: list[str], paper: Any = None,
+                     metrics: list[str] | None = None) -> str:
+    """Return the Table 14 form of `analyses.stat.scaling` output: a row per method x
+    comparison, a column per metric, cells like "↓*" or "↑ns" ("–": not run); with `paper`
+    ((metric, pair id, method) -> cell), each cell is "ours / paper's"; then a line per
+    comparison whose configurations are missing, naming the runs to add."""
+    from coordbench.analyses.stat import SCALING_PAIRS, TABLE14_METRICS
+
+    names = metrics or list(TABLE14_METRICS)
+    head = "| method | comparison | " + " | ".join(names) + " |"
+    lines = [head, "|---" * (len(names) + 2) + "|"]
+    for m in methods:
+        for p in SCALING_PAIRS:
+            row = sc["rows"][p.id].get(m, {})
+            cells = []
+            for name in names:
+                ours = (row.get(name) or {}).get("cell", "–")
+                cells.append(f"{ours} / {paper(name, p.id, m)}" if paper else ours)
+            label = m.upper() if m not in REFERENCES else f"*{REFERENCE_LABELS[m]}*"
+            lines.append(f"| {label} | {p.label} | " + " | ".join(cells) + " |")
+    text = "\n".join(lines) + "\n"
+    for p in SCALING_PAIRS:
+        if p.id in sc["missing"]:
+            text += (f"\n{p.label} ({p.first} -> {p.second}): no runs on "
+                     f"{' and '.join(sc['missing'][p.id])}; add them to compare.\n")
+    return text
+
+
+def scaling_csv(sc: dict[str, Any]) -> str:
+    """Return every scaling change as one CSV row (long format): comparison, method,
+    metric, cell, delta, lo, hi, p, n (seeds on the second configuration), n_ref (first)."""
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(["comparison", "method", "metric", "cell", "delta", "lo", "hi", "p", "n",
+                "n_ref"])
+    for pair_id in sc["pairs"]:
+        for method, row in sc["rows"][pair_id].items():
+            for metric, d in row.items():
+                if d is None:
+                    continue
+                w.writerow([pair_id, method, metric, d["cell"], *(_num(d.get(k)) for k in (
+                    "delta", "lo", "hi", "p")), d["n"], d["n_ref"]])
+    return buf.getvalue()

@@ -15,10 +15,11 @@ from types import ModuleType
 
 from coordbench.errors import ConfigError
 
-# paper name -> module (the STAT and CoHuB studies slot in here)
+# paper name -> module (the CoHuB study slots in here)
 PAPERS: dict[str, str] = {
     "mecobench": "coordbench.reproduce.mecobench",
     "cocobench": "coordbench.reproduce.cocobench",
+    "stat": "coordbench.reproduce.stat",
 }
 
 

@@ -105,3 +105,27 @@ def heatmap(caption: str, labels: Sequence[str], values: Sequence[Sequence[float
     fig.colorbar(im, ax=ax, fraction=0.046)
     fig.tight_layout()
     return Figure(caption, fig)
+
+
+def value_grid(caption: str, rows: Sequence[str], cols: Sequence[str],
+               values: Sequence[Sequence[float | None]]) -> Figure:
+    """Return a heatmap of values (rows x cols), each column coloured on its own scale (the
+    columns' units differ) and every cell printed (n/a where undefined)."""
+    plt = _plt()
+    m = np.array([[np.nan if v is None else v for v in row] for row in values], dtype=float)
+    lo, hi = np.nanmin(m, axis=0, initial=np.inf), np.nanmax(m, axis=0, initial=-np.inf)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        scaled = np.where(hi > lo, (m - lo) / (hi - lo), 0.5)
+    fig, ax = plt.subplots(figsize=(1.0 * len(cols) + 2.2, 0.42 * len(rows) + 1.6))
+    ax.imshow(scaled, cmap="viridis", aspect="auto", vmin=0, vmax=1)
+    ax.set_xticks(range(len(cols)), cols, rotation=35, ha="right", fontsize=7)
+    ax.set_yticks(range(len(rows)), rows, fontsize=8)
+    for i in range(len(rows)):
+        for j in range(len(cols)):
+            v = m[i, j]
+            text = "n/a" if np.isnan(v) else f"{v:.3g}"
+            ax.text(j, i, text, ha="center", va="center", fontsize=6.5,
+                    color="white" if not np.isnan(v) and scaled[i, j] < 0.5 else "black")
+    ax.set_title(caption, fontsize=9)
+    fig.tight_layout()
+    return Figure(caption, fig)

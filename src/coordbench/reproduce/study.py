@@ -11,13 +11,18 @@ from typing import Any
 class Options:
     """How a reproduction runs: a short subset (`quick`), a model that fills the paper's
     model rows (`model`, from the registry `models`), cases per condition (`limit`), a cap
-    on team steps per household episode for smoke runs (`max_steps`)."""
+    on team steps per household episode for smoke runs (`max_steps`); for a study that
+    trains (STAT), the configurations (`regime`), methods, seeds and steps per run."""
 
     quick: bool = False
     model: str | None = None
     models: str | None = None
     limit: int | None = None
     max_steps: int | None = None
+    regime: str | None = None
+    methods: tuple[str, ...] | None = None
+    seeds: tuple[int, ...] | None = None
+    steps: int | None = None
 
     @property
     def agents(self) -> str:
