@@ -8,7 +8,6 @@ import torch
 from typer.testing import CliRunner
 
 from coordbench.cli import app
-from coordbench.core.stats import welch_test
 from coordbench.envs.stat.config import get_config
 from coordbench.envs.stat.layouts import paper_layout
 from coordbench.envs.stat.vec import StatVecEnv

@@ -143,6 +143,79 @@ def stat_train(
     out.print(table)
 
 
+@app.command("tune")
+def stat_tune(
+    config: str = typer.Option(..., help="STAT config name (the paper tunes on one per size "
+                                         "class: 3A-6T-5x3, 5A-25T-25x15, 5A-25T-50x30)."),
+    algo: str = typer.Option(..., help="Method to tune (as for `stat train`)."),
+    lrs: str = typer.Option("3e-4,1e-3", help="Learning rates of the grid (the paper's)."),
+    eps_fracs: str = typer.Option("0.2,0.4", help="Epsilon-decay fractions of the grid "
+                                                  "(the paper's; ignored by mappo/ippo)."),
+    steps: int | None = typer.Option(None, help="Environment steps per run (default: the "
+                                                "paper's)."),
+    seeds: str = typer.Option("0-2", help="Training seeds per grid point."),
+    utd: float = typer.Option(8.0, help="Transitions replayed per transition collected."),
+    eval_every: int = typer.Option(10_000, help="Environment steps between evaluations."),
+    eval_episodes: int = typer.Option(20, help="Greedy episodes per evaluation."),
+    executor: str = executor_option("process"),
+    workers: int = workers_option(2),
+    out_dir: Path = typer.Option(Path("runs/tune"), "--out", help="Directory: one resumable "
+                                 "sub-directory per grid point, and tune.json."),
+    as_json: bool = typer.Option(False, "--json", help="Print the tuning record as JSON."),
+) -> None:
+    """Run the paper's hyperparameter grid (its Appendix D) and select by mean evaluation
+    return over the final 20% of checkpoints; writes OUT/tune.json with the chosen settings."""
+    need_torch()
+    from coordbench.learn.registry import train_configs
+    from coordbench.learn.sweep import MAX_TRAIN_STEPS, parse_seeds
+    from coordbench.learn.tune import tune
+    from coordbench.runner import check_executor
+
+    check_executor(executor, workers)
+    check_range("--workers", workers, 1, MAX_WORKERS)
+    check_range("--steps", steps, 1, MAX_TRAIN_STEPS)
+    check_range("--eval-every", eval_every, 1, MAX_TRAIN_STEPS)
+    check_range("--eval-episodes", eval_episodes, 1, MAX_EPISODES)
+    grid_lrs, grid_fracs = _floats("--lrs", lrs), _floats("--eps-fracs", eps_fracs)
+    check_out_dir(out_dir)
+    base = train_configs(config, algo, parse_seeds(seeds), steps=steps, utd=utd,
+                         eval_every=eval_every, eval_episodes=eval_episodes)
+    say = None if as_json else (lambda line: err.print(line, highlight=False, soft_wrap=True))
+    record = tune(base, out_dir, grid_lrs, grid_fracs, workers, executor, say=say)
+    if as_json:
+        emit_json(record)
+        return
+    from rich.table import Table
+
+    table = Table(title=f"Tuning {algo} on {config}", caption=f"selected by {record['rule']}")
+    for col in ("lr", "epsilon-decay fraction", "final-20% return", "curve mean", "chosen"):
+        table.add_column(col)
+    for p in record["grid"]:
+        f, c = p["final_20pct"], p["curve_mean"]
+        table.add_row(f"{p['lr']:g}", f"{p['eps_frac']:g}", _pm(f), _pm(c),
+                      "yes" if p["chosen"] else "")
+    out.print(table)
+    out.print(f"chosen: lr {record['chosen']['lr']:g}, epsilon-decay fraction "
+              f"{record['chosen']['eps_frac']:g}  (record: {out_dir / 'tune.json'})")
+
+
+def _floats(flag: str, text: str) -> list[float]:
+    """Return the comma-separated numbers of a grid option (one-line ConfigError)."""
+    from coordbench.errors import ConfigError
+
+    try:
+        vals = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ConfigError(f"{flag} must be comma-separated numbers, got {text!r}") from None
+    if not vals or len(vals) > 16 or len(set(vals)) != len(vals):
+        raise ConfigError(f"{flag} must list 1 to 16 distinct numbers, got {text!r}")
+    return vals
+
+
+def _pm(e: dict) -> str:
+    return f"{e['mean']:.2f}" + (f" ± {e['ci95']:.2f}" if e.get("ci95") is not None else "")
+
+
 @app.command("table")
 def stat_table(
     dirs: list[Path] = typer.Argument(..., help="Directories of training results."),
