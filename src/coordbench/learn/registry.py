@@ -16,7 +16,7 @@ from coordbench.core.checkpoint import read_checkpoint
 from coordbench.envs.stat.config import get_config
 from coordbench.errors import ConfigError, CoordbenchError
 
-from . import coma
+from . import coma, ppo
 from .core import TrainConfig
 from .core import train as train_off_policy
 from .dqn import DQN, check_joint_space
@@ -27,7 +27,9 @@ from .qtran import QTRAN
 from .vdn import VDN
 
 METHODS = {"dqn": DQN, "fdqn": FDQN, "vdn": VDN, "qmix": QMIX, "qtran": QTRAN, "iql": IQL,
-           "coma": coma.COMA}
+           "coma": coma.COMA, "mappo": ppo.MAPPO, "ippo": ppo.IPPO}
+# on-policy methods train in their own module's loop (rollouts, no replay)
+ON_POLICY_TRAIN = {"coma": coma.train, "mappo": ppo.train, "ippo": ppo.train}
 CHECKPOINT_FORMAT = "coordbench-stat-policy"
 CHECKPOINT_VERSION = 1
 
@@ -59,6 +61,9 @@ METHOD_DEFAULTS: dict[str, dict[str, Any]] = {
     "dqn": {"hidden": 128, "grad_clip": 1.0},
     "fdqn": {"grad_clip": 1.0},
     "coma": {"lr": 5e-4, "eps_start": 0.5, "eps_end": 0.01},
+    # beyond the paper (not in Table 4); their PPO settings are in ppo.PPOSettings
+    "mappo": {"lr": 1e-3},
+    "ippo": {"lr": 1e-3},
 }
 
 
@@ -140,7 +145,7 @@ def train(tc: TrainConfig, method=None, log=None) -> dict[str, Any]:
     """Train (a new method for `tc`, or `method`); return the curve and summary numbers."""
     method = method if method is not None else make(tc)
     if getattr(method, "on_policy", False):
-        return coma.train(tc, method, log)
+        return ON_POLICY_TRAIN[tc.algo](tc, method, log)
     return train_off_policy(tc, method, log)
 
 

@@ -29,7 +29,7 @@ from coordbench.core.stats import (
 from coordbench.errors import ConfigError, RunDirError
 from coordbench.metrics.stat import SEED_KINDS
 
-METHOD_ORDER = ("dqn", "fdqn", "vdn", "qmix", "qtran", "iql", "coma")
+METHOD_ORDER = ("dqn", "fdqn", "vdn", "qmix", "qtran", "iql", "coma", "mappo", "ippo")
 REFERENCES = ("random", "greedy", "hungarian")
 REFERENCE_LABELS = {"random": "random valid", "greedy": "greedy", "hungarian": "Hungarian"}
 
