@@ -157,6 +157,7 @@ def test_table14_transcription_is_consistent():
 @pytest.mark.parametrize("args,message", [
     (["stat", "--regime", "huge"], "unknown --regime 'huge'"),
     (["stat", "--methods", "vdn,alphazero"], "unknown method 'alphazero'"),
+    (["stat", "--methods", "vdn+attention"], "unknown method 'vdn+attention'"),
     (["stat", "--model", "m"], "--model applies to mecobench and cocobench"),
     (["stat", "--limit", "3"], "--limit caps cases per condition"),
     (["stat", "--seeds", "4-1"], "--seeds range"),
@@ -172,3 +173,17 @@ def test_reproduce_stat_bad_input_is_one_line(args, message, tmp_path):
     msg = str(res.exception)
     assert message in msg and "\n" not in msg, msg
     assert not (out / "manifest.json").exists()  # refused before any work
+
+
+def test_train_plan_files_pair_networks_under_their_own_label():
+    from coordbench.learn.core import method_label
+    from coordbench.reproduce.stat import train_plan
+    from coordbench.reproduce.study import Options
+
+    plan = train_plan(Options(quick=True, regime="baseline", methods=("dqn", "vdn+pair"),
+                              seeds=(0, 1), steps=1000))
+    labels = {(tc.config, method_label(tc.algo, tc.extra)) for tc in plan}
+    # DQN only where its joint action space exists (the 3-agent configurations)
+    assert ("5A-12T-10x6", "dqn") not in labels and ("3A-6T-5x3", "dqn") in labels
+    assert ("5A-12T-10x6", "vdn+pair") in labels
+    assert len(plan) == (3 + 4) * 2

@@ -35,7 +35,9 @@ def reproduce(
     regime: str | None = typer.Option(None, help="stat: baseline | extreme | all "
                                                  "(default baseline; --quick: all)."),
     methods: str | None = typer.Option(None, help="stat: methods to train, comma-separated "
-                                                  "(default: the paper's seven + MAPPO, IPPO)."),
+                                                  "(default: the paper's seven + MAPPO, IPPO; "
+                                                  "vdn+pair etc.: the task-equivariant "
+                                                  "network)."),
     seeds: str | None = typer.Option(None, help="stat: training seeds, e.g. 0-4 (default "
                                                 "0-4; --quick: 0-2)."),
     steps: int | None = typer.Option(None, help="stat: environment steps per run (default: "

@@ -83,9 +83,11 @@ def settings(options: Options) -> Settings:
         raise ConfigError(f"unknown --regime {regime!r}; choose from {', '.join(REGIMES)}")
     methods = options.methods or (("fdqn", "vdn", "iql") if quick else default_methods())
     for m in methods:
-        if m not in METHODS:
+        algo, _, arch = m.partition("+")
+        if algo not in METHODS or arch not in ("", "pair"):
             raise ConfigError(f"unknown method {m!r} in --methods; available: "
-                              f"{', '.join(METHODS)}")
+                              f"{', '.join(METHODS)} (add +pair for the task-equivariant "
+                              f"network, a labelled option beyond the paper)")
     seeds = options.seeds or ((0, 1, 2) if quick else (0, 1, 2, 3, 4))
     steps = options.steps or (20_000 if quick else None)
     return Settings(REGIMES[regime], tuple(methods), tuple(seeds), steps,
@@ -100,13 +102,15 @@ def train_plan(options: Options) -> list[Any]:
     s = settings(options)
     out = []
     for config in s.configs:
-        for algo in s.methods:
+        for method in s.methods:
+            algo, _, arch = method.partition("+")
             try:
                 check_algo(algo, config)
             except ConfigError:
                 continue  # DQN beyond 3 agents: the paper does not run it either
             out += train_configs(config, algo, list(s.seeds), steps=s.steps, utd=s.utd,
-                                 eval_every=s.eval_every, eval_episodes=s.eval_episodes)
+                                 eval_every=s.eval_every, eval_episodes=s.eval_episodes,
+                                 arch=arch or "mlp")
     return out
 
 
@@ -148,10 +152,14 @@ class Data:
         from coordbench.report import stat_train_report as rep
 
         s = settings(options)
-        wanted = {(tc.config, tc.algo, tc.seed) for tc in train_plan(options)}
+        from coordbench.learn.core import method_label
+
+        wanted = {(tc.config, method_label(tc.algo, tc.extra), tc.seed)
+                  for tc in train_plan(options)}
         results = [r for r in rep.load_results([run.path])
-                   if (r["config"]["config"], r["config"]["algo"], r["config"]["seed"])
-                   in wanted]
+                   if (r["config"]["config"], method_label(r["config"]["algo"],
+                                                           r["config"].get("extra")),
+                       r["config"]["seed"]) in wanted]
         self.settings = s
         self.results = results
         self.built = rep.build(results, references=True)
