@@ -13,9 +13,10 @@ from coordbench.learn.core import one_thread
 from coordbench.learn.registry import paper_config, train
 
 
-def train_rate(algo: str, config: str, steps: int, utd: float = 8.0) -> tuple[float, float]:
+def train_rate(algo: str, config: str, steps: int, utd: float = 8.0,
+               extra: dict[str, Any] | None = None) -> tuple[float, float]:
     """Return (environment steps per second, final return) of one seed-0 training run."""
-    tc = paper_config(config, algo, seed=0, total_steps=steps, utd=utd)
+    tc = paper_config(config, algo, seed=0, total_steps=steps, utd=utd, extra=dict(extra or {}))
     t0 = time.perf_counter()
     result = train(tc)
     return steps / (time.perf_counter() - t0), result["final_return"]

@@ -349,3 +349,25 @@ def test_train_lr_and_eps_anneal_steps_are_recorded_and_guard_resume(tmp_path):
     for bad in (["--lr", "0"], ["--lr", "-1"], ["--eps-anneal-steps", "0"]):
         res = CliRunner().invoke(app, [*args, *bad])
         assert isinstance(res.exception, ConfigError), bad
+
+
+def test_pair_network_scores_any_agent_rows_as_the_full_forward():
+    from coordbench.learn.pair import PairAgentQ
+
+    torch.manual_seed(1)
+    cfg = get_config("9A-25T-50x30")
+    net = PairAgentQ(cfg.agents, cfg.tasks, 32)
+    env = StatVecEnv(cfg, 6, seed=4)
+    env.reset()
+    rng = np.random.default_rng(4)
+    for _ in range(30):
+        env.step(env.random_valid_actions(rng))
+    obs = torch.from_numpy(env.obs.copy())
+    with torch.no_grad():
+        full = net(obs)
+        b = torch.tensor([5, 0, 0, 3, 5, 2])
+        i = torch.tensor([8, 0, 4, 7, 8, 1])  # any order, repeats allowed
+        # equal up to the rounding of matrix products over another number of rows
+        torch.testing.assert_close(net(obs, (b, i)), full[b, i], rtol=1e-6, atol=1e-7)
+        every = (torch.arange(6).repeat_interleave(9), torch.arange(9).repeat(6))
+        torch.testing.assert_close(net(obs, every).view(6, 9, -1), full, rtol=1e-6, atol=1e-7)

@@ -126,3 +126,66 @@ def test_checkpoint_round_trip(tmp_path, algo):
         torch.testing.assert_close(loaded.critic.denormalize(loaded.critic(obs)),
                                    method.critic.denormalize(method.critic(obs)))
     assert loaded.critic.ret_count == method.critic.ret_count > 0
+
+
+def _played_states(config: str, batch: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Return states and masks met by random valid play (many forced agents among them)."""
+    cfg = get_config(config)
+    env = StatVecEnv(cfg, batch, seed=seed)
+    env.reset()
+    rng = np.random.default_rng(seed)
+    obs, masks = [], []
+    for t in range(60):
+        o, m, _, _ = env.step(env.random_valid_actions(rng))
+        if t % 6 == 0:
+            obs.append(o.copy())
+            masks.append(m.copy())
+    return torch.from_numpy(np.concatenate(obs)), torch.from_numpy(np.concatenate(masks))
+
+
+@pytest.mark.parametrize("arch,config", [("pair", "5A-12T-10x6"), ("pair", "9A-25T-50x30"),
+                                         ("mlp", "3A-6T-5x3"), ("mlp", "5A-25T-50x30")])
+def test_scoring_only_the_agents_with_a_choice_gives_the_full_forward_numbers(arch, config):
+    """The on-policy learners score only the agents with a choice: the same logits, greedy
+    actions, sampled log-probabilities, policy loss, entropy and gradients as scoring every
+    agent and masking (the formulation written out below)."""
+    from coordbench.learn.core import agent_network, choice_rows, masked_argmax, masked_greedy
+    from coordbench.learn.ppo import policy_terms, sample
+
+    torch.manual_seed(0)
+    tc = paper_config(config, "mappo", extra={"arch": arch})
+    cfg = get_config(config)
+    net = agent_network(cfg.obs_dim, cfg.agents, cfg.num_actions, tc)
+    obs, masks = _played_states(config, 16, seed=3)
+    rows = choice_rows(masks)
+    assert 0 < len(rows[0]) < masks.shape[0] * masks.shape[1] // 2  # most agents are forced
+    with torch.no_grad():
+        full = net(obs)
+        torch.testing.assert_close(net(obs, rows), full[rows], rtol=1e-5, atol=1e-5)
+        assert torch.equal(masked_greedy(net, obs, masks), masked_argmax(full, masks))
+        draws, logp = sample(net, obs, masks, torch.Generator().manual_seed(1))
+    assert masks.gather(-1, draws.unsqueeze(-1)).all()
+    forced = masks.sum(-1) == 1
+    assert (logp[forced] == 0).all() and (logp[~forced] < 0).all()
+    ref_logp = masked_log_probs(full, masks).gather(-1, draws.unsqueeze(-1)).squeeze(-1)
+    torch.testing.assert_close(logp, ref_logp, rtol=1e-5, atol=1e-5)
+
+    g = torch.Generator().manual_seed(2)
+    adv = torch.randn(masks.shape[:2], generator=g)
+    old_logp = logp + 0.1 * torch.randn(logp.shape, generator=g)
+    idx = torch.randperm(len(obs), generator=g)[: len(obs) // 2]
+    pg, ent = policy_terms(net, obs, masks, draws, old_logp, adv, idx, clip=0.2)
+    grads = torch.autograd.grad(pg - 0.01 * ent, list(net.parameters()))
+    # the formulation that scores every agent and masks the forced ones out
+    logits = net(obs[idx])
+    lp = masked_log_probs(logits, masks[idx])
+    ratio = torch.exp(lp.gather(-1, draws[idx].unsqueeze(-1)).squeeze(-1) - old_logp[idx])
+    surr = torch.min(ratio * adv[idx], ratio.clamp(0.8, 1.2) * adv[idx])
+    c = (masks[idx].sum(-1) > 1).float()
+    ref_pg = -(surr * c).sum() / c.sum()
+    ref_ent = (-(masked_probs(logits, masks[idx]) * lp).sum(-1) * c).sum() / c.sum()
+    ref_grads = torch.autograd.grad(ref_pg - 0.01 * ref_ent, list(net.parameters()))
+    torch.testing.assert_close(pg, ref_pg, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(ent, ref_ent, rtol=1e-5, atol=1e-6)
+    for a, b in zip(grads, ref_grads, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)

@@ -86,6 +86,27 @@ def masked_argmax(q: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return q.masked_fill(~mask, -1e9).argmax(dim=-1)
 
 
+def choice_rows(masks: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Return the (state, agent) index tensors of the agents with more than one valid action
+    (the others' actions are forced by the masks)."""
+    return (masks.sum(-1) > 1).nonzero(as_tuple=True)
+
+
+def masked_greedy(net: torch.nn.Module, obs: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
+    """Return each agent's valid argmax of `net`'s per-agent outputs (B, n).
+
+    Equal to `masked_argmax(net(obs), masks)`; a network that scores agent rows
+    (`scores_rows`) is asked only for the agents with a choice, and every other agent takes
+    its one valid action."""
+    if not getattr(net, "scores_rows", False):
+        return masked_argmax(net(obs), masks)
+    out = masks.float().argmax(dim=-1)
+    rows = choice_rows(masks)
+    if rows[0].numel():
+        out[rows] = masked_argmax(net(obs, rows), masks[rows])
+    return out
+
+
 def masked_max(q: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Return the max over valid actions along the last axis."""
     return q.masked_fill(~mask, -1e9).max(dim=-1).values
@@ -296,6 +317,8 @@ SPLIT_FIRST_LAYER_AT = 128
 class SharedAgentQ(torch.nn.Module):
     """One network for every agent: Q_i(s, .) = f([s, onehot(i)]) over 3 + m actions."""
 
+    scores_rows = True  # forward(obs, rows) scores only the given agent rows
+
     def __init__(self, obs_dim: int, n: int, actions: int, hidden: int) -> None:
         super().__init__()
         self.n = n
@@ -305,15 +328,23 @@ class SharedAgentQ(torch.nn.Module):
         self.register_buffer("id_rows", torch.cat([torch.zeros(n, obs_dim), torch.eye(n)], 1),
                              persistent=False)
 
-    def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        """Return (B, n, A)."""
+    def forward(self, obs: torch.Tensor, rows: tuple[torch.Tensor, torch.Tensor] | None = None
+                ) -> torch.Tensor:
+        """Return (B, n, A); with rows = (b, i) index tensors, only the agent rows
+        (b[r], i[r]) as (R, A)."""
         if obs.shape[1] >= SPLIT_FIRST_LAYER_AT:
             # W [s, onehot(i)] + b = (W [s, 0] + b) + W [0, onehot(i)]: the state term once
             first = self.net[0]
+            ids = torch.nn.functional.linear(self.id_rows, first.weight)
+            if rows is not None:
+                state = torch.nn.functional.linear(
+                    torch.nn.functional.pad(obs[rows[0]], (0, self.n)), first.weight, first.bias)
+                return self.net[1:](state + ids[rows[1]])
             state = torch.nn.functional.linear(torch.nn.functional.pad(obs, (0, self.n)),
                                                first.weight, first.bias)
-            ids = torch.nn.functional.linear(self.id_rows, first.weight)
             return self.net[1:](state.unsqueeze(1) + ids)
+        if rows is not None:
+            return self.net(torch.cat([obs[rows[0]], self.ids[rows[1]]], dim=-1))
         b = obs.shape[0]
         x = torch.cat([obs.unsqueeze(1).expand(b, self.n, obs.shape[1]),
                        self.ids.unsqueeze(0).expand(b, self.n, self.n)], dim=-1)
@@ -332,7 +363,7 @@ class QNetMethod:
 
     def greedy(self, obs: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
         """Return each agent's valid argmax (B, n)."""
-        return masked_argmax(self.q_values(obs), masks)
+        return masked_greedy(self.q, obs, masks)
 
     def networks(self) -> dict[str, torch.nn.Module]:
         """Return the online networks by name."""
@@ -356,7 +387,7 @@ def double_q_next(online: torch.nn.Module, target: torch.nn.Module,
                   batch: dict[str, torch.Tensor]) -> torch.Tensor:
     """Return per-agent next values (B, n): target Q at the online net's valid argmax."""
     with torch.no_grad():
-        best = masked_argmax(online(batch["next_obs"]), batch["next_masks"])
+        best = masked_greedy(online, batch["next_obs"], batch["next_masks"])
         return chosen(target(batch["next_obs"]), best)
 
 

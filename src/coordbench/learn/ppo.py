@@ -54,8 +54,8 @@ from .core import (
     TrainConfig,
     adam,
     agent_network,
-    chosen,
-    masked_argmax,
+    choice_rows,
+    masked_greedy,
     mlp,
     one_thread,
 )
@@ -145,7 +145,7 @@ class PPO:
 
     def greedy(self, obs: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
         """Return each agent's most probable valid action (B, n)."""
-        return masked_argmax(self.actor(obs), masks)
+        return masked_greedy(self.actor, obs, masks)
 
     def networks(self) -> dict[str, nn.Module]:
         """Return the actor and the critic by name (what a checkpoint stores)."""
@@ -202,6 +202,41 @@ def gae(rewards: np.ndarray, values: np.ndarray, last_values: np.ndarray, boot: 
     return adv, adv + values
 
 
+def sample(actor: nn.Module, obs: torch.Tensor, masks: torch.Tensor,
+           gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """Return actions drawn from the masked softmax (B, n) and their log-probabilities.
+
+    Only the agents with a choice are scored and drawn; every other agent takes its one valid
+    action, with log-probability exactly 0 (as the full masked softmax gives it)."""
+    draws = masks.float().argmax(dim=-1)
+    logp = torch.zeros(draws.shape)
+    rows = choice_rows(masks)
+    if rows[0].numel():
+        logits, mr = actor(obs, rows), masks[rows]
+        d = torch.multinomial(masked_probs(logits, mr), 1, generator=gen)
+        draws[rows] = d.squeeze(-1)
+        logp[rows] = masked_log_probs(logits, mr).gather(-1, d).squeeze(-1)
+    return draws, logp
+
+
+def policy_terms(actor: nn.Module, obs: torch.Tensor, masks: torch.Tensor, act: torch.Tensor,
+                 old_logp: torch.Tensor, adv: torch.Tensor, idx: torch.Tensor,
+                 clip: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Return the clipped-surrogate policy loss and the mean entropy over the decisions of
+    states `idx` (agents with one valid action carry no decision and are not scored)."""
+    rows = choice_rows(masks[idx])
+    if not rows[0].numel():
+        zero = torch.zeros(())
+        return zero, zero
+    at = (idx[rows[0]], rows[1])
+    logits, mr, a = actor(obs, at), masks[at], adv[at]
+    logp_all = masked_log_probs(logits, mr)
+    ratio = torch.exp(logp_all.gather(-1, act[at].unsqueeze(-1)).squeeze(-1) - old_logp[at])
+    surrogate = torch.min(ratio * a, ratio.clamp(1 - clip, 1 + clip) * a)
+    entropy = -(masked_probs(logits, mr) * logp_all).sum(-1)
+    return -surrogate.mean(), entropy.mean()
+
+
 def train(tc: TrainConfig, method: PPO, log=None) -> dict[str, Any]:
     """Train MAPPO or IPPO under `tc`; return the evaluation curve and summary numbers (as
     core.train; `updates` counts Adam steps, acting time covers collecting the rollouts)."""
@@ -238,10 +273,8 @@ def train(tc: TrainConfig, method: PPO, log=None) -> dict[str, Any]:
         for t in range(t_len):
             o, m = torch.from_numpy(obs), torch.from_numpy(masks)
             with torch.no_grad():
-                logits = method.actor(o)
-                draws = torch.multinomial(masked_probs(logits, m).view(-1, a_dim), 1,
-                                          generator=gen).view(b, n)
-                buf["logp"][t] = chosen(masked_log_probs(logits, m), draws).numpy()
+                draws, logp = sample(method.actor, o, m, gen)
+                buf["logp"][t] = logp.numpy()
                 buf["val"][t] = critic.denormalize(critic(o)).numpy()
             buf["obs"][t], buf["masks"][t], buf["act"][t] = obs, masks, draws.numpy()
             nobs, nmasks, reward, info = env.step(buf["act"][t])
@@ -263,21 +296,11 @@ def train(tc: TrainConfig, method: PPO, log=None) -> dict[str, Any]:
         if choice.any():
             sel = adv[choice]
             adv = (adv - sel.mean()) / (sel.std(unbiased=False) + 1e-8)
-        adv = adv * choice
         critic.update_stats(ret)
         ret_n, old_v_n = critic.normalize(ret), critic.normalize(old_v)
         for _ in range(hp.epochs):
             for idx in torch.randperm(len(o), generator=gen).chunk(hp.minibatches):
-                logits = method.actor(o[idx])
-                logp_all = masked_log_probs(logits, m[idx])
-                ratio = torch.exp(chosen(logp_all, act[idx]) - old_logp[idx])
-                surrogate = torch.min(ratio * adv[idx],
-                                      ratio.clamp(1 - hp.clip, 1 + hp.clip) * adv[idx])
-                entropy = -(masked_probs(logits, m[idx]) * logp_all).sum(-1)
-                c = choice[idx].float()
-                k = c.sum().clamp(min=1)
-                pg_loss = -(surrogate * c).sum() / k
-                ent = (entropy * c).sum() / k
+                pg_loss, ent = policy_terms(method.actor, o, m, act, old_logp, adv, idx, hp.clip)
                 v = critic(o[idx])
                 v_loss = (v - ret_n[idx]) ** 2
                 if hp.clip_value:
