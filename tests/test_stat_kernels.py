@@ -151,3 +151,37 @@ def test_auto_reset_keeps_final_obs_and_starts_new_layout():
             assert vec.state.t[b] == 0
             assert not np.array_equal(vec.state.task_pos[b], layouts_before[b])
     assert done_seen >= 4
+
+
+@pytest.mark.parametrize("threaded", [False, True])
+@pytest.mark.parametrize("name", ["3A-6T-5x3", "5A-25T-50x30", "3A-12T-10x6"])
+def test_distance_bins_are_exact_at_bin_edges(name, threaded, monkeypatch):
+    """Tasks on the x axis seen from the origin lie at distance exactly x (sqrt(x*x) == x),
+    so x can sit on a bin edge k*w, one ULP either side, or where d * (1/w) and d / w floor
+    differently; the kernel's bins must equal Python's `min(d // w, top)` (the reference)."""
+    import math
+    import random
+
+    monkeypatch.setattr(vec_module, "PARALLEL_ROWS", 1 if threaded else 10**9)
+    cfg = get_config(name)
+    w = cfg.width / cfg.num_bins
+    edges = [0.5, 1.0] + [k * w for k in range(1, cfg.num_bins + 1)]
+    xs = [v for e in edges for v in (math.nextafter(e, 0.0), e, math.nextafter(e, math.inf))]
+    rng = random.Random(1)
+    while len(xs) < 400:  # quotients where multiplying by the inverse floors differently
+        x = rng.uniform(1.0, cfg.width - 1e-9)
+        if math.floor(x * (1.0 / w)) != x // w or rng.random() < 0.02:
+            xs.append(x)
+    xs = [x for x in xs if 0.0 < x < cfg.width]
+    if not math.log2(w).is_integer():  # 1/w is inexact: such quotients exist and are here
+        assert any(math.floor(x * (1.0 / w)) != x // w for x in xs)
+    batch = -(-len(xs) // cfg.tasks)
+    layouts = np.full((batch, cfg.tasks, 2), 0.25)
+    layouts[:, :, 1] = 0.0
+    layouts.reshape(-1, 2)[:len(xs), 0] = xs
+    vec = StatVecEnv(cfg, batch, auto_reset=False)
+    obs, _ = vec.reset(layouts)
+    for b in range(batch):
+        ref = ReferenceStatEnv(cfg)
+        ref.reset(layouts[b])
+        assert obs[b].tolist() == ref.observation(), b

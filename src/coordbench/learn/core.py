@@ -216,9 +216,9 @@ def train(tc: TrainConfig, method: Method, log=None) -> dict[str, Any]:
         actions = np.where(explore, env.random_valid_actions(rng), greedy)
         nobs, nmasks, reward, info = env.step(actions)
         next_obs, next_masks = nobs.copy(), nmasks.copy()
-        for b, final in info.final_obs.items():
-            next_obs[b] = final
-            next_masks[b] = info.final_masks[b]
+        if len(info.final_obs):
+            next_obs[info.final_obs.index] = info.final_obs.rows
+            next_masks[info.final_masks.index] = info.final_masks.rows
         buf.add(obs, masks, actions, reward, next_obs, next_masks,
                 info.terminated.astype(np.float32))  # truncation bootstraps
         obs, masks = nobs.copy(), nmasks.copy()
@@ -317,7 +317,10 @@ SPLIT_FIRST_LAYER_AT = 128
 class SharedAgentQ(torch.nn.Module):
     """One network for every agent: Q_i(s, .) = f([s, onehot(i)]) over 3 + m actions."""
 
-    scores_rows = True  # forward(obs, rows) scores only the given agent rows
+    # forward(obs, rows) scores only the given agent rows (the on-policy learners use it), but
+    # greedy action selection runs the full forward: for this small MLP, picking rows out
+    # costs more than it saves (measured on QMIX at utd 8)
+    scores_rows = False
 
     def __init__(self, obs_dim: int, n: int, actions: int, hidden: int) -> None:
         super().__init__()

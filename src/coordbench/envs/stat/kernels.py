@@ -290,27 +290,37 @@ def _obs_rows(idx, pos, mode, task_pos, completed, selected, width, num_bins, ou
     """Write the global state [bins(n*m), modes(n), completed(m), selected(m)] of envs idx[k].
 
     Distance bins: d < 0.5 -> 0; d < 1 -> 1; else min(floor(d / (W / num_bins)), num_bins - 1).
+    Each agent's row of bins is computed branch-free (so the compiler can vectorize it) with
+    d * (1 / w) in place of d / w; where that quotient lies within 1e-9 of a bin edge, and
+    only there, the two can floor differently, so such a row is recomputed with Python's exact
+    `//` (`_py_floordiv`).
     """
     n = mode.shape[1]
     m = task_pos.shape[1]
     bin_w = width / num_bins
-    top = num_bins - 1
+    inv_w = 1.0 / bin_w
+    top = float(num_bins - 1)
     for kk in prange(idx.shape[0]):  # rows are independent: safe to split across threads
         b = idx[kk]
         k = 0
         for i in range(n):
             px = pos[b, i, 0]
             py = pos[b, i, 1]
+            near_edge = 0
             for j in range(m):
                 d = _dist(px, py, task_pos[b, j, 0], task_pos[b, j, 1])
-                if d < 0.5:
-                    v = 0
-                elif d < 1.0:
-                    v = 1
-                else:
-                    v = min(_py_floordiv(d, bin_w), top)
-                out[b, k] = v
-                k += 1
+                q = d * inv_w
+                f = math.floor(q)
+                near_edge += (d >= 1.0) & ((q - f <= 1e-9) | (f + 1.0 - q <= 1e-9))
+                v = min(f, top)
+                v = 1.0 if d < 1.0 else v
+                out[b, k + j] = 0.0 if d < 0.5 else v
+            if near_edge:
+                for j in range(m):
+                    d = _dist(px, py, task_pos[b, j, 0], task_pos[b, j, 1])
+                    if d >= 1.0:
+                        out[b, k + j] = min(_py_floordiv(d, bin_w), num_bins - 1)
+            k += m
         for i in range(n):
             out[b, k] = mode[b, i]
             k += 1

@@ -6,7 +6,7 @@ serves batch 1 (evaluation, the PettingZoo and Gymnasium wrappers) and batch 409
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -59,6 +59,35 @@ class StatState:
         return StatState(**{k: v.copy() for k, v in self.__dict__.items()})
 
 
+class FinalRows(Mapping):
+    """Rows kept for the environments that just ended, as a read-only mapping env -> row.
+
+    One stacked copy (`index`: the envs in ascending order, `rows[k]`: env index[k]'s row),
+    so that a batch step with hundreds of auto-resets copies once, not once per env."""
+
+    def __init__(self, index: np.ndarray | None = None, rows: np.ndarray | None = None) -> None:
+        self.index = np.zeros(0, dtype=np.int64) if index is None else index
+        self.rows = rows
+        self._at: dict[int, int] | None = None  # env -> k, built on first lookup
+
+    def _positions(self) -> dict[int, int]:
+        if self._at is None:
+            self._at = {b: k for k, b in enumerate(self.index.tolist())}
+        return self._at
+
+    def __getitem__(self, b: int) -> np.ndarray:
+        k = self._positions().get(int(b))
+        if k is None or self.rows is None:
+            raise KeyError(b)
+        return self.rows[k]
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.index.tolist())
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+
 @dataclass
 class StepInfo:
     """Per-step outputs of a batch step; arrays are reused between steps (copy to keep them)."""
@@ -73,8 +102,8 @@ class StepInfo:
     completed_task: np.ndarray  # (B, n) task completed by each agent this step, or -1
     terminated: np.ndarray  # (B,) every task completed
     truncated: np.ndarray  # (B,) episode limit reached first
-    final_obs: dict[int, np.ndarray] = field(default_factory=dict)  # auto-reset envs' last obs
-    final_masks: dict[int, np.ndarray] = field(default_factory=dict)  # ... and last masks
+    final_obs: FinalRows = field(default_factory=FinalRows)  # auto-reset envs' last obs
+    final_masks: FinalRows = field(default_factory=FinalRows)  # ... and last masks
 
     @classmethod
     def empty(cls, batch: int, n: int) -> StepInfo:
@@ -190,15 +219,14 @@ class StatVecEnv:
             info.terminated, info.truncated, self._team_reward, self._two)
         reward = self._team_reward.copy()
         done = (info.terminated | info.truncated) & self.active
-        info.final_obs = {}
-        info.final_masks = {}
+        info.final_obs = info.final_masks = FinalRows()
         obs, masks = self._observe(self._all)
         if done.any():
             idx = np.flatnonzero(done)
             if self.auto_reset:
-                info.final_masks = {int(b): masks[b].copy() for b in idx}
+                info.final_masks = FinalRows(idx, masks[idx])
                 if self.compute_obs:
-                    info.final_obs = {int(b): obs[b].copy() for b in idx}
+                    info.final_obs = FinalRows(idx, obs[idx])
                 self._reset_envs(idx, self.stream.draw(len(idx)))
                 obs, masks = self._observe(idx)
             else:
