@@ -52,12 +52,16 @@ def main() -> None:
     ap.add_argument("--utd", type=float, default=4.0)
     ap.add_argument("--dirs", nargs="*", type=Path, default=[Path("runs/extreme")])
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--anneal-lr", action="store_true",
+                    help="MAPPO/IPPO: decay the learning rate linearly to 0 (filed as +lr-anneal)")
     args = ap.parse_args()
     if args.run:
         from coordbench.learn.registry import paper_config
         from coordbench.learn.sweep import parse_seeds, sweep
 
         extra = {} if args.arch == "mlp" else {"arch": args.arch}
+        if args.anneal_lr:
+            extra["anneal_lr"] = True
         sweep([paper_config(args.config, args.algo, seed=s, total_steps=args.steps,
                             utd=args.utd, eval_every=50_000, extra=extra)
                for s in parse_seeds(args.seeds)], args.dirs[0], workers=args.workers)
@@ -76,7 +80,8 @@ def main() -> None:
         seed_idx = {s: k for k, s in enumerate(sorted(spec[config][0]))}
         for r in rs:
             k = seed_idx[r["config"]["seed"]]
-            key = f"{config} {method} {r['config']['total_steps']}"
+            label = method + ("+lr-anneal" if r["config"]["extra"].get("anneal_lr") else "")
+            key = f"{config} {label} {r['config']['total_steps']}"
             ledger.setdefault(key, {}).pop("summary", None)
             ledger[key].setdefault("seeds", {})[str(r["config"]["seed"])] = {
                 "final": point(r, "final")["return"], "max": point(r, "max")["return"],
@@ -118,7 +123,7 @@ def render(ledger: dict) -> str:
                      _pct(gap_m), f"{np.mean(rand):.1f}", f"{np.mean(hung):.1f}"]
         else:  # measured before the ledger existed: only the summary row was kept
             cells = row["summary"]
-        lines.append(f"| {config} | {method} | {int(steps) / 1e6:.1f}M | " +
+        lines.append(f"| {config} | {method} | {int(steps) / 1e6:g}M | " +
                      " | ".join(cells) + f" | {paper} |")
     return "\n".join(lines) + "\n"
 

@@ -31,7 +31,9 @@ value loss O(1) whatever the return scale (about 200 on the small configs, over 
 
 Hyperparameters (tc.extra, defaults in `PPOSettings`): rollout 32 steps, epochs 10,
 minibatches 4, clip 0.2, gae_lambda 0.95, entropy 0.01, value_coef 0.5, clip_value True,
-critic_hidden 128. Learning rate in registry.METHOD_DEFAULTS.
+critic_hidden 128, anneal_lr False (True: the learning rate falls linearly from tc.lr to 0
+over the run, as CleanRL's PPO does by default, so the last policies change less between
+evaluations). Learning rate in registry.METHOD_DEFAULTS.
 """
 
 from __future__ import annotations
@@ -74,6 +76,7 @@ class PPOSettings:
     value_coef: float = 0.5
     clip_value: bool = True
     critic_hidden: int = 128
+    anneal_lr: bool = False  # decay the learning rate linearly to 0 over the run (CleanRL's)
 
     @classmethod
     def from_extra(cls, extra: dict[str, Any]) -> PPOSettings:
@@ -260,6 +263,9 @@ def train(tc: TrainConfig, method: PPO, log=None) -> dict[str, Any]:
 
     while steps < tc.total_steps:
         evals.maybe(steps)
+        if hp.anneal_lr:  # the fraction of the run still to come, at this rollout's start
+            for group in opt.param_groups:
+                group["lr"] = tc.lr * (1.0 - steps / tc.total_steps)
         buf = {"obs": np.zeros((t_len, b, cfg.obs_dim), np.float32),
                "masks": np.zeros((t_len, b, n, a_dim), np.bool_),
                "act": np.zeros((t_len, b, n), np.int64),

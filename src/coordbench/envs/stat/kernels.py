@@ -286,14 +286,15 @@ def _py_floordiv(x: float, w: float) -> int:
     return int(x // w)  # Python semantics (exact remainder first); slow, so only near edges
 
 
-def _obs_rows(idx, pos, mode, task_pos, completed, selected, width, num_bins, out):
+def _obs_rows(idx, pos, mode, task_pos, completed, selected, width, num_bins, out, scratch):
     """Write the global state [bins(n*m), modes(n), completed(m), selected(m)] of envs idx[k].
 
     Distance bins: d < 0.5 -> 0; d < 1 -> 1; else min(floor(d / (W / num_bins)), num_bins - 1).
-    Each agent's row of bins is computed branch-free (so the compiler can vectorize it) with
-    d * (1 / w) in place of d / w; where that quotient lies within 1e-9 of a bin edge, and
-    only there, the two can floor differently, so such a row is recomputed with Python's exact
-    `//` (`_py_floordiv`).
+    Each agent's row is built in three branch-free passes the compiler vectorizes (distances;
+    bins from d * (1 / w) in place of d / w; the distance of each quotient to the nearest bin
+    edge). Only where a quotient lies within 1e-9 of an edge can the two floor differently,
+    so only such a row is recomputed with Python's exact `//` (`_py_floordiv`). scratch
+    (B, 2, m) float64 holds an env's distances and quotient fractions between passes.
     """
     n = mode.shape[1]
     m = task_pos.shape[1]
@@ -302,24 +303,29 @@ def _obs_rows(idx, pos, mode, task_pos, completed, selected, width, num_bins, ou
     top = float(num_bins - 1)
     for kk in prange(idx.shape[0]):  # rows are independent: safe to split across threads
         b = idx[kk]
+        dist = scratch[b, 0]
+        frac = scratch[b, 1]
         k = 0
         for i in range(n):
             px = pos[b, i, 0]
             py = pos[b, i, 1]
-            near_edge = 0
             for j in range(m):
-                d = _dist(px, py, task_pos[b, j, 0], task_pos[b, j, 1])
+                dist[j] = _dist(px, py, task_pos[b, j, 0], task_pos[b, j, 1])
+            for j in range(m):
+                d = dist[j]
                 q = d * inv_w
                 f = math.floor(q)
-                near_edge += (d >= 1.0) & ((q - f <= 1e-9) | (f + 1.0 - q <= 1e-9))
-                v = min(f, top)
-                v = 1.0 if d < 1.0 else v
-                out[b, k + j] = 0.0 if d < 0.5 else v
+                v = f if f < top else top
+                v = v if d >= 1.0 else 1.0
+                out[b, k + j] = v if d >= 0.5 else 0.0
+                frac[j] = q - f if d >= 1.0 else 0.5  # below 1 the quotient is not used
+            near_edge = 0
+            for j in range(m):
+                near_edge += (frac[j] <= 1e-9) | (frac[j] >= 1.0 - 1e-9)
             if near_edge:
                 for j in range(m):
-                    d = _dist(px, py, task_pos[b, j, 0], task_pos[b, j, 1])
-                    if d >= 1.0:
-                        out[b, k + j] = min(_py_floordiv(d, bin_w), num_bins - 1)
+                    if dist[j] >= 1.0:
+                        out[b, k + j] = min(_py_floordiv(dist[j], bin_w), num_bins - 1)
             k += m
         for i in range(n):
             out[b, k] = mode[b, i]

@@ -150,6 +150,7 @@ class StatVecEnv:
         self._two = 2.0
         self.masks = np.zeros((self.batch, cfg.agents, cfg.num_actions), dtype=np.bool_)
         self.obs = np.zeros((self.batch, cfg.obs_dim), dtype=np.float32)
+        self._obs_scratch = np.empty((self.batch, 2, cfg.tasks))  # the obs kernel's passes
         self._all = np.arange(self.batch, dtype=np.int64)
 
     # -- state access -------------------------------------------------------------------------
@@ -179,7 +180,7 @@ class StatVecEnv:
         if self.compute_obs:
             obs = kernels.obs_kernel_parallel if many else kernels.obs_kernel
             obs(idx, s.pos, s.mode, s.task_pos, s.completed, s.selected, float(self.cfg.width),
-                self.cfg.num_bins, self.obs)
+                self.cfg.num_bins, self.obs, self._obs_scratch)
         return self.obs, self.masks
 
     # -- stepping -----------------------------------------------------------------------------
