@@ -27,8 +27,8 @@ from coordbench.envs.stat.vec import StatVecEnv
 
 from .core import (
     EvalSchedule,
+    FlatAdam,
     TrainConfig,
-    adam,
     agent_network,
     chosen,
     clone_frozen,
@@ -126,8 +126,8 @@ def train(tc: TrainConfig, method: COMA, log=None) -> dict[str, Any]:
     per_update = rollout * tc.num_envs
     target_every = max(1, int(tc.extra.get("target_every_steps", 2_560)) // per_update)
     env = StatVecEnv(cfg, tc.num_envs, layouts="uniform", seed=tc.seed + 10_000)
-    actor_opt = adam(method.actor.parameters(), tc.lr)
-    critic_opt = adam(method.critic.parameters(), float(tc.extra.get("critic_lr", tc.lr)))
+    actor_opt = FlatAdam(method.actor.parameters(), tc.lr)
+    critic_opt = FlatAdam(method.critic.parameters(), float(tc.extra.get("critic_lr", tc.lr)))
     obs, masks = (x.copy() for x in env.reset())
     n, b = cfg.agents, tc.num_envs
     steps = updates = 0
@@ -180,7 +180,7 @@ def train(tc: TrainConfig, method: COMA, log=None) -> dict[str, Any]:
         critic_loss = nn.functional.mse_loss(q_taken, torch.from_numpy(targets).view(-1, n))
         critic_opt.zero_grad()
         critic_loss.backward()
-        torch.nn.utils.clip_grad_norm_(method.critic.parameters(), tc.grad_clip)
+        critic_opt.clip_grad_norm(tc.grad_clip)
         critic_opt.step()
         # actor: counterfactual advantage under the current policy
         probs = masked_probs(method.actor(o), m)
@@ -197,7 +197,7 @@ def train(tc: TrainConfig, method: COMA, log=None) -> dict[str, Any]:
         actor_loss = -(adv * logp).mean() - ent_coef * entropy.mean()
         actor_opt.zero_grad()
         actor_loss.backward()
-        torch.nn.utils.clip_grad_norm_(method.actor.parameters(), tc.grad_clip)
+        actor_opt.clip_grad_norm(tc.grad_clip)
         actor_opt.step()
         updates += 1
         if updates % target_every == 0:

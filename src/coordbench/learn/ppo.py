@@ -52,9 +52,9 @@ from coordbench.envs.stat.vec import StatVecEnv
 from .coma import masked_probs
 from .core import (
     EvalSchedule,
+    FlatAdam,
     SharedAgentQ,
     TrainConfig,
-    adam,
     agent_network,
     choice_rows,
     masked_greedy,
@@ -250,7 +250,7 @@ def train(tc: TrainConfig, method: PPO, log=None) -> dict[str, Any]:
     hp = PPOSettings.from_extra(tc.extra)
     env = StatVecEnv(cfg, tc.num_envs, layouts="uniform", seed=tc.seed + 10_000)
     params = method.parameters()
-    opt = adam(params, tc.lr)
+    opt = FlatAdam(params, tc.lr)
     obs, masks = (x.copy() for x in env.reset())
     n, b, a_dim, t_len = cfg.agents, tc.num_envs, cfg.num_actions, hp.rollout
     steps = updates = 0
@@ -315,7 +315,7 @@ def train(tc: TrainConfig, method: PPO, log=None) -> dict[str, Any]:
                 loss = pg_loss - hp.entropy * ent + hp.value_coef * 0.5 * v_loss.mean()
                 opt.zero_grad()
                 loss.backward()
-                nn.utils.clip_grad_norm_(params, tc.grad_clip)
+                opt.clip_grad_norm(tc.grad_clip)
                 opt.step()
                 updates += 1
     return evals.finish(steps, updates)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .core import QNetMethod, TrainConfig, agent_network, chosen, clone_frozen, double_q_next
+from .core import QNetMethod, TrainConfig, agent_network, chosen, clone_frozen, q_and_double_q_next
 
 
 class Mixer(nn.Module):
@@ -23,7 +23,8 @@ class Mixer(nn.Module):
     def forward(self, q: torch.Tensor, state: torch.Tensor) -> torch.Tensor:
         """Return Q_tot (B,) from per-agent values q (B, n) and states (B, D)."""
         w1 = self.w1(state).abs().view(-1, self.n, self.embed)
-        hidden = nn.functional.elu(torch.bmm(q.unsqueeze(1), w1).squeeze(1) + self.b1(state))
+        # q W1 for n of 2-9 agents: a product and a sum beat torch.bmm's tiny batched products
+        hidden = nn.functional.elu((q.unsqueeze(-1) * w1).sum(1) + self.b1(state))
         w2 = self.w2(state).abs()
         return (hidden * w2).sum(1) + self.b2(state).squeeze(1)
 
@@ -49,9 +50,9 @@ class QMIX(QNetMethod):
 
     def loss(self, batch: dict[str, torch.Tensor], gamma: float) -> torch.Tensor:
         """Return the squared TD error of the mixed value."""
-        q_tot = self.mixer(chosen(self.q(batch["obs"]), batch["actions"]), batch["obs"])
+        q, nxt_agents = q_and_double_q_next(self.q, self.q_target, batch)
+        q_tot = self.mixer(chosen(q, batch["actions"]), batch["obs"])
         with torch.no_grad():
-            nxt = self.mixer_target(double_q_next(self.q, self.q_target, batch),
-                                    batch["next_obs"])
+            nxt = self.mixer_target(nxt_agents, batch["next_obs"])
         y = batch["rewards"] + gamma * (1 - batch["term"]) * nxt
         return nn.functional.mse_loss(q_tot, y)
