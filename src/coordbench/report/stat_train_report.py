@@ -112,9 +112,11 @@ def point(result: dict[str, Any], at: str) -> dict[str, float]:
     return max(result["curve"], key=lambda c: c["return"])
 
 
-def reference_samples(configs: dict[str, tuple[list[int], int]]) -> dict[tuple[str, str],
-                                                                           list[dict[str, float]]]:
-    """Return per-seed metrics of each scripted allocator: {(config, policy): [per seed]}.
+def reference_samples(configs: dict[str, tuple[list[int], int]],
+                      names: tuple[str, ...] = REFERENCES) -> dict[tuple[str, str],
+                                                                   list[dict[str, float]]]:
+    """Return per-seed metrics of the scripted allocators `names`: {(config, policy): [per
+    seed]}.
 
     `configs` maps config -> (training seeds, evaluation episodes); each seed is evaluated on
     the paper layouts seed*1000 + i, i < episodes, like a learner's checkpoint.
@@ -126,7 +128,7 @@ def reference_samples(configs: dict[str, tuple[list[int], int]]) -> dict[tuple[s
     out: dict[tuple[str, str], list[dict[str, float]]] = {}
     for config, (seeds, episodes) in configs.items():
         cfg = get_config(config)
-        for name in REFERENCES:
+        for name in names:
             policy = get_policy(name)
             rows = []
             for s in seeds:

@@ -9,6 +9,9 @@ task follow their mask (MOVE, then EXECUTE); agents with nothing left to pick ID
   claimed this step by a lower-index agent.
 - `matching`: global greedy matching: repeatedly commit the closest (agent, task) pair.
 - `hungarian`: per-step minimum-total-distance assignment (scipy `linear_sum_assignment`).
+- `greedy_obs`: `greedy` on what the learners see: the observation's distance bins instead
+  of distances (ties between equal bins broken uniformly at random). It shows how much of
+  the gap to `hungarian` the paper's observation allows a simple rule to close.
 
 When decision agents outnumber selectable tasks, the mask still forces the unmatched ones to
 pick; they take their nearest selectable task, and the environment's conflict rule (closest
@@ -91,6 +94,39 @@ def _matching_kernel(pos, task_pos, free_mask, out):
                 out[b, i] = SELECT0 + _nearest(pos, task_pos, free_mask, none, b, i)
 
 
+@njit(cache=True)
+def _greedy_bins_kernel(bins, free_mask, u, out):
+    """Decision agents in index order take the selectable task in their lowest distance bin
+    not claimed by a lower-index agent this step (any selectable task if all are claimed),
+    choosing among equal bins by the uniform draw u[b, i]."""
+    B, n = out.shape
+    m = free_mask.shape[1]
+    for b in range(B):
+        claimed = np.zeros(m, dtype=np.bool_)
+        for i in range(n):
+            if out[b, i] != -1:
+                continue
+            for allow_claimed in (False, True):
+                low, count = np.inf, 0
+                for j in range(m):
+                    if free_mask[b, j] and (allow_claimed or not claimed[j]):
+                        if bins[b, i * m + j] < low:
+                            low, count = bins[b, i * m + j], 1
+                        elif bins[b, i * m + j] == low:
+                            count += 1
+                if count:
+                    break
+            pick = min(int(u[b, i] * count), count - 1)
+            for j in range(m):
+                if free_mask[b, j] and (allow_claimed or not claimed[j]) \
+                        and bins[b, i * m + j] == low:
+                    if pick == 0:
+                        claimed[j] = True
+                        out[b, i] = SELECT0 + j
+                        break
+                    pick -= 1
+
+
 def _forced(env: StatVecEnv) -> tuple[np.ndarray, np.ndarray]:
     s = env.state
     out = np.empty((env.batch, env.cfg.agents), dtype=np.int64)
@@ -134,6 +170,15 @@ def hungarian_policy(env: StatVecEnv, rng: np.random.Generator) -> np.ndarray:
     return out
 
 
+def greedy_obs_policy(env: StatVecEnv, rng: np.random.Generator) -> np.ndarray:
+    """Return `greedy` on the observation's distance bins (random among equal bins)."""
+    if not env.compute_obs:
+        raise ConfigError("greedy_obs reads the observation: the environment must build it")
+    out, free = _forced(env)
+    _greedy_bins_kernel(env.obs, free, rng.random(out.shape), out)
+    return out
+
+
 StatPolicy = Callable[[StatVecEnv, np.random.Generator], np.ndarray]
 
 POLICIES: dict[str, StatPolicy] = {
@@ -141,6 +186,7 @@ POLICIES: dict[str, StatPolicy] = {
     "greedy": greedy_policy,
     "matching": matching_policy,
     "hungarian": hungarian_policy,
+    "greedy_obs": greedy_obs_policy,
 }
 
 
