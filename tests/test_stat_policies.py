@@ -84,3 +84,11 @@ def test_greedy_on_the_observation_closes_most_of_the_gap_with_bins_only(name):
     with pytest.raises(ConfigError, match="greedy_obs reads the observation"):
         cfg = get_config(name)
         get_policy("greedy_obs")(StatVecEnv(cfg, 2, compute_obs=False), np.random.default_rng())
+
+
+def test_greedy_obs_runs_through_the_suite(tmp_path):
+    import coordbench
+
+    summary = coordbench.evaluate("stat", config="5A-12T-10x6", policy="greedy_obs", episodes=4,
+                                  out=tmp_path / "run")
+    assert summary["metrics"]["success"]["mean"] == 1.0

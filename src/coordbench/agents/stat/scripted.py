@@ -179,6 +179,8 @@ def greedy_obs_policy(env: StatVecEnv, rng: np.random.Generator) -> np.ndarray:
     return out
 
 
+greedy_obs_policy.reads_obs = True  # type: ignore[attr-defined]
+
 StatPolicy = Callable[[StatVecEnv, np.random.Generator], np.ndarray]
 
 POLICIES: dict[str, StatPolicy] = {

@@ -134,9 +134,11 @@ class StatSuite:
         for start in range(0, len(cases), self.batch):
             chunk = cases[start:start + self.batch]
             ks = [c.data for c in chunk]
-            # learned policies read observations; scripted allocators read the state directly
+            # learned policies (and greedy_obs) read observations; the other scripted
+            # allocators read the state directly
             env = StatVecEnv(cfg, len(chunk), auto_reset=False,
-                             compute_obs=is_checkpoint(spec.policy))
+                             compute_obs=is_checkpoint(spec.policy)
+                             or getattr(policy, "reads_obs", False))
             layouts = make_layouts(cfg, spec.layouts, spec.seed, ks)
             env.reset(layouts)
             rng = PerEnvRng([np.random.SeedSequence([spec.seed, k]) for k in ks])
