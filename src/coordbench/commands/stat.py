@@ -9,9 +9,11 @@ import typer
 from coordbench.core.files import check_in_dir, check_out_dir, check_out_file, check_range
 
 from .common import (
+    breaker_option,
     emit_json,
     err,
     executor_option,
+    fail_fast_option,
     need_torch,
     out,
     play,
@@ -42,36 +44,89 @@ def stat_configs() -> None:
 @app.command("eval")
 def stat_eval(
     config: str = typer.Option(..., help="STAT config name, e.g. 5A-25T-50x30."),
-    policy: str = typer.Option(..., help="random | greedy | matching | hungarian | PATH "
-                                         "(a checkpoint of `stat train`)"),
+    policy: str = typer.Option(..., help="random | greedy | matching | hungarian | "
+                                         "greedy_obs | llm (with --model) | PATH (a "
+                                         "checkpoint of `stat train`)"),
     episodes: int = typer.Option(100, help="Number of episodes (layouts 0..N-1)."),
     layouts: str = typer.Option("paper", help="paper (seeds s*1000+i) | uniform"),
     seed: int = typer.Option(0, help="Policy seed (and layout seed for uniform layouts)."),
     episode_limit: int = typer.Option(700, help="Truncate episodes at this many steps."),
+    model: str | None = typer.Option(None, help="Model alias of every agent (policy llm)."),
+    protocol: str = typer.Option("none", help="policy llm: none | broadcast | leader | "
+                                              "shared_memory"),
+    models: Path | None = typer.Option(None, help="Model registry file (YAML)."),
+    max_connections: int | None = typer.Option(None, help="Cap concurrent calls per model."),
+    cache: bool = typer.Option(True, "--cache/--no-cache", help="Reuse cached replies."),
+    cache_path: Path | None = typer.Option(None, help="Response cache file (sqlite)."),
+    max_tokens_per_episode: int | None = typer.Option(None, help="Stop an episode's team "
+                                                      "after this many model tokens."),
+    cost_limit: float | None = typer.Option(None, help="Stop the run at this spend ($)."),
+    max_reply_tokens: int | None = typer.Option(None, help="Cap tokens per model reply."),
+    in_flight: int = typer.Option(8, help="Episodes played concurrently (policy llm)."),
+    fail_fast: bool = fail_fast_option(),
+    breaker: int = breaker_option(),
     executor: str = executor_option(),
     workers: int = workers_option(),
     out_dir: Path | None = typer.Option(None, "--out", help="Run directory (resumable)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object of metrics."),
 ) -> None:
-    """Evaluate a scripted allocator; mean and 95% CI of every diagnostic over episodes."""
+    """Evaluate a scripted allocator, a checkpoint or a model-driven team; mean and 95% CI
+    of every diagnostic over episodes."""
     from coordbench.core.stats import summarize
+    from coordbench.llm.registry import load_registry
     from coordbench.metrics.stat import KINDS
     from coordbench.report.format import estimate_json
     from coordbench.report.stat_report import collect, console_table
-    from coordbench.suites.stat.suite import SUITE, StatEvalSpec, condition_metrics
+    from coordbench.runner import Limits
+    from coordbench.suites.stat.suite import (
+        LLM,
+        SUITE,
+        StatEvalSpec,
+        StatResources,
+        condition_metrics,
+    )
+
+    from .household import harness_settings, local_stats
+    from .limits import (
+        MAX_CONNECTIONS,
+        MAX_COST,
+        MAX_IN_FLIGHT,
+        MAX_REPLY_TOKENS,
+        MAX_TOKENS,
+    )
 
     check_range("--episodes", episodes, 1, MAX_EPISODES)
     check_range("--seed", seed, 0, MAX_SEED)
     check_range("--episode-limit", episode_limit, 1, MAX_STEPS)
     check_range("--workers", workers, 1, MAX_WORKERS)
+    check_range("--in-flight", in_flight, 1, MAX_IN_FLIGHT)
+    check_range("--max-connections", max_connections, 1, MAX_CONNECTIONS)
+    check_range("--max-tokens-per-episode", max_tokens_per_episode, 1, MAX_TOKENS)
+    check_range("--cost-limit", cost_limit, 0, MAX_COST, low_open=True)
+    check_range("--max-reply-tokens", max_reply_tokens, 1, MAX_REPLY_TOKENS)
     if out_dir is not None:
         check_out_dir(out_dir)
-    spec = StatEvalSpec(config, policy, layouts, seed, episode_limit)
+    if models is not None:
+        load_registry(models)
+    if cache_path is not None:
+        check_out_file(cache_path, "--cache-path")
+    spec = StatEvalSpec(config, policy, layouts, seed, episode_limit, model, protocol)
+    settings = None
+    if policy == LLM:
+        settings = harness_settings(models, cache, cache_path, max_connections, seed,
+                                    {model or ""}, breaker)
     run = play(out_dir or Path("runs") / "stat-eval" / spec.condition, [(SUITE, spec)],
                limit=episodes, quiet=as_json, executor=executor, workers=workers,
-               labels=[f"{config} {policy}"])
+               in_flight=in_flight,
+               resources=StatResources(settings, max_reply_tokens) if policy == LLM else None,
+               limits=Limits(cost_limit, max_tokens_per_episode, fail_fast=fail_fast,
+                             breaker=breaker),
+               labels=[f"{config} {policy}" + (f" {model} {protocol}" if model else "")],
+               stats=local_stats(settings, executor))
     if as_json:
-        summary = summarize(condition_metrics(run, spec.condition, episodes), KINDS)
+        summary = summarize(condition_metrics(run, spec.condition, episodes),
+                            {**KINDS, "protocol_failures": "nonneg",
+                             "tokens_per_step": "nonneg"})
         emit_json({k: estimate_json(e) for k, e in summary.items()})
         return
     out.print(console_table(collect(run, [spec.condition], episodes),

@@ -207,3 +207,54 @@ def parse_menu_id(text: str) -> str | None:
     text = text[:MAX_REPLY]
     m = re.search(r"ACTION:\s*(\d+)", text) or re.search(r"\b(\d+)\b", text)
     return m.group(1) if m else None
+
+
+@dataclass
+class TaskChoice:
+    """A STAT reply read as a task choice: the task named (None if none could be read),
+    whether it may be selected now, why not, and the notes the reply carried."""
+
+    task: int | None
+    valid: bool
+    error: str | None = None
+    memory: str | None = None
+
+
+def parse_task_choice(text: str, choices: list[int], n_tasks: int) -> TaskChoice:
+    """Return the task a reply chooses: JSON {"task": j} (or a "task j" phrase when the reply
+    has no JSON); valid only if j is among `choices` (the free tasks)."""
+    data, err = extract_json(text)
+    if isinstance(data, list):
+        data = next((d for d in data if isinstance(d, dict)), None)
+    memory = None
+    raw: Any = None
+    if isinstance(data, dict):
+        lowered = {str(k).lower(): v for k, v in data.items()}
+        raw = lowered.get("task", lowered.get("task_id"))
+        note = lowered.get("memory")
+        memory = None if note is None else (
+            json.dumps(note) if isinstance(note, dict | list) else str(note))[:4000]
+    elif isinstance(text, str):
+        found = re.search(r"\btask\D{0,3}(\d{1,6})\b", text[:MAX_REPLY], re.I)
+        raw = found.group(1) if found else None
+    task = _task_number(raw)
+    if task is None:
+        reason = err if raw is None and err else "the reply names no task"
+        return TaskChoice(None, False, reason, memory)
+    if not 0 <= task < n_tasks:
+        return TaskChoice(None, False, f"task {task} does not exist (0..{n_tasks - 1})", memory)
+    if task not in choices:
+        return TaskChoice(task, False, f"task {task} is not free", memory)
+    return TaskChoice(task, True, None, memory)
+
+
+def _task_number(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e6:
+        return int(value)
+    if isinstance(value, str) and re.fullmatch(r"\s*-?[0-9]{1,6}\s*", value):
+        return int(value)
+    return None

@@ -91,3 +91,52 @@ ACTION MENU (id: agent: action):
 {menu}
 
 Reply with two lines: REASON: ... and ACTION: <id>"""
+
+# STAT teams (spatial task allocation): a model picks a task for its agent when it has a
+# choice; the same communicate phases as the household protocols.
+STAT_SYSTEM = """You are agent {agent}, one of {n} agents of a team that must complete every \
+task on a plane as fast as possible. Agents move one unit per step. An agent with no task \
+selects a free task and then moves to it and executes it on its own (3 steps there); the \
+reward for a task falls as the episode goes on, so finishing sooner earns more. If several \
+agents select the same task in the same step, the nearest one gets it and the others lose \
+that step. Selecting a task that is not free is penalised. You only decide when you have no \
+task; answer with one JSON object."""
+
+STAT_ACT = """{observation}
+
+Your notes: {memory}
+Recent messages:
+{dialogue}
+Your recent choices:
+{history}
+
+Choose the free task you will do next. Reply with one JSON object: {{"task": <task id>, \
+"memory": "<short notes for your future self>"}}"""
+
+STAT_SPEAK = {
+    "broadcast": "Send one short message to your team (which task you will take, which you "
+                 "leave to others). Reply with the message text only, or <NO_MESSAGE>.",
+    "report": "Report to the leader (agent 0): where you are and which task you would take. "
+              "Reply with the report text only.",
+}
+
+STAT_ASSIGN = """{observation}
+
+Worker reports:
+{reports}
+
+You are the leader. Give every agent that has no task (yourself included, if you have none) \
+one free task, a different one each. Reply with a JSON list: [{{"agent": 1, "instruction": \
+"take task 7"}}, ...]"""
+
+STAT_MEMORY = """{observation}
+
+Shared team memory (JSON), written by your teammates in turn:
+{board}
+
+Update the shared memory for the team: which task you claim ("claims": {{"task id": agent}}). \
+Reply with the whole updated memory as one JSON object."""
+
+STAT_ACT_SCHEMA = {"type": "object", "required": ["task"], "properties": {
+    "task": {"type": "integer"}, "memory": {"type": "string"}}}
+STAT_SCHEMAS = {"act": STAT_ACT_SCHEMA, "assignment": ASSIGN_SCHEMA, "memory": MEMORY_SCHEMA}

@@ -14,7 +14,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from coordbench.envs.household.observe import Observation, render_text
 from coordbench.llm import prompts
@@ -55,10 +55,15 @@ class LlmMind:
     _last: str | None = None
     _last_call: dict[str, Any] | None = None  # the model_call record of the last call
 
+    # what a family changes: its prompts (SYSTEM, ACT, SPEAK, SPEAK_USER, ASSIGN, MEMORY,
+    # SCHEMAS) and how an observation becomes prompt text
+    prompts: ClassVar[Any] = prompts
+    render: ClassVar[Any] = staticmethod(render_text)
+
     # -- plumbing -------------------------------------------------------------------------
-    def _system(self, obs: Observation) -> dict[str, Any]:
-        return {"role": "system", "content": prompts.SYSTEM.format(agent=obs.agent,
-                                                                   n=obs.n_agents)}
+    def _system(self, obs: Any) -> dict[str, Any]:
+        return {"role": "system", "content": self.prompts.SYSTEM.format(agent=obs.agent,
+                                                                        n=obs.n_agents)}
 
     def _user(self, text: str, images: list[str]) -> dict[str, Any]:
         if not images or not self.harness.spec(self.alias).supports_images:
@@ -79,7 +84,7 @@ class LlmMind:
         messages = [self._system(obs), self._user(text, images or [])]
         out = await self.harness.complete(self.alias, messages, self.max_tokens,
                                           who=(self.agent, self.role, phase),
-                                          schema=prompts.SCHEMAS.get(phase))
+                                          schema=self.prompts.SCHEMAS.get(phase))
         self._last_call = out.event
         return out
 
@@ -110,10 +115,9 @@ class LlmMind:
         """Return this agent's message for a broadcast, discuss or report phase."""
         self._absorb(inbox)
         dialogue, _ = self._context()
-        text = prompts.SPEAK_USER.format(observation=render_text(obs), memory=self.memory,
-                                         dialogue=dialogue,
-                                         instruction=prompts.SPEAK.get(phase, prompts.SPEAK[
-                                             "broadcast"]))
+        text = self.prompts.SPEAK_USER.format(
+            observation=self.render(obs), memory=self.memory, dialogue=dialogue,
+            instruction=self.prompts.SPEAK.get(phase, self.prompts.SPEAK["broadcast"]))
         out = await self._call(obs, phase, text, self._images(obs))
         if out is None or out.error:
             self._mark("failed", out.error if out else "token budget exhausted")
@@ -132,7 +136,7 @@ class LlmMind:
         self._absorb(inbox)
         reports = "\n".join(f"agent {m.sender}: {m.content[:800]}" for m in inbox
                             if m.phase == "report") or "(none)"
-        text = prompts.ASSIGN.format(observation=render_text(obs), reports=reports)
+        text = self.prompts.ASSIGN.format(observation=self.render(obs), reports=reports)
         images = self._images(obs, team=views is not None)
         for _ in range(3):
             out = await self._call(obs, "assignment", text, images)
@@ -158,8 +162,8 @@ class LlmMind:
 
     async def update_memory(self, obs: Observation, board: dict[str, Any]) -> dict[str, Any]:
         """Return the shared board as the model rewrote it (unchanged if the reply fails)."""
-        text = prompts.MEMORY.format(observation=render_text(obs),
-                                     board=json.dumps(board)[:6000])
+        text = self.prompts.MEMORY.format(observation=self.render(obs),
+                                          board=json.dumps(board)[:6000])
         out = await self._call(obs, "memory", text)
         if out is None or out.error:
             self._mark("failed", out.error if out else "token budget exhausted")

@@ -7,7 +7,7 @@ on batching or on which episodes a resumed run still had to play.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import asdict, dataclass
 from functools import partial
 from pathlib import Path
@@ -15,16 +15,42 @@ from typing import Any
 
 import numpy as np
 
+from coordbench.agents.household.protocols import get_protocol
+from coordbench.agents.stat.llm import StatLlmMind, check_protocol
 from coordbench.agents.stat.scripted import get_policy, is_checkpoint
 from coordbench.core.provenance import file_digest
-from coordbench.core.rundir import RunDir
-from coordbench.core.trajectory import AgentSpec, Conflict, StatStepEvent, Trajectory
+from coordbench.core.rundir import RunDir, safe_name
+from coordbench.core.trajectory import (
+    AgentSpec,
+    Conflict,
+    ModelCallEvent,
+    StatStepEvent,
+    Trajectory,
+)
 from coordbench.envs.stat.config import SELECT0, StatConfig, get_config
 from coordbench.envs.stat.layouts import layout_seed, make_layouts
 from coordbench.envs.stat.vec import StatVecEnv, steps
 from coordbench.errors import ConfigError
+from coordbench.llm.client import harness_for
 from coordbench.metrics.stat import arrays_from_trajectory, episode_metrics
-from coordbench.runner import Case, PlayContext, Recorder, condition_values
+from coordbench.runner import Case, PlayContext, Recorder, condition_values, play_concurrently
+
+from .runner import arun_llm_episode
+
+LLM = "llm"  # the policy name of a model-driven team
+
+
+@dataclass(frozen=True)
+class StatResources:
+    """Run-wide options of model-driven STAT play: the model-harness settings (or a
+    ModelHarness when played in this process) and a per-reply token cap."""
+
+    harness: Any = None
+    max_reply_tokens: int | None = None
+
+    def identity(self) -> dict[str, Any]:
+        """Return the options that change the episodes (recorded with each condition)."""
+        return {"max_reply_tokens": self.max_reply_tokens}
 
 
 @dataclass(frozen=True)
@@ -36,20 +62,35 @@ class StatEvalSpec:
     layouts: str = "paper"
     seed: int = 0
     episode_limit: int = 700
+    model: str | None = None  # policy "llm": the model alias of every agent
+    protocol: str = "none"  # policy "llm": how the team communicates (STAT_PROTOCOLS)
 
     def __post_init__(self) -> None:
         get_config(self.config)
-        trained_on = getattr(get_policy(self.policy), "config", self.config)
-        if trained_on != self.config:
-            raise ConfigError(f"checkpoint {self.policy} was trained on {trained_on}, not "
-                              f"{self.config}")
+        if self.policy == LLM:
+            if not self.model:
+                raise ConfigError("--policy llm needs --model ALIAS")
+            check_protocol(self.protocol)
+        else:
+            if self.protocol != "none":
+                raise ConfigError(f"--protocol {self.protocol} needs a team that talks: "
+                                  "--policy llm --model ALIAS")
+            if self.model:
+                raise ConfigError(f"--model is for --policy llm, not {self.policy}")
+            trained_on = getattr(get_policy(self.policy), "config", self.config)
+            if trained_on != self.config:
+                raise ConfigError(f"checkpoint {self.policy} was trained on {trained_on}, "
+                                  f"not {self.config}")
         layout_seed(self.layouts, self.seed, 0)
 
     @property
     def condition(self) -> str:
         """Return the condition's directory name inside a run."""
-        policy = (f"{Path(self.policy).stem}-{file_digest(self.policy)}"
-                  if is_checkpoint(self.policy) else self.policy)
+        if self.policy == LLM:
+            policy = safe_name(f"llm-{self.model}-{self.protocol}")
+        else:
+            policy = (f"{Path(self.policy).stem}-{file_digest(self.policy)}"
+                      if is_checkpoint(self.policy) else self.policy)
         return (f"stat_{self.config}_{policy}_{self.layouts}_seed{self.seed}"
                 f"_limit{self.episode_limit}")
 
@@ -74,7 +115,7 @@ def episode_key(k: int) -> str:
     return f"ep{k:05d}"
 
 
-def _step_event(t: int, actions: np.ndarray, executed: np.ndarray, rewards: np.ndarray,
+def step_event(t: int, actions: np.ndarray, executed: np.ndarray, rewards: np.ndarray,
                 info_b: dict[str, int], completed_task: np.ndarray) -> StatStepEvent:
     conflicts = []
     picks = actions[actions >= SELECT0]
@@ -122,12 +163,34 @@ class StatSuite:
         return [Case(episode_key(k), k) for k in range(episodes)]
 
     def unit_size(self, spec: StatEvalSpec) -> int:
-        """Return the lockstep batch."""
-        return self.batch
+        """Return the lockstep batch (model-driven teams: enough to keep calls in flight)."""
+        return 8 if spec.policy == LLM else self.batch
 
     def play(self, spec: StatEvalSpec, cases: list[Case], ctx: PlayContext
-             ) -> Iterator[tuple[Case, Trajectory]]:
-        """Yield (case, trajectory) as each episode ends, `batch` episodes in lockstep."""
+             ) -> Iterator[tuple[Case, Trajectory]] | AsyncIterator[tuple[Case, Trajectory]]:
+        """Yield (case, trajectory) as each episode ends: `batch` episodes in lockstep, or,
+        for a model-driven team, episodes played concurrently."""
+        if spec.policy == LLM:
+            return self._play_llm(spec, cases, ctx)
+        return self._play_batched(spec, cases, ctx)
+
+    def _play_llm(self, spec: StatEvalSpec, cases: list[Case], ctx: PlayContext
+                  ) -> AsyncIterator[tuple[Case, Trajectory]]:
+        res = ctx.resources or StatResources()
+        proto = get_protocol(spec.protocol)
+        n = spec.cfg().agents
+
+        async def one(case: Case) -> Trajectory:
+            harness = harness_for(res.harness)
+            minds = [StatLlmMind(i, harness, spec.model or "", role=proto.role(i),
+                                 max_tokens=res.max_reply_tokens) for i in range(n)]
+            return await arun_llm_episode(spec, case.data, f"{spec.condition}/{case.key}",
+                                          minds, ctx.limits)
+
+        return play_concurrently(cases, one, ctx)
+
+    def _play_batched(self, spec: StatEvalSpec, cases: list[Case], ctx: PlayContext
+                      ) -> Iterator[tuple[Case, Trajectory]]:
         cfg = spec.cfg()
         policy = get_policy(spec.policy)
         team = [AgentSpec(id=f"agent_{i}", driver=spec.policy) for i in range(cfg.agents)]
@@ -153,7 +216,7 @@ class StatSuite:
                 for b, c in enumerate(chunk)]
             for was_active, t, actions, _, info in steps(env, partial(_checked, policy, rng)):
                 for b in np.flatnonzero(was_active):
-                    recs[b].emit(_step_event(
+                    recs[b].emit(step_event(
                         int(t[b]), actions[b], info.final_actions[b], info.agent_rewards[b],
                         {"pre": int(info.decision_pre[b]), "post": int(info.decision_post[b])},
                         info.completed_task[b]))
@@ -162,8 +225,23 @@ class StatSuite:
                                                        success=bool(info.terminated[b]))
 
     def metrics(self, trajectory: Trajectory) -> dict[str, float | None]:
-        """Return the STAT diagnostics of one episode."""
-        return episode_metrics(arrays_from_trajectory(trajectory))
+        """Return the STAT diagnostics of one episode; a model-driven team's also count its
+        protocol failures and model tokens per team step."""
+        out: dict[str, float | None] = dict(episode_metrics(arrays_from_trajectory(trajectory)))
+        if trajectory.header.models:
+            out.update(model_metrics(trajectory))
+        return out
+
+
+def model_metrics(trajectory: Trajectory) -> dict[str, float]:
+    """Return `protocol_failures` (model replies, in any phase, that could not be used: no
+    task, a task that is not free, an unreadable assignment or board) and `tokens_per_step`
+    (prompt + completion tokens of every call / team steps)."""
+    calls = trajectory.steps(ModelCallEvent)
+    steps = len(trajectory.steps(StatStepEvent))
+    tokens = sum(c.prompt_tokens + c.completion_tokens for c in calls)
+    return {"protocol_failures": float(sum(c.parse_status == "failed" for c in calls)),
+            "tokens_per_step": tokens / steps if steps else 0.0}
 
 
 def _checked(policy, rng, env: StatVecEnv) -> np.ndarray:

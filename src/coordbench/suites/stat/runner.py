@@ -1,0 +1,72 @@
+"""One STAT episode played by a model-driven team: the step glue between the environment,
+the team's protocol, and the recorder.
+
+Each step, agents whose mask leaves one action take it; if any agent has a choice, the team
+runs its protocol's communicate phase and every mind decides (`agents/stat/llm.py`), and the
+step's messages and model calls are recorded before the joint step is.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from coordbench.agents.household.protocols import ProtocolTeam
+from coordbench.agents.stat.llm import StatLlmMind
+from coordbench.core.trajectory import AgentSpec, MessageEvent, Trajectory
+from coordbench.envs.stat.config import IDLE
+from coordbench.envs.stat.layouts import layout_seed, make_layouts
+from coordbench.envs.stat.observe import observe
+from coordbench.envs.stat.vec import StatVecEnv
+from coordbench.runner import Limits, Recorder
+
+
+async def arun_llm_episode(spec, k: int, episode_id: str, minds: list[StatLlmMind],
+                           limits: Limits | None = None) -> Trajectory:
+    """Play episode `k` of the condition `spec` (a StatEvalSpec with policy "llm") with
+    `minds` under `spec.protocol`; return its trajectory."""
+    from .suite import step_event  # the suite module imports this one
+
+    cfg = spec.cfg()
+    env = StatVecEnv(cfg, 1, auto_reset=False, compute_obs=False)
+    layout = make_layouts(cfg, spec.layouts, spec.seed, [k])
+    env.reset(layout)
+    team = ProtocolTeam(minds, spec.protocol)
+    rec = Recorder(
+        suite="stat", episode_id=episode_id, task_id=cfg.name,
+        seed=layout_seed(spec.layouts, spec.seed, k),
+        team=[AgentSpec(id=f"agent_{i}", role=m.role, driver="llm")
+              for i, m in enumerate(minds)],
+        protocol=spec.protocol, policy=spec.policy,
+        models={f"agent_{i}": m.alias for i, m in enumerate(minds)},
+        params={"agents": cfg.agents, "tasks": cfg.tasks, "width": cfg.width,
+                "height": cfg.height, "episode_limit": cfg.episode_limit,
+                "layouts": spec.layouts, "episode": k, "policy_seed": spec.seed,
+                "task_positions": layout[0].tolist()},
+        limits=limits)
+    reason = None
+    with rec:
+        while env.active[0]:
+            t = int(env.state.t[0])
+            rec.t = t
+            obs = [observe(env, 0, i) for i in range(cfg.agents)]
+            if all(o.forced_action is not None for o in obs):
+                actions = [o.forced_action for o in obs]
+            else:
+                decisions, transcript = await team.act(obs)
+                rec.emit(*(MessageEvent(t=t, phase=m.phase, round=m.round, sender=m.sender,
+                                        recipients=list(m.recipients) if m.recipients else None,
+                                        content=m.content, tokens=m.tokens)
+                           for m in transcript))
+                rec.flush_calls()
+                actions = [d.action if d.action is not None else IDLE for d in decisions]
+            joint = np.array([actions], dtype=np.int64)
+            _, _, _, info = env.step(joint)
+            rec.emit(step_event(t, joint[0], info.final_actions[0], info.agent_rewards[0],
+                                {"pre": int(info.decision_pre[0]),
+                                 "post": int(info.decision_post[0])},
+                                info.completed_task[0]))
+            reason = rec.stop_reason()
+            if reason:
+                break
+    return rec.finish(int(env.state.t[0]), success=bool(info.terminated[0]), stop=reason,
+                      detail="episode limit reached")
