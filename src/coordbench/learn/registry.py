@@ -153,7 +153,10 @@ def checkpoint_bytes(tc: TrainConfig, method) -> bytes:
     """Return a checkpoint (online networks and TrainConfig) as bytes."""
     return serialize({"format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION,
                       "train_config": asdict(tc),
-                      "networks": {k: v.state_dict() for k, v in method.networks().items()}})
+                      # clones: the learners' parameters are views of one flat tensor
+                      # (core.FlatAdam), which torch.save would otherwise store whole
+                      "networks": {k: {name: t.clone() for name, t in v.state_dict().items()}
+                                   for k, v in method.networks().items()}})
 
 
 def save_checkpoint(path: Path, tc: TrainConfig, method) -> None:

@@ -99,8 +99,8 @@ task on a plane as fast as possible. Agents move one unit per step. An agent wit
 selects a free task and then moves to it and executes it on its own (3 steps there); the \
 reward for a task falls as the episode goes on, so finishing sooner earns more. If several \
 agents select the same task in the same step, the nearest one gets it and the others lose \
-that step. Selecting a task that is not free is penalised. You only decide when you have no \
-task; answer with one JSON object."""
+that step. Choosing a task that is not free wastes your step. You only decide when you have \
+no task; answer with one JSON object."""
 
 STAT_ACT = """{observation}
 

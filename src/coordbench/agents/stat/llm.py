@@ -3,10 +3,13 @@ protocols (none, broadcast, leader, shared memory) from the same protocol regist
 
 A mind is asked only when its agent has a choice (no task, two or more free tasks); every
 other agent takes the one action its mask allows, with no model call, and stays silent in the
-communicate phase. A reply that names no task, or a task that is not free, is a protocol
-failure, recorded on the call (`parse_status` "failed" with the reason): a task that exists
-but is not free is still selected, and the environment penalises it as the released code
-does; a reply with no usable task leaves the agent idle for the step.
+communicate phase. Under `leader`, agent 0 is asked for the team's assignment on every step
+where some agent has a choice, whether or not it has one itself (it coordinates the team).
+A reply that names no task, or a task that is not free, is a protocol failure, recorded on
+the call (`parse_status` "failed" with the reason), and the agent idles for the step (with
+the step penalty, as the released code gives an idle agent): the masks deny a taken task to
+every policy, and the release's off-mask re-selection of a taken task would hand the task
+over without a penalty and can leave the old owner stuck on a finished task.
 """
 
 from __future__ import annotations
@@ -90,5 +93,4 @@ class StatLlmMind(LlmMind):
             self._mark("ok")
             return Decision(SELECT0 + choice.task, out.text[:4000], None, out.tokens)
         self._mark("failed", choice.error)
-        action = SELECT0 + choice.task if choice.task is not None else IDLE
-        return Decision(action, out.text[:4000], choice.error, out.tokens)
+        return Decision(IDLE, out.text[:4000], choice.error, out.tokens)

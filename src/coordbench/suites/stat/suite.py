@@ -152,8 +152,12 @@ class StatSuite:
         return spec.condition
 
     def manifest(self, spec: StatEvalSpec) -> dict[str, Any]:
-        """Return the spec's fields."""
-        return asdict(spec)
+        """Return the spec's fields (the team's model and protocol only for a model-driven
+        team, so that scripted and checkpoint conditions keep their manifests)."""
+        fields = asdict(spec)
+        if spec.policy != LLM:
+            del fields["model"], fields["protocol"]
+        return fields
 
     def cases(self, spec: StatEvalSpec, limit: int | None = None) -> list[Case]:
         """Return episodes 0..limit-1 (default 100)."""
