@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from coordbench.core.trajectory import MessageEvent
 from coordbench.envs.household.actions import Action
 from coordbench.envs.household.observe import Observation
 from coordbench.errors import ConfigError
@@ -203,6 +204,13 @@ class ProtocolTeam:
         decisions = await asyncio.gather(*(maybe_await(m.act(obs[m.agent], inboxes[m.agent]))
                                            for m in self.minds))
         return list(decisions), transcript
+
+
+def message_events(t: int, transcript: list[Message]) -> list[MessageEvent]:
+    """Return a step's transcript as trajectory events (every family's teams record it so)."""
+    return [MessageEvent(t=t, phase=m.phase, round=m.round, sender=m.sender,
+                         recipients=list(m.recipients) if m.recipients else None,
+                         content=m.content, tokens=m.tokens) for m in transcript]
 
 
 async def maybe_await(value):

@@ -12,6 +12,7 @@ from coordbench.agents.household.protocols import (
     Mind,
     ProtocolTeam,
     get_protocol,
+    message_events,
 )
 from coordbench.agents.household.rule import RuleMind
 from coordbench.core.trajectory import (
@@ -19,7 +20,6 @@ from coordbench.core.trajectory import (
     AgentSpec,
     Conflict,
     HouseholdStepEvent,
-    MessageEvent,
     Trajectory,
 )
 from coordbench.envs.household.actions import CONFLICT_SETS, WAIT, Outcome
@@ -156,10 +156,7 @@ async def arun_case(task: HouseholdTask, spec: HouseholdSpec, case_seed: int, ep
                     o.extra.update({k: v for k, v in (("image", paths.get(f"agent_{i}")),
                                                       ("team_image", paths.get("team"))) if v})
                 decisions, transcript = await team.act(obs)
-                rec.emit(*(MessageEvent(t=t, phase=m.phase, round=m.round, sender=m.sender,
-                                        recipients=list(m.recipients) if m.recipients else None,
-                                        content=m.content, tokens=m.tokens)
-                           for m in transcript))
+                rec.emit(*message_events(t, transcript))
                 rec.flush_calls()
             else:
                 decisions = [Decision(a) for a in oracle.act()]

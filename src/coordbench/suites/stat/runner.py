@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from coordbench.agents.household.protocols import ProtocolTeam
+from coordbench.agents.household.protocols import ProtocolTeam, message_events
 from coordbench.agents.stat.llm import StatLlmMind
-from coordbench.core.trajectory import AgentSpec, MessageEvent, Trajectory
+from coordbench.core.trajectory import AgentSpec, Trajectory
 from coordbench.envs.stat.config import IDLE
 from coordbench.envs.stat.layouts import layout_seed, make_layouts
 from coordbench.envs.stat.observe import observe
@@ -53,10 +53,7 @@ async def arun_llm_episode(spec, k: int, episode_id: str, minds: list[StatLlmMin
                 actions = [o.forced_action for o in obs]
             else:
                 decisions, transcript = await team.act(obs)
-                rec.emit(*(MessageEvent(t=t, phase=m.phase, round=m.round, sender=m.sender,
-                                        recipients=list(m.recipients) if m.recipients else None,
-                                        content=m.content, tokens=m.tokens)
-                           for m in transcript))
+                rec.emit(*message_events(t, transcript))
                 rec.flush_calls()
                 actions = [d.action if d.action is not None else IDLE for d in decisions]
             joint = np.array([actions], dtype=np.int64)
