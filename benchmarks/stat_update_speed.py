@@ -1,7 +1,7 @@
 """Fewer operations per learner update, against the previous code, side by side in one process:
-Adam, gradient clipping and zeroing over one flat tensor (`core.FlatAdam`), the online network
-on states and next states in one forward (`core.q_and_double_q_next`), and QMIX's mixing
-product without torch.bmm.
+Adam, gradient clipping and zeroing over one flat tensor (`core.FlatAdam`), and QMIX's mixing
+product without torch.bmm. (Running the online network on states and next states in one
+forward was tried too: 0.80-1.06x, so the learners keep two forwards.)
 
 Usage:  python benchmarks/stat_update_speed.py [--steps 20000] [--reps 3]
 Writes benchmarks/results/stat_update_speed.json and .md.
@@ -9,8 +9,8 @@ Writes benchmarks/results/stat_update_speed.json and .md.
 The STAT networks are small (hidden 64), so an update is mostly per-operation overhead:
 QMIX has 26 parameter tensors, and zeroing, the gradient norm and Adam's step each loop
 over them. "per_tensor" restores the previous code (fused Adam over the parameter list,
-clip_grad_norm_ over it, zero_grad, two online forwards, and the mixer's q W1 as
-torch.bmm); "flat" is the current code. Same function: Adam is elementwise, and the rest
+clip_grad_norm_ over it, zero_grad, and the mixer's q W1 as torch.bmm); "flat" is the
+current code. Same function: Adam is elementwise, and the rest
 agrees to rounding. Each figure: a training run of `--steps` environment steps at utd 8 (acting,
 replay, updates, evaluation), variants alternating `--reps` times; medians.
 """
@@ -25,13 +25,8 @@ from results_io import write_results
 
 import coordbench.learn.coma as coma
 import coordbench.learn.core as core
-import coordbench.learn.iql as iql
 import coordbench.learn.ppo as ppo
-import coordbench.learn.qmix as qmix
-import coordbench.learn.vdn as vdn
 from coordbench.learn.qmix import Mixer
-
-TWO_FORWARD_MODULES = (vdn, iql, qmix)
 
 PAIRS = [("qmix", "3A-6T-10x6"), ("vdn", "3A-6T-10x6"), ("iql", "3A-6T-10x6"),
          ("qtran", "3A-6T-10x6"), ("qmix", "5A-25T-50x30"), ("mappo", "3A-6T-10x6")]
@@ -63,26 +58,16 @@ def bmm_forward(self: Mixer, q: torch.Tensor, state: torch.Tensor) -> torch.Tens
     return (hidden * w2).sum(1) + self.b2(state).squeeze(1)
 
 
-def two_forwards(online, target, batch):
-    """The online values as they were computed: states and next states apart."""
-    return online(batch["obs"]), core.double_q_next(online, target, batch)
-
-
 def run(algo: str, config: str, variant: str, steps: int) -> tuple[float, float]:
     """Return (environment steps per second, final return) under one variant."""
     saved = core.FlatAdam, ppo.FlatAdam, coma.FlatAdam, Mixer.forward
-    fused = [m.q_and_double_q_next for m in TWO_FORWARD_MODULES]
     if variant == "per_tensor":
         core.FlatAdam = ppo.FlatAdam = coma.FlatAdam = PerTensorAdam  # type: ignore[misc]
         Mixer.forward = bmm_forward  # type: ignore[method-assign]
-        for m in TWO_FORWARD_MODULES:
-            m.q_and_double_q_next = two_forwards  # type: ignore[attr-defined]
     try:
         return train_rate(algo, config, steps)
     finally:
         core.FlatAdam, ppo.FlatAdam, coma.FlatAdam, Mixer.forward = saved  # type: ignore[misc]
-        for m, f in zip(TWO_FORWARD_MODULES, fused, strict=True):
-            m.q_and_double_q_next = f  # type: ignore[attr-defined]
 
 
 def main() -> None:
@@ -90,8 +75,8 @@ def main() -> None:
     rows = compare(PAIRS, run, ("per_tensor", "flat"), args)
     meta = {"steps": args.steps, "reps": args.reps, "python": platform.python_version(),
             "torch": torch.__version__}
-    lines = ["# STAT learners: fewer operations per update (flat Adam, one online forward, "
-             "no bmm) vs the previous code", "",
+    lines = ["# STAT learners: fewer operations per update (flat Adam, no bmm) vs the "
+             "previous code", "",
              f"`python benchmarks/stat_update_speed.py --steps {args.steps} --reps "
              f"{args.reps}`; one math thread; medians of {args.reps} alternating runs of "
              f"{args.steps:,} environment steps each at utd 8, acting and evaluation included. "

@@ -375,8 +375,8 @@ def test_pair_network_scores_any_agent_rows_as_the_full_forward():
 
 @pytest.mark.parametrize("algo", ["vdn", "qmix", "iql", "qtran"])
 def test_one_update_moves_the_agent_network(algo):
-    """Every off-policy loss trains the per-agent network (its gradient reaches it through
-    the fused online forward) and the flat-parameter Adam moves exactly the parameters."""
+    """Every off-policy loss trains the per-agent network, and the flat-parameter Adam moves
+    its parameters (views of one flat tensor) and leaves the target network alone."""
     from coordbench.learn.core import FlatAdam, Replay
 
     tc = paper_config("3A-6T-5x3", algo)

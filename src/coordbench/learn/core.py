@@ -428,24 +428,6 @@ def chosen(q: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
     return q.gather(-1, actions.unsqueeze(-1)).squeeze(-1)
 
 
-def q_and_double_q_next(online: torch.nn.Module, target: torch.nn.Module,
-                        batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
-    """Return the online Q-values of the batch's states (B, n, A), with gradients, and the
-    per-agent double-Q next values (B, n) of `double_q_next`.
-
-    The online network sees states and next states in one forward (half the calls of two
-    small forwards; the next half is detached). A network that scores agent rows keeps two
-    forwards: its greedy next action needs only the agents with a choice."""
-    if getattr(online, "scores_rows", False):
-        return online(batch["obs"]), double_q_next(online, target, batch)
-    b = batch["obs"].shape[0]
-    both = online(torch.cat([batch["obs"], batch["next_obs"]]))
-    q = both[:b]  # sliced outside no_grad, so that it keeps its gradient
-    with torch.no_grad():
-        best = masked_argmax(both[b:], batch["next_masks"])
-        return q, chosen(target(batch["next_obs"]), best)
-
-
 def double_q_next(online: torch.nn.Module, target: torch.nn.Module,
                   batch: dict[str, torch.Tensor]) -> torch.Tensor:
     """Return per-agent next values (B, n): target Q at the online net's valid argmax."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from .core import QNetMethod, TrainConfig, agent_network, chosen, clone_frozen, q_and_double_q_next
+from .core import QNetMethod, TrainConfig, agent_network, chosen, clone_frozen, double_q_next
 
 
 class IQL(QNetMethod):
@@ -16,7 +16,7 @@ class IQL(QNetMethod):
 
     def loss(self, batch: dict[str, torch.Tensor], gamma: float) -> torch.Tensor:
         """Return the mean squared TD error over agents."""
-        q, nxt = q_and_double_q_next(self.q, self.q_target, batch)
-        q = chosen(q, batch["actions"])
+        q = chosen(self.q(batch["obs"]), batch["actions"])
+        nxt = double_q_next(self.q, self.q_target, batch)
         y = batch["rewards"].unsqueeze(1) + gamma * (1 - batch["term"]).unsqueeze(1) * nxt
         return torch.nn.functional.mse_loss(q, y)

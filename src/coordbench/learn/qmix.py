@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .core import QNetMethod, TrainConfig, agent_network, chosen, clone_frozen, q_and_double_q_next
+from .core import QNetMethod, TrainConfig, agent_network, chosen, clone_frozen, double_q_next
 
 
 class Mixer(nn.Module):
@@ -50,9 +50,9 @@ class QMIX(QNetMethod):
 
     def loss(self, batch: dict[str, torch.Tensor], gamma: float) -> torch.Tensor:
         """Return the squared TD error of the mixed value."""
-        q, nxt_agents = q_and_double_q_next(self.q, self.q_target, batch)
-        q_tot = self.mixer(chosen(q, batch["actions"]), batch["obs"])
+        q_tot = self.mixer(chosen(self.q(batch["obs"]), batch["actions"]), batch["obs"])
         with torch.no_grad():
-            nxt = self.mixer_target(nxt_agents, batch["next_obs"])
+            nxt = self.mixer_target(double_q_next(self.q, self.q_target, batch),
+                                    batch["next_obs"])
         y = batch["rewards"] + gamma * (1 - batch["term"]) * nxt
         return nn.functional.mse_loss(q_tot, y)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from .core import QNetMethod, TrainConfig, agent_network, chosen, clone_frozen, q_and_double_q_next
+from .core import QNetMethod, TrainConfig, agent_network, chosen, clone_frozen, double_q_next
 
 
 class VDN(QNetMethod):
@@ -16,7 +16,7 @@ class VDN(QNetMethod):
 
     def loss(self, batch: dict[str, torch.Tensor], gamma: float) -> torch.Tensor:
         """Return the squared TD error of the summed value."""
-        q, nxt = q_and_double_q_next(self.q, self.q_target, batch)
-        q_tot, nxt = chosen(q, batch["actions"]).sum(1), nxt.sum(1)
+        q_tot = chosen(self.q(batch["obs"]), batch["actions"]).sum(1)
+        nxt = double_q_next(self.q, self.q_target, batch).sum(1)
         y = batch["rewards"] + gamma * (1 - batch["term"]) * nxt
         return torch.nn.functional.mse_loss(q_tot, y)
