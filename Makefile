@@ -56,6 +56,9 @@ bench: install-dev
 	$(BIN)/python benchmarks/stat_dqn_update.py
 	$(BIN)/python benchmarks/stat_adam.py
 	$(BIN)/python benchmarks/stat_agent_net.py
+	$(BIN)/python benchmarks/stat_pair_speed.py
+	$(BIN)/python benchmarks/stat_update_speed.py
+	$(BIN)/python benchmarks/stat_llm_team.py
 	$(BIN)/python benchmarks/physical_speed.py
 	$(BIN)/python benchmarks/runner_executors.py
 	$(BIN)/python benchmarks/runner_llm_ray.py
