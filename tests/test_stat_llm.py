@@ -74,6 +74,9 @@ def test_every_stat_protocol_end_to_end(tmp_path, protocol):
     rd = RunDir.open(out)
     (cond,) = rd.conditions
     assert cond.endswith(f"llm-scripted-{protocol}_paper_seed0_limit700")
+    report = (out / "report.md").read_text()  # the team's row names its model and protocol
+    assert f"| 3A-6T-5x3 | llm scripted ({protocol}) | 3 |" in report
+    assert "### STAT: model-driven teams" in report
     for tr in rd.load_episodes(cond):  # every episode validates against the schema
         assert tr.header.protocol == protocol
         assert tr.header.models == {f"agent_{i}": "scripted" for i in range(3)}

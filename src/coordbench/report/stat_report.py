@@ -41,6 +41,14 @@ def collect(run: RunDir, conditions: list[str], episodes: int | None = None
     return out
 
 
+def policy_label(spec: dict) -> str:
+    """Return how a condition's policy is shown: a model-driven team names its model and
+    protocol."""
+    if spec.get("model"):
+        return f"llm {spec['model']} ({spec.get('protocol', 'none')})"
+    return spec["policy"]
+
+
 def _ref(cfg: str, policy: str) -> str:
     ref = RELEASED_ENV_RETURNS.get(cfg, {}).get(policy)
     return f"{ref[0]:.1f} ± {ref[1]:.1f}" if ref else "-"
@@ -55,7 +63,7 @@ def console_table(results: list[ConditionResult], title: str = "STAT scripted al
         table.add_column(col, justify="left" if name_col else "right", no_wrap=name_col)
     for r in results:
         s = r.summary
-        table.add_row(r.spec["config"], r.spec["policy"], str(s["return"].n),
+        table.add_row(r.spec["config"], policy_label(r.spec), str(s["return"].n),
                       s["return"].fmt(1), _ref(r.spec["config"], r.spec["policy"]),
                       s["length"].fmt(1), s["conflict_rate"].fmt(4), s["throughput"].fmt(4),
                       s["decision_active_frac"].fmt(3),
@@ -77,8 +85,9 @@ def markdown(results: list[ConditionResult]) -> str:
     for r in results:
         cfg, pol, s = r.spec["config"], r.spec["policy"], r.summary
         best = BEST_LEARNED_FINAL.get(cfg)
-        lines.append(f"| {cfg} | {pol} | {s['return'].n} | {s['return'].fmt(1)} | "
-                     f"{_ref(cfg, pol)} | {f'{best[0]:.1f} ({best[1]})' if best else '-'} | "
+        paper = f"{best[0]:.1f} ({best[1]})" if best else "-"
+        lines.append(f"| {cfg} | {policy_label(r.spec)} | {s['return'].n} | "
+                     f"{s['return'].fmt(1)} | {_ref(cfg, pol)} | {paper} | "
                      f"{s['length'].fmt(1)} | {s['success'].fmt(2)} |")
     lines += ["", "### STAT coordination diagnostics", "",
               "| config | policy | " + " | ".join(TABLE_METRICS[2:]) + " | D/DA (post) |",
@@ -87,7 +96,17 @@ def markdown(results: list[ConditionResult]) -> str:
         s = r.summary
         cells = [s[k].fmt(4) for k in TABLE_METRICS[2:]]
         cells.append(s["diversity_per_decision_agent_post"].fmt(4))
-        lines.append(f"| {r.spec['config']} | {r.spec['policy']} | " + " | ".join(cells) + " |")
+        lines.append(f"| {r.spec['config']} | {policy_label(r.spec)} | " + " | ".join(cells)
+                     + " |")
+    teams = [r for r in results if "protocol_failures" in r.summary]
+    if teams:
+        lines += ["", "### STAT: model-driven teams", "",
+                  "| config | team | protocol failures / episode | model tokens / step |",
+                  "|---|---|---|---|"]
+        for r in teams:
+            lines.append(f"| {r.spec['config']} | {policy_label(r.spec)} | "
+                         f"{r.summary['protocol_failures'].fmt(2)} | "
+                         f"{r.summary['tokens_per_step'].fmt(1)} |")
     lines += ["", "### STAT: each policy against random valid play (return)", "",
               "| config | policy | difference | bootstrap 95% CI | Welch t | df | p |",
               "|---|---|---|---|---|---|---|"]
@@ -102,7 +121,7 @@ def markdown(results: list[ConditionResult]) -> str:
             continue
         w = welch_test(a, b)
         d, lo, hi = bootstrap_diff_ci(a, b)
-        lines.append(f"| {r.spec['config']} | {r.spec['policy']} | {d:+.2f} | "
+        lines.append(f"| {r.spec['config']} | {policy_label(r.spec)} | {d:+.2f} | "
                      f"[{lo:+.2f}, {hi:+.2f}] | {w.t:.2f} | {w.df:.1f} | {w.p:.2g} |")
     lines += ["", "Definitions of every diagnostic: docs/stat.md (section Diagnostics).", ""]
     return "\n".join(lines)
