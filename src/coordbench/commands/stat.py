@@ -124,9 +124,7 @@ def stat_eval(
                labels=[f"{config} {policy}" + (f" {model} {protocol}" if model else "")],
                stats=local_stats(settings, executor))
     if as_json:
-        summary = summarize(condition_metrics(run, spec.condition, episodes),
-                            {**KINDS, "protocol_failures": "nonneg",
-                             "tokens_per_step": "nonneg"})
+        summary = summarize(condition_metrics(run, spec.condition, episodes), KINDS)
         emit_json({k: estimate_json(e) for k, e in summary.items()})
         return
     out.print(console_table(collect(run, [spec.condition], episodes),

@@ -73,8 +73,8 @@ class FlatAdam:
 
     The update is elementwise, so one flat tensor gets exactly the per-tensor update; what
     changes is the bookkeeping: zeroing, the gradient norm and Adam's step each run once on
-    one tensor instead of once per parameter tensor (26 of them for QMIX), which is most of
-    an update's time on the small STAT networks (benchmarks/stat_update_speed.py). Backward
+    one tensor instead of once per parameter tensor (26 of them for QMIX), a per-call cost
+    that weighs on the small STAT networks (benchmarks/stat_update_speed.py). Backward
     accumulates into the existing `.grad` views in place, so the flat gradient fills itself.
     Loading a state dict copies into the views, which keeps them attached."""
 

@@ -60,8 +60,8 @@ class PairAgentQ(nn.Module):
     def features(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Return pair features (B, n, m, F) and agent modes one-hot (B, n, 3).
 
-        The definition of the network's input; `forward` computes the same first layer
-        without building this tensor."""
+        The definition of the network's input for every agent at once; `row_features`
+        builds the same rows for a subset of agents."""
         n, m = self.n, self.m
         d, mode, comp, sel = self._split(obs)
         b = obs.shape[0]

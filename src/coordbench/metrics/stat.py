@@ -159,7 +159,9 @@ def episode_metrics(a: StatEpisodeArrays) -> dict[str, float]:
 KINDS = {"success": "binary", "decision_active_frac": "unit",
          "decision_active_frac_post": "unit", "conflict_rate": "nonneg",
          "forced_idle_rate": "nonneg", "conflicts_per_task": "nonneg",
-         "conflicts_per_decision": "nonneg", "throughput": "nonneg", "conflicts": "nonneg"}
+         "conflicts_per_decision": "nonneg", "throughput": "nonneg", "conflicts": "nonneg",
+         # model-driven teams only (suites.stat.suite.model_metrics)
+         "protocol_failures": "nonneg", "tokens_per_step": "nonneg"}
 # over training seeds each seed's value is an average over episodes: success is a share there
 SEED_KINDS = {**KINDS, "success": "unit"}
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .config import EXECUTE, IDLE, MODE_EXECUTING, MODE_MOVING, MOVE, SELECT0
+from .config import MODE_EXECUTING, MODE_MOVING, SELECT0
 from .vec import StatVecEnv
 
 MODES = {0: "idle", MODE_MOVING: "moving", MODE_EXECUTING: "executing"}
@@ -91,13 +91,6 @@ def observe(env: StatVecEnv, b: int, agent: int) -> StatObservation:
                            cfg.height, px, py, MODES[int(s.mode[b, agent])],
                            tgt if tgt >= 0 else None, tasks, mates,
                            choices if forced is None else [], forced)
-
-
-def describe_action(action: int) -> str:
-    """Return an action index as words ("select task 3", "move", ...)."""
-    if action >= SELECT0:
-        return f"select task {action - SELECT0}"
-    return {IDLE: "idle", MOVE: "move", EXECUTE: "execute"}[action]
 
 
 def render_text(obs: StatObservation, max_tasks: int = 60) -> str:

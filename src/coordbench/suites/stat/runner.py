@@ -1,5 +1,6 @@
-"""One STAT episode played by a model-driven team: the step glue between the environment,
-the team's protocol, and the recorder.
+"""A STAT step as a trajectory event (`step_event`, every STAT episode's), and one episode
+played by a model-driven team: the step glue between the environment, the team's protocol,
+and the recorder.
 
 Each step, agents whose mask leaves one action take it; if any agent has a choice, the team
 runs its protocol's communicate phase and every mind decides (`agents/stat/llm.py`), and the
@@ -12,20 +13,40 @@ import numpy as np
 
 from coordbench.agents.household.protocols import ProtocolTeam, message_events
 from coordbench.agents.stat.llm import StatLlmMind
-from coordbench.core.trajectory import AgentSpec, Trajectory
-from coordbench.envs.stat.config import IDLE
+from coordbench.core.trajectory import AgentSpec, Conflict, StatStepEvent, Trajectory
+from coordbench.envs.stat.config import IDLE, SELECT0
 from coordbench.envs.stat.layouts import layout_seed, make_layouts
 from coordbench.envs.stat.observe import observe
 from coordbench.envs.stat.vec import StatVecEnv
 from coordbench.runner import Limits, Recorder
 
 
+def step_event(t: int, actions: np.ndarray, executed: np.ndarray, rewards: np.ndarray,
+                info_b: dict[str, int], completed_task: np.ndarray) -> StatStepEvent:
+    conflicts = []
+    picks = actions[actions >= SELECT0]
+    for a in np.unique(picks):
+        who = np.flatnonzero(actions == a)
+        if len(who) > 1:
+            kept = np.flatnonzero(executed == a)
+            conflicts.append(Conflict(target=int(a - SELECT0), agents=who.tolist(),
+                                      winner=int(kept[0]) if len(kept) else None))
+    return StatStepEvent(
+        t=t,
+        actions=actions.tolist(),
+        executed=executed.tolist(),
+        rewards=rewards.tolist(),
+        conflicts=conflicts,
+        decision_pre=info_b["pre"],
+        decision_post=info_b["post"],
+        completed=[(int(i), int(j)) for i, j in enumerate(completed_task) if j >= 0],
+    )
+
+
 async def arun_llm_episode(spec, k: int, episode_id: str, minds: list[StatLlmMind],
                            limits: Limits | None = None) -> Trajectory:
     """Play episode `k` of the condition `spec` (a StatEvalSpec with policy "llm") with
     `minds` under `spec.protocol`; return its trajectory."""
-    from .suite import step_event  # the suite module imports this one
-
     cfg = spec.cfg()
     env = StatVecEnv(cfg, 1, auto_reset=False, compute_obs=False)
     layout = make_layouts(cfg, spec.layouts, spec.seed, [k])

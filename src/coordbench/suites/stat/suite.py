@@ -22,12 +22,11 @@ from coordbench.core.provenance import file_digest
 from coordbench.core.rundir import RunDir, safe_name
 from coordbench.core.trajectory import (
     AgentSpec,
-    Conflict,
     ModelCallEvent,
     StatStepEvent,
     Trajectory,
 )
-from coordbench.envs.stat.config import SELECT0, StatConfig, get_config
+from coordbench.envs.stat.config import StatConfig, get_config
 from coordbench.envs.stat.layouts import layout_seed, make_layouts
 from coordbench.envs.stat.vec import StatVecEnv, steps
 from coordbench.errors import ConfigError
@@ -35,7 +34,7 @@ from coordbench.llm.client import harness_for
 from coordbench.metrics.stat import arrays_from_trajectory, episode_metrics
 from coordbench.runner import Case, PlayContext, Recorder, condition_values, play_concurrently
 
-from .runner import arun_llm_episode
+from .runner import arun_llm_episode, step_event
 
 LLM = "llm"  # the policy name of a model-driven team
 
@@ -113,28 +112,6 @@ class PerEnvRng:
 def episode_key(k: int) -> str:
     """Return the file key of episode number k."""
     return f"ep{k:05d}"
-
-
-def step_event(t: int, actions: np.ndarray, executed: np.ndarray, rewards: np.ndarray,
-                info_b: dict[str, int], completed_task: np.ndarray) -> StatStepEvent:
-    conflicts = []
-    picks = actions[actions >= SELECT0]
-    for a in np.unique(picks):
-        who = np.flatnonzero(actions == a)
-        if len(who) > 1:
-            kept = np.flatnonzero(executed == a)
-            conflicts.append(Conflict(target=int(a - SELECT0), agents=who.tolist(),
-                                      winner=int(kept[0]) if len(kept) else None))
-    return StatStepEvent(
-        t=t,
-        actions=actions.tolist(),
-        executed=executed.tolist(),
-        rewards=rewards.tolist(),
-        conflicts=conflicts,
-        decision_pre=info_b["pre"],
-        decision_post=info_b["post"],
-        completed=[(int(i), int(j)) for i, j in enumerate(completed_task) if j >= 0],
-    )
 
 
 class StatSuite:
