@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 from coordbench.cli import app
 from coordbench.core.rundir import RunDir
 from coordbench.core.trajectory import HouseholdStepEvent, StatStepEvent, Trajectory
+from coordbench.metrics.profile import episode_profile
 from coordbench.suites.physical.replay import recorded_poses
 from coordbench.viewer import index, replay, timeline
 from coordbench.viewer.server import make_server, url_of
@@ -287,6 +288,9 @@ def test_api_lists_runs_conditions_episodes_and_serves_one_episode(served, runs)
         status, ep = get(f"{url}api/episode?run={run}&cond={cond}&key={key}")
         assert status == 200 and ep["id"] == f"{cond}/{key}"
         assert ep["timeline"]["agents"] and ep["metrics"]
+        # the episode's coordination profile, the same numbers `coordbench profile` averages
+        traj = RunDir.open(runs["run"]).load_episode(cond, key)
+        assert ep["profile"] == episode_profile(traj) and ep["profile_error"] is None
         assert ep["picture"]["kind"] in ("stat", "household", "constructs", "physical")
         if family != "physical":
             assert ep["picture"]["replay"]["ok"]

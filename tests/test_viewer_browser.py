@@ -115,6 +115,8 @@ def test_every_family_opens_steps_and_logs_no_error(runs, browser, tmp_path):
             assert page.locator("#timeline svg").count() == 1
             assert page.locator("#timeline .cell").count() > 0
             assert page.locator("#picture svg").count() == 1, family
+            # the episode's coordination profile: one chip per measure
+            assert page.locator("#ep-profile .chip").count() == 7, family
             n = page.locator(selector).count()
             assert n == count if count is not None else n > 0, (family, n)
             if agents is not None and family != "physical":

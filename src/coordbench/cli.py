@@ -68,6 +68,7 @@ app.add_typer(physical.app, name="physical")
 app.command("view")(view.view)
 app.command("export")(data.export)
 app.command("table")(data.table)
+app.command("profile")(data.profile)
 app.command("reproduce")(reproduce.reproduce)
 
 

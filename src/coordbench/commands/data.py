@@ -64,3 +64,47 @@ def table(
     else:
         write_atomic(out_file, text)
         out.print(f"wrote {out_file}", highlight=False)
+
+
+def profile(
+    run_dirs: list[Path] = typer.Argument(..., help="Run directories (any families)."),
+    fmt: str = typer.Option("md", "--format", help="md | csv | html"),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON row per condition."),
+    out_file: Path | None = typer.Option(None, "--out", help="Write to this file instead of "
+                                                             "printing."),
+) -> None:
+    """The coordination profile of every condition of the runs, across families: redundancy,
+    idle share, division of labour, hand-off failure, communication per unit of work and
+    progress per step, each with its 95% interval (definitions: docs/cross-family.md)."""
+    import json
+
+    from coordbench.core.atomic import write_atomic
+    from coordbench.core.files import check_out_file
+    from coordbench.core.rundir import RunDir
+    from coordbench.report import profile_table
+
+    if fmt not in profile_table.FORMATS:
+        raise ConfigError(f"--format must be one of {', '.join(profile_table.FORMATS)}, "
+                          f"got {fmt!r}")
+    if out_file is not None:
+        check_out_file(out_file)
+    runs = [RunDir.open(d) for d in run_dirs]
+    table = profile_table.collect(runs)
+    if as_json:
+        text = json.dumps(profile_table.json_rows(table), indent=2) + "\n"
+    else:
+        text = {"md": profile_table.markdown, "csv": profile_table.csv_text,
+                "html": profile_table.html_text}[fmt](table)
+    if out_file is None:
+        sys.stdout.write(text)
+    else:
+        write_atomic(out_file, text)
+        out.print(f"wrote {out_file}", highlight=False)
+    if table.problems:
+        n = len(table.problems)
+        err.print(f"warning: {n} episode file{'s' * (n != 1)} could not be read and "
+                  f"{'are' if n != 1 else 'is'} left out: {table.problems[0]}",
+                  highlight=False, soft_wrap=True)
+    if not table.rows:
+        err.print("warning: no condition with episodes of a family that has a profile",
+                  highlight=False)

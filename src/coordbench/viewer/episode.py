@@ -10,7 +10,7 @@ from coordbench.core.trajectory import ModelCallEvent, Trajectory
 from coordbench.errors import RunDirError
 
 from . import replay, timeline
-from .metrics import episode_metrics
+from .metrics import episode_metrics, episode_profile
 
 
 def payload(run: RunDir, condition: str, key: str) -> dict[str, Any]:
@@ -20,6 +20,7 @@ def payload(run: RunDir, condition: str, key: str) -> dict[str, Any]:
         raise RunDirError(f"no condition {condition!r} in {run.path}")
     traj = run.load_episode(condition, key)
     metrics, metrics_error = episode_metrics(traj)
+    profile, profile_error = episode_profile(traj)
     return {
         "id": traj.header.episode_id, "run": run.path.name, "condition": condition,
         "key": key, "suite": traj.header.suite,
@@ -27,6 +28,7 @@ def payload(run: RunDir, condition: str, key: str) -> dict[str, Any]:
         "timeline": timeline.build(traj),
         "picture": replay.picture(run, condition, traj),
         "metrics": metrics, "metrics_error": metrics_error,
+        "profile": profile, "profile_error": profile_error,
         "prompts": prompts(run, traj),
     }
 

@@ -10,6 +10,8 @@ from typing import Any
 from coordbench.core.rundir import RunDir
 from coordbench.core.trajectory import Trajectory
 from coordbench.errors import CoordbenchError
+from coordbench.metrics.profile import PROFILES
+from coordbench.metrics.profile import episode_profile as profile_of
 from coordbench.suites.registry import suite_object
 
 
@@ -20,6 +22,16 @@ def episode_metrics(traj: Trajectory) -> tuple[dict[str, float | None], str | No
         return {}, f"no metrics for suite {traj.header.suite!r}"
     try:
         return dict(suite.metrics(traj)), None
+    except (ValueError, KeyError, TypeError, ZeroDivisionError) as e:
+        return {}, f"{type(e).__name__}: {e}"
+
+
+def episode_profile(traj: Trajectory) -> tuple[dict[str, float | None], str | None]:
+    """Return (the episode's coordination profile, `metrics.profile`, None) or ({}, why not)."""
+    if traj.header.suite not in PROFILES:
+        return {}, f"no coordination profile for suite {traj.header.suite!r}"
+    try:
+        return profile_of(traj), None
     except (ValueError, KeyError, TypeError, ZeroDivisionError) as e:
         return {}, f"{type(e).__name__}: {e}"
 

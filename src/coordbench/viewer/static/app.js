@@ -350,6 +350,14 @@ function renderSummary(ep) {
   } else if (ep.metrics_error) {
     html += `<div class="muted" style="width:100%">metrics: ${esc(ep.metrics_error)}</div>`;
   }
+  const prof = Object.entries(ep.profile || {});
+  if (prof.length) {
+    html += `<div class="chips" id="ep-profile" style="width:100%"><b class="muted">coordination profile</b> ` +
+      prof.map(([k, v]) => `<span class="chip" data-measure="${esc(k)}">${esc(k)} ${esc(typeof v === "number" && v !== 0 && Math.abs(v) < 0.01 ? v.toPrecision(3) : fmt(v))}</span>`).join("") +
+      `</div>`;
+  } else if (ep.profile_error) {
+    html += `<div class="muted" style="width:100%">profile: ${esc(ep.profile_error)}</div>`;
+  }
   if (ep.suite === "physical") {
     const cmd = ep.picture.static && ep.picture.static.render;
     html += `<div id="render-cmd" style="width:100%">` + (cmd ?
