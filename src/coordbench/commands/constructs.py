@@ -33,8 +33,12 @@ def constructs_run(
                                                      "of the built-in set."),
     construct: str | None = typer.Option(None, help="D1 | D2 | D3 | D4 (default: all)."),
     team: int | None = typer.Option(None, help="2 | 3 | 4 (default: all)."),
-    planner: str = typer.Option("central", help="central | decentralized | "
-                                                "decentralized_comm"),
+    planner: str | None = typer.Option(None, help="central | decentralized | "
+                                                  "decentralized_comm (default: central; "
+                                                  "decentralized with --protocol)"),
+    protocol: str | None = typer.Option(
+        None, help="A household protocol over one mind per agent: none | broadcast | discuss "
+                   "| leader | shared_memory (rule or llm agents; planner decentralized)."),
     agents: str = typer.Option("rule", help="oracle | rule | llm"),
     model: str | None = typer.Option(None, help="Model alias (agents=llm)."),
     models: Path | None = typer.Option(None, help="Model registry file (YAML)."),
@@ -91,7 +95,9 @@ def constructs_run(
         raise ConfigError(f"--team must be 2, 3 or 4, got {team}")
     if models is not None:  # checked even where these planners do not use it
         load_registry(models)
-    spec = ConstructSpec(planner, agents, observation, model, seed, order, buffer_capacity)
+    planner = planner or ("decentralized" if protocol is not None else "central")
+    spec = ConstructSpec(planner, agents, observation, model, seed, order, buffer_capacity,
+                         protocol)
     cond = ConstructCondition(spec, subset, construct, team, limit,
                               str(instances) if instances else None)
     cases = SUITE.cases(cond)  # a bad instance file fails here, before any work
@@ -100,7 +106,8 @@ def constructs_run(
     run = play(out_dir or Path("runs") / "constructs", [(SUITE, cond)], quiet=as_json,
                executor=executor, workers=workers, resources=settings,
                limits=Limits(fail_fast=fail_fast, breaker=breaker),
-               labels=[f"constructs {planner} {agents}"], stats=local_stats(settings, executor))
+               labels=[f"constructs {protocol or planner} {agents}"],
+               stats=local_stats(settings, executor))
     trajs = episodes(run, SUITE.condition(cond), len(cases))
     overall, per = summarize_trajectories(trajs)
     if as_json:
@@ -111,5 +118,6 @@ def constructs_run(
         payload["instances"] = len(cases)
         emit_json(payload)
         return
-    out.print(console_table(f"constructs: {planner}, {agents}, {observation}", per))
+    how = planner if protocol is None else f"{planner} under {protocol}"
+    out.print(console_table(f"constructs: {how}, {agents}, {observation}", per))
     out.print(f"run directory: {run.path}  (report: {run.path / 'report.html'})")

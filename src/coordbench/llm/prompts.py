@@ -140,3 +140,39 @@ Reply with the whole updated memory as one JSON object."""
 STAT_ACT_SCHEMA = {"type": "object", "required": ["task"], "properties": {
     "task": {"type": "integer"}, "memory": {"type": "string"}}}
 STAT_SCHEMAS = {"act": STAT_ACT_SCHEMA, "assignment": ASSIGN_SCHEMA, "memory": MEMORY_SCHEMA}
+
+# Construct teams under the household protocols (CoCoBench tasks, MECoBench protocols): each
+# agent's model talks in the protocol's phases, then picks its own action from its menu
+# (`CONSTRUCT_PLAN`, with the messages as its board).
+CONSTRUCT_SYSTEM = """You are agent_{agent}, one of {n} robots of a team that must reach the \
+goal below with few actions. Every step each robot does at most one action from its own menu; \
+robots act at the same time, so two robots going for the same object waste actions."""
+
+CONSTRUCT_SPEAK = {
+    "broadcast": "Send one short message to your team (which object you will take or which "
+                 "step you will do, what you leave to others). Reply with the message text "
+                 "only, or <NO_MESSAGE>.",
+    "discuss": "Discuss who does what with your team. Start your reply with READY if the plan "
+               "is settled for you, otherwise CONTINUE, then your message.",
+    "report": "Report to the leader (agent_0): what you hold and what you would do next. "
+              "Reply with the report text only.",
+}
+
+CONSTRUCT_ASSIGN = """{observation}
+
+Worker reports:
+{reports}
+
+You are the leader. Give every agent (yourself included, agent 0) one instruction for this \
+step, so that no two go for the same object. Reply with a JSON list: [{{"agent": 0, \
+"instruction": "..."}}, {{"agent": 1, "instruction": "..."}}]"""
+
+CONSTRUCT_MEMORY = """{observation}
+
+Shared team memory (JSON), written by your teammates in turn:
+{board}
+
+Update the shared memory for the team: which object or step you claim ("claims": {{"object \
+id": agent}}). Reply with the whole updated memory as one JSON object."""
+
+CONSTRUCT_SCHEMAS = {"assignment": ASSIGN_SCHEMA, "memory": MEMORY_SCHEMA}

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from coordbench.agents.household.protocols import Message
 from coordbench.envs.household.actions import Action
 from coordbench.envs.household.engine import REACH, HouseholdEnv
 
@@ -202,11 +203,13 @@ def menu(env: HouseholdEnv, catalog: list[tuple[int, Action]], agent: int | None
 
 @dataclass
 class StepChoice:
-    """A construct team's choices for one step: an action or None per agent, and why a
-    model-driven planner produced none (an agent id -> reason)."""
+    """A construct team's choices for one step: an action or None per agent, why a
+    model-driven planner produced none (an agent id -> reason), and the messages of the
+    step's communicate phase (teams under a household protocol)."""
 
     chosen: list[Action | None]
     errors: dict[int, str] = field(default_factory=dict)
+    messages: list[Message] = field(default_factory=list)
 
 
 class RulePlanners:

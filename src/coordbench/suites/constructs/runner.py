@@ -20,9 +20,10 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from coordbench.agents.constructs.llm import LlmPlanners
+from coordbench.agents.constructs.minds import ProtocolPlanners, check_protocol
 from coordbench.agents.constructs.oracle import OraclePlanners
 from coordbench.agents.constructs.planners import RulePlanners
-from coordbench.agents.household.protocols import maybe_await
+from coordbench.agents.household.protocols import maybe_await, message_events
 from coordbench.core.trajectory import (
     ActionRecord,
     AgentSpec,
@@ -54,6 +55,8 @@ class ConstructSpec:
     order: str = "index"  # landing order within a step: index or reverse
     # D4 buffer capacity for every instance played; None: each instance's own (v1: 2)
     buffer_capacity: int | None = None
+    # a household protocol over one mind per agent (planner decentralized); None: the planner
+    protocol: str | None = None
 
     def __post_init__(self) -> None:
         if self.buffer_capacity is not None and (
@@ -72,6 +75,14 @@ class ConstructSpec:
             raise ConfigError(f"--observation must be image or blind, not {self.observation!r}")
         if self.agents == "llm" and not self.model:
             raise ConfigError("--agents llm needs --model ALIAS")
+        if self.protocol is not None:
+            check_protocol(self.protocol)
+            if self.planner != "decentralized":
+                raise ConfigError(f"--protocol runs one mind per agent: it needs --planner "
+                                  f"decentralized, not {self.planner}")
+            if self.agents == "oracle":
+                raise ConfigError("--protocol needs --agents rule or llm (the oracle follows "
+                                  "its plan and does not talk)")
 
     def as_dict(self) -> dict[str, Any]:
         """Return the spec as a plain dict."""
@@ -132,6 +143,8 @@ def score_facts(task: HouseholdTask, info: dict[str, Any]) -> dict[str, Any]:
 
 def make_team(spec: ConstructSpec, harness=None):
     """Return the construct team `spec` names (a model harness for agents=llm)."""
+    if spec.protocol is not None:
+        return ProtocolPlanners(spec.protocol, spec.agents, harness, spec.model)
     if spec.agents == "oracle":
         return OraclePlanners(spec.planner)
     if spec.agents == "rule":
@@ -159,10 +172,11 @@ async def arun_construct(raw: dict[str, Any], spec: ConstructSpec, episode_id: s
         suite="constructs", episode_id=episode_id, task_id=str(raw["task_id"]), seed=spec.seed,
         team=[AgentSpec(id=f"agent_{i}", role=task.roles[i] if task.roles else "agent",
                         driver=spec.agents) for i in range(n)],
-        protocol=spec.planner, policy=spec.agents,
+        protocol=spec.protocol or spec.planner, policy=spec.agents,
         models={f"agent_{i}": spec.model for i in range(n)} if spec.model else {},
         params={"agents": n, "family": raw["task_name"], "budget": budget,
-                "observation": spec.observation, "construct": facts},
+                "observation": spec.observation, "construct": facts,
+                **({"planner": spec.planner} if spec.protocol else {})},
         limits=limits)
     used = 0
     t = 0
@@ -199,6 +213,7 @@ async def arun_construct(raw: dict[str, Any], spec: ConstructSpec, episode_id: s
             used += len(records)
             notes = team.executed(acting, records)
             rec.flush_calls()
+            rec.emit(*message_events(t, step.messages))
             rec.emit(*(MessageEvent(t=t, phase="broadcast", sender=s, content=m)
                        for s, m in notes))
             rec.emit(HouseholdStepEvent(

@@ -29,8 +29,9 @@ def condition_name(subset: str, construct: str | None, team: int | None,
     model = safe_name(f"-{spec.model}") if spec.model else ""
     order = "" if spec.order == "index" else f"_order-{spec.order}"
     cap = "" if spec.buffer_capacity is None else f"_cap{spec.buffer_capacity}"
+    proto = "" if spec.protocol is None else f"_proto-{spec.protocol}"
     return (f"constructs_{subset}_{construct or 'all'}_team{team or 'all'}_{spec.planner}_"
-            f"{spec.agents}{model}_{spec.observation}_seed{spec.seed}{order}{cap}")
+            f"{spec.agents}{model}_{spec.observation}_seed{spec.seed}{order}{cap}{proto}")
 
 
 @dataclass(frozen=True)
@@ -92,9 +93,12 @@ class ConstructSuite:
 
     def manifest(self, spec: ConstructCondition) -> dict[str, Any]:
         """Return the planners' spec (buffer capacity included: None, the instances' own, is
-        what a manifest written before it was a parameter is brought up to) and the instance
-        selection."""
-        return {**spec.planners.as_dict(), "subset": spec.subset, "construct": spec.construct,
+        what a manifest written before it was a parameter is brought up to; the protocol only
+        when there is one) and the instance selection."""
+        planners = spec.planners.as_dict()
+        if planners["protocol"] is None:  # conditions without one keep their old manifest
+            del planners["protocol"]
+        return {**planners, "subset": spec.subset, "construct": spec.construct,
                 "team": spec.team, "limit": spec.limit, "instances_file": spec.instances_file}
 
     def cases(self, spec: ConstructCondition, limit: int | None = None) -> list[Case]:
