@@ -175,6 +175,9 @@ def test_any_reply_parses_to_a_choice_or_a_reason(text, choices):
     (["--policy", "llm", "--model", "gpt", "--protocol", "telepathy"],
      "unknown protocol 'telepathy'"),
     (["--policy", "greedy", "--protocol", "leader"], "--protocol leader needs a team"),
+    (["--policy", "rule", "--protocol", "discuss"],
+     "protocol 'discuss' is not supported by STAT teams"),
+    (["--policy", "rule", "--model", "gpt"], "--model is for --policy llm, not rule"),
     (["--policy", "greedy", "--model", "gpt"], "--model is for --policy llm"),
 ])
 def test_bad_team_options_are_one_clear_line(tmp_path, args, message):

@@ -45,15 +45,16 @@ def stat_configs() -> None:
 def stat_eval(
     config: str = typer.Option(..., help="STAT config name, e.g. 5A-25T-50x30."),
     policy: str = typer.Option(..., help="random | greedy | matching | hungarian | "
-                                         "greedy_obs | llm (with --model) | PATH (a "
-                                         "checkpoint of `stat train`)"),
+                                         "greedy_obs | rule (minds under --protocol) | "
+                                         "llm (with --model) | PATH (a checkpoint of "
+                                         "`stat train`)"),
     episodes: int = typer.Option(100, help="Number of episodes (layouts 0..N-1)."),
     layouts: str = typer.Option("paper", help="paper (seeds s*1000+i) | uniform"),
     seed: int = typer.Option(0, help="Policy seed (and layout seed for uniform layouts)."),
     episode_limit: int = typer.Option(700, help="Truncate episodes at this many steps."),
     model: str | None = typer.Option(None, help="Model alias of every agent (policy llm)."),
-    protocol: str = typer.Option("none", help="policy llm: none | broadcast | leader | "
-                                              "shared_memory"),
+    protocol: str = typer.Option("none", help="policies llm and rule: none | broadcast | "
+                                              "leader | shared_memory"),
     models: Path | None = typer.Option(None, help="Model registry file (YAML)."),
     max_connections: int | None = typer.Option(None, help="Cap concurrent calls per model."),
     cache: bool = typer.Option(True, "--cache/--no-cache", help="Reuse cached replies."),

@@ -42,10 +42,12 @@ def collect(run: RunDir, conditions: list[str], episodes: int | None = None
 
 
 def policy_label(spec: dict) -> str:
-    """Return how a condition's policy is shown: a model-driven team names its model and
-    protocol."""
+    """Return how a condition's policy is shown: a team of minds names its protocol, a
+    model-driven one its model too."""
     if spec.get("model"):
         return f"llm {spec['model']} ({spec.get('protocol', 'none')})"
+    if "protocol" in spec:
+        return f"{spec['policy']} ({spec['protocol']})"
     return spec["policy"]
 
 

@@ -4,16 +4,9 @@ model-driven), orchestrated by the same protocol registry as MECoBench's teams
 
 Each step every agent gets a `ConstructView` (the instance as the decentralized planners see
 it); the protocol runs its communicate phase over the minds, then every mind picks its own
-action. Rule minds put the decentralized rule agents (`planners.RuleAgent`) behind the `Mind`
-verbs; they say what they go for as "TAKE <id>" and read their teammates' claims from what the
-protocol lets them see, a lower agent index keeping priority as under `decentralized_comm`:
-
-- none: no messages; each agent decides alone (the `decentralized` planner's rules).
-- broadcast: in index order, each agent says what it goes for, having read the earlier ones.
-- discuss: the same, in rounds, until each agent repeats its claim (READY).
-- leader: workers report what they would take; agent 0 plans the step in index order and
-  tells each agent what to take and what to leave to others.
-- shared_memory: a board {"claims": {object id: agent}} that agents rewrite in index order.
+action. Rule minds are the decentralized rule agents (`planners.RuleAgent`) as claiming minds
+(`agents.claims`: "TAKE <id>", a lower agent index keeping priority, as under
+`decentralized_comm`); under `none` they are exactly the `decentralized` planner.
 
 Model minds talk with the household phases' prompts (construct wording, `llm.prompts`) and
 act by choosing an id from their own action menu, as the model planners do (`llm.choose`);
@@ -22,23 +15,21 @@ the messages they saw are their board.
 
 from __future__ import annotations
 
-import json
-import re
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
+from coordbench.agents.claims import ClaimMind
 from coordbench.agents.household.llm import LlmMind
 from coordbench.agents.household.protocols import (
-    PROTOCOLS,
     Decision,
     Message,
     ProtocolTeam,
+    check_supported,
     get_protocol,
 )
 from coordbench.envs.household.actions import Action
 from coordbench.envs.household.engine import HouseholdEnv
-from coordbench.errors import ConfigError
 from coordbench.llm import prompts
 from coordbench.runner.episode import current_recorder
 
@@ -48,18 +39,11 @@ from .planners import RuleAgent, StepChoice, menu, menu_catalog
 # the household protocols construct teams run (leader_vision's team images have no construct
 # counterpart: the construct views are the planners' state texts)
 CONSTRUCT_PROTOCOLS = ("none", "broadcast", "discuss", "leader", "shared_memory")
-_TAKE = re.compile(r"TAKE (\d+)")
-_LEAVE = re.compile(r"LEAVE ([\d ]+)")
-PRIORITY = -1  # a claim no agent index outranks (the leader's plan)
 
 
 def check_protocol(name: str) -> str:
     """Return `name` if construct teams support it; ConfigError names the choices otherwise."""
-    if name not in CONSTRUCT_PROTOCOLS:
-        what = (f"protocol {name!r} is not supported by construct teams" if name in PROTOCOLS
-                else f"unknown protocol {name!r}")
-        raise ConfigError(f"{what}; choose from {', '.join(CONSTRUCT_PROTOCOLS)}")
-    return name
+    return check_supported(name, CONSTRUCT_PROTOCOLS, "construct")
 
 
 @dataclass
@@ -84,84 +68,26 @@ def render_view(view: ConstructView) -> str:
             f"left.\nLast step: {p['last']}\n{state_text(env, view.info)}")
 
 
-def _claims(messages: list[Message], me: int) -> dict[int, int]:
-    """Return {object: agent} from the latest "TAKE <id>" of each teammate's messages."""
-    latest: dict[int, str] = {}
-    for m in messages:
-        if m.sender != me and m.phase in ("broadcast", "discuss"):
-            latest[m.sender] = m.content
-    return {int(o): s for s, text in latest.items() for o in _TAKE.findall(text)}
-
-
 @dataclass
-class ConstructRuleMind:
-    """A decentralized rule agent as a protocol mind (see the module docstring)."""
+class ConstructRuleMind(ClaimMind):
+    """A decentralized rule agent (`planners.RuleAgent`) as a claiming protocol mind."""
 
     agent: int
     rule: RuleAgent
     said: str | None = None
 
-    def _decide(self, env: HouseholdEnv, claims: dict[int, int]) -> Action | None:
+    def choose(self, obs: ConstructView, claims: dict[int, int]
+               ) -> tuple[Action | None, int | None]:
+        """Return the rule agent's action and the object it goes for, given the claims."""
         self.rule.claims = claims
-        return self.rule.decide(env)
+        action = self.rule.decide(obs.env)
+        return action, self.rule.intent
 
-    def _say(self) -> str | None:
-        return f"TAKE {self.rule.intent}" if self.rule.intent is not None else None
-
-    def speak(self, obs: ConstructView, phase: str, inbox: list[Message], rnd: int
-              ) -> str | None:
-        """Return "TAKE <id>" for what this agent goes for (discuss: "READY ..." once it
-        repeats its last claim), or None when it goes for nothing."""
-        self._decide(obs.env, {} if phase == "report" else _claims(inbox, self.agent))
-        text = self._say()
-        if phase != "discuss":
-            return text
-        text = text or "NOTHING"
-        ready = rnd > 0 and self.said == text
-        self.said = text
-        return f"READY {text}" if ready else f"CONTINUE {text}"
-
-    def assign(self, obs: ConstructView, inbox: list[Message],
-               views: dict[int, ConstructView] | None) -> dict[int, str]:
-        """Return the leader's plan: in index order, what each agent goes for given what the
-        earlier ones took, as "TAKE <id>; LEAVE <ids taken by others>"."""
-        taken: dict[int, int] = {}
-        for j in range(obs.n_agents):
-            planner = RuleAgent(j, obs.info, True, {o: PRIORITY for o in taken})
-            planner.decide(obs.env)
-            if planner.intent is not None:
-                taken[planner.intent] = j
-        orders = {}
-        for j in range(obs.n_agents):
-            mine = [o for o, a in taken.items() if a == j]
-            others = sorted(o for o, a in taken.items() if a != j)
-            orders[j] = "; ".join([f"TAKE {mine[0]}" if mine else "NOTHING TO TAKE",
-                                   *([f"LEAVE {' '.join(map(str, others))}"] if others else [])])
-        return orders
-
-    def update_memory(self, obs: ConstructView, board: dict[str, Any]) -> dict[str, Any]:
-        """Return the board with this agent's claim rewritten (its earlier ones dropped)."""
-        claims = self._board_claims(board)
-        self._decide(obs.env, claims)
-        if self.rule.intent is not None:
-            claims[self.rule.intent] = self.agent
-        return {"claims": {str(o): a for o, a in sorted(claims.items())}}
-
-    def _board_claims(self, board: dict[str, Any]) -> dict[int, int]:
-        raw = board.get("claims", {}) if isinstance(board, dict) else {}
-        return {int(o): int(a) for o, a in raw.items()
-                if str(o).isdigit() and isinstance(a, int) and a != self.agent}
-
-    def act(self, obs: ConstructView, inbox: list[Message]) -> Decision:
-        """Return this agent's action given what the protocol let it see."""
-        claims = _claims(inbox, self.agent)
-        for m in inbox:
-            if m.phase == "memory":
-                claims = self._board_claims(json.loads(m.content))
-            elif m.phase == "assignment" and m.recipients == (self.agent,):
-                claims = {int(o): PRIORITY for found in _LEAVE.findall(m.content)
-                          for o in found.split()}
-        return Decision(self._decide(obs.env, claims))
+    def intent_of(self, obs: ConstructView, j: int, claims: dict[int, int]) -> int | None:
+        """Return what agent `j`'s rules go for given the claims (with communication)."""
+        planner = RuleAgent(j, obs.info, True, dict(claims))
+        planner.decide(obs.env)
+        return planner.intent
 
 
 PROMPTS = SimpleNamespace(SYSTEM=prompts.CONSTRUCT_SYSTEM, SPEAK=prompts.CONSTRUCT_SPEAK,

@@ -162,6 +162,16 @@ def get_protocol(name: str) -> ProtocolSpec:
     return PROTOCOLS[name]
 
 
+def check_supported(name: str, supported: tuple[str, ...], family: str) -> str:
+    """Return `name` if it is one of the protocols a family's teams run (`supported`);
+    ConfigError otherwise, saying whether it is unknown or not supported there."""
+    if name not in supported:
+        what = (f"protocol {name!r} is not supported by {family} teams" if name in PROTOCOLS
+                else f"unknown protocol {name!r}")
+        raise ConfigError(f"{what}; choose from {', '.join(supported)}")
+    return name
+
+
 class TeamProtocol:
     """Runs the communicate phase of one protocol over a list of minds (it keeps the
     protocol's state across steps, e.g. the shared-memory board)."""

@@ -19,10 +19,9 @@ from types import SimpleNamespace
 from typing import Any
 
 from coordbench.agents.household.llm import LlmMind
-from coordbench.agents.household.protocols import PROTOCOLS, Decision, Message
+from coordbench.agents.household.protocols import Decision, Message, check_supported
 from coordbench.envs.stat.config import IDLE, SELECT0
 from coordbench.envs.stat.observe import StatObservation, render_text
-from coordbench.errors import ConfigError
 from coordbench.llm import prompts
 from coordbench.llm.parse import parse_task_choice
 
@@ -38,11 +37,7 @@ PROMPTS = SimpleNamespace(SYSTEM=prompts.STAT_SYSTEM, ACT=prompts.STAT_ACT,
 
 def check_protocol(name: str) -> str:
     """Return `name` if STAT teams support it; ConfigError names the choices otherwise."""
-    if name not in STAT_PROTOCOLS:
-        what = (f"protocol {name!r} is not supported by STAT teams" if name in PROTOCOLS
-                else f"unknown protocol {name!r}")
-        raise ConfigError(f"{what}; choose from {', '.join(STAT_PROTOCOLS)}")
-    return name
+    return check_supported(name, STAT_PROTOCOLS, "STAT")
 
 
 @dataclass

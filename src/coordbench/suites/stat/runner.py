@@ -1,18 +1,20 @@
 """A STAT step as a trajectory event (`step_event`, every STAT episode's), and one episode
-played by a model-driven team: the step glue between the environment, the team's protocol,
-and the recorder.
+played by a team of minds (model-driven or rule-based): the step glue between the
+environment, the team's protocol, and the recorder.
 
 Each step, agents whose mask leaves one action take it; if any agent has a choice, the team
-runs its protocol's communicate phase and every mind decides (`agents/stat/llm.py`), and the
+runs its protocol's communicate phase and every mind decides (`agents/stat/llm.py`,
+`agents/stat/rule.py`), and the
 step's messages and model calls are recorded before the joint step is.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from coordbench.agents.household.protocols import ProtocolTeam, message_events
-from coordbench.agents.stat.llm import StatLlmMind
 from coordbench.core.trajectory import AgentSpec, Conflict, StatStepEvent, Trajectory
 from coordbench.envs.stat.config import IDLE, SELECT0
 from coordbench.envs.stat.layouts import layout_seed, make_layouts
@@ -43,10 +45,11 @@ def step_event(t: int, actions: np.ndarray, executed: np.ndarray, rewards: np.nd
     )
 
 
-async def arun_llm_episode(spec, k: int, episode_id: str, minds: list[StatLlmMind],
-                           limits: Limits | None = None) -> Trajectory:
-    """Play episode `k` of the condition `spec` (a StatEvalSpec with policy "llm") with
-    `minds` under `spec.protocol`; return its trajectory."""
+async def arun_team_episode(spec, k: int, episode_id: str, minds: list[Any],
+                            limits: Limits | None = None) -> Trajectory:
+    """Play episode `k` of the condition `spec` (a StatEvalSpec with policy "llm" or "rule")
+    with `minds` (one per agent: `StatLlmMind` or `StatRuleMind`) under `spec.protocol`;
+    return its trajectory."""
     cfg = spec.cfg()
     env = StatVecEnv(cfg, 1, auto_reset=False, compute_obs=False)
     layout = make_layouts(cfg, spec.layouts, spec.seed, [k])
@@ -55,10 +58,10 @@ async def arun_llm_episode(spec, k: int, episode_id: str, minds: list[StatLlmMin
     rec = Recorder(
         suite="stat", episode_id=episode_id, task_id=cfg.name,
         seed=layout_seed(spec.layouts, spec.seed, k),
-        team=[AgentSpec(id=f"agent_{i}", role=m.role, driver="llm")
+        team=[AgentSpec(id=f"agent_{i}", role=m.role, driver=spec.policy)
               for i, m in enumerate(minds)],
         protocol=spec.protocol, policy=spec.policy,
-        models={f"agent_{i}": m.alias for i, m in enumerate(minds)},
+        models={f"agent_{i}": m.alias for i, m in enumerate(minds) if hasattr(m, "alias")},
         params={"agents": cfg.agents, "tasks": cfg.tasks, "width": cfg.width,
                 "height": cfg.height, "episode_limit": cfg.episode_limit,
                 "layouts": spec.layouts, "episode": k, "policy_seed": spec.seed,

@@ -17,6 +17,7 @@ import numpy as np
 
 from coordbench.agents.household.protocols import get_protocol
 from coordbench.agents.stat.llm import StatLlmMind, check_protocol
+from coordbench.agents.stat.rule import StatRuleMind
 from coordbench.agents.stat.scripted import get_policy, is_checkpoint
 from coordbench.core.provenance import file_digest
 from coordbench.core.rundir import RunDir, safe_name
@@ -34,9 +35,11 @@ from coordbench.llm.client import harness_for
 from coordbench.metrics.stat import arrays_from_trajectory, episode_metrics
 from coordbench.runner import Case, PlayContext, Recorder, condition_values, play_concurrently
 
-from .runner import arun_llm_episode, step_event
+from .runner import arun_team_episode, step_event
 
 LLM = "llm"  # the policy name of a model-driven team
+RULE = "rule"  # the policy name of a rule-based team under a household protocol
+TEAMS = (LLM, RULE)  # policies played as one mind per agent under a protocol
 
 
 @dataclass(frozen=True)
@@ -62,18 +65,20 @@ class StatEvalSpec:
     seed: int = 0
     episode_limit: int = 700
     model: str | None = None  # policy "llm": the model alias of every agent
-    protocol: str = "none"  # policy "llm": how the team communicates (STAT_PROTOCOLS)
+    protocol: str = "none"  # policies llm and rule: how the team talks (STAT_PROTOCOLS)
 
     def __post_init__(self) -> None:
         get_config(self.config)
-        if self.policy == LLM:
-            if not self.model:
+        if self.policy in TEAMS:
+            if self.policy == LLM and not self.model:
                 raise ConfigError("--policy llm needs --model ALIAS")
+            if self.policy == RULE and self.model:
+                raise ConfigError("--model is for --policy llm, not rule")
             check_protocol(self.protocol)
         else:
             if self.protocol != "none":
-                raise ConfigError(f"--protocol {self.protocol} needs a team that talks: "
-                                  "--policy llm --model ALIAS")
+                raise ConfigError(f"--protocol {self.protocol} needs a team of minds that "
+                                  "talk: --policy rule, or --policy llm --model ALIAS")
             if self.model:
                 raise ConfigError(f"--model is for --policy llm, not {self.policy}")
             trained_on = getattr(get_policy(self.policy), "config", self.config)
@@ -87,6 +92,8 @@ class StatEvalSpec:
         """Return the condition's directory name inside a run."""
         if self.policy == LLM:
             policy = safe_name(f"llm-{self.model}-{self.protocol}")
+        elif self.policy == RULE:
+            policy = f"rule-{self.protocol}"
         else:
             policy = (f"{Path(self.policy).stem}-{file_digest(self.policy)}"
                       if is_checkpoint(self.policy) else self.policy)
@@ -129,11 +136,14 @@ class StatSuite:
         return spec.condition
 
     def manifest(self, spec: StatEvalSpec) -> dict[str, Any]:
-        """Return the spec's fields (the team's model and protocol only for a model-driven
-        team, so that scripted and checkpoint conditions keep their manifests)."""
+        """Return the spec's fields (the team's protocol only for a team of minds, its model
+        only for a model-driven one, so that scripted and checkpoint conditions keep their
+        manifests)."""
         fields = asdict(spec)
         if spec.policy != LLM:
-            del fields["model"], fields["protocol"]
+            del fields["model"]
+        if spec.policy not in TEAMS:
+            del fields["protocol"]
         return fields
 
     def cases(self, spec: StatEvalSpec, limit: int | None = None) -> list[Case]:
@@ -145,28 +155,33 @@ class StatSuite:
 
     def unit_size(self, spec: StatEvalSpec) -> int:
         """Return the lockstep batch (model-driven teams: enough to keep calls in flight)."""
-        return 8 if spec.policy == LLM else self.batch
+        return 8 if spec.policy in TEAMS else self.batch
 
     def play(self, spec: StatEvalSpec, cases: list[Case], ctx: PlayContext
              ) -> Iterator[tuple[Case, Trajectory]] | AsyncIterator[tuple[Case, Trajectory]]:
         """Yield (case, trajectory) as each episode ends: `batch` episodes in lockstep, or,
         for a model-driven team, episodes played concurrently."""
-        if spec.policy == LLM:
-            return self._play_llm(spec, cases, ctx)
+        if spec.policy in TEAMS:
+            return self._play_team(spec, cases, ctx)
         return self._play_batched(spec, cases, ctx)
 
-    def _play_llm(self, spec: StatEvalSpec, cases: list[Case], ctx: PlayContext
-                  ) -> AsyncIterator[tuple[Case, Trajectory]]:
+    def _play_team(self, spec: StatEvalSpec, cases: list[Case], ctx: PlayContext
+                   ) -> AsyncIterator[tuple[Case, Trajectory]]:
         res = ctx.resources or StatResources()
         proto = get_protocol(spec.protocol)
         n = spec.cfg().agents
 
         async def one(case: Case) -> Trajectory:
-            harness = harness_for(res.harness)
-            minds = [StatLlmMind(i, harness, spec.model or "", role=proto.role(i),
-                                 max_tokens=res.max_reply_tokens) for i in range(n)]
-            return await arun_llm_episode(spec, case.data, f"{spec.condition}/{case.key}",
-                                          minds, ctx.limits)
+            if spec.policy == LLM:
+                harness = harness_for(res.harness)
+                minds: list[Any] = [StatLlmMind(i, harness, spec.model or "",
+                                                role=proto.role(i),
+                                                max_tokens=res.max_reply_tokens)
+                                    for i in range(n)]
+            else:
+                minds = [StatRuleMind(i, role=proto.role(i)) for i in range(n)]
+            return await arun_team_episode(spec, case.data, f"{spec.condition}/{case.key}",
+                                           minds, ctx.limits)
 
         return play_concurrently(cases, one, ctx)
 
