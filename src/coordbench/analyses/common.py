@@ -121,3 +121,20 @@ def ols_slope(xs: Sequence[float], ys: Sequence[float]) -> Json:
     half = float(_st.t.ppf(0.975, n - 2)) * se
     out.update(slope=b, lo=b - half, hi=b + half, se=se, intercept=a)
     return out
+
+
+def correlation(xs: Sequence[float], ys: Sequence[float]) -> Json:
+    """Return Pearson's r of (xs, ys) with its 95% Fisher-z interval, tanh(atanh(r) ±
+    1.96 / sqrt(n - 3)), in the difference form {"delta": r, "lo", "hi", "n", "n_ref",
+    "method"} (so `direction` reads its sign); delta None with fewer than 4 pairs or a
+    constant variable."""
+    n = len(xs)
+    out: Json = {"delta": None, "lo": None, "hi": None, "n": n, "n_ref": n,
+                 "method": "pearson-fisher"}
+    x, y = np.asarray(xs, dtype=np.float64), np.asarray(ys, dtype=np.float64)
+    if n < 4 or x.std() == 0 or y.std() == 0:
+        return out
+    r = float(np.corrcoef(x, y)[0, 1])
+    z, half = math.atanh(min(max(r, -0.999999), 0.999999)), 1.959964 / math.sqrt(n - 3)
+    out.update(delta=r, lo=math.tanh(z - half), hi=math.tanh(z + half))
+    return out

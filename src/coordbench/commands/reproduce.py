@@ -24,14 +24,14 @@ from .limits import MAX_EPISODES, MAX_STEPS, MAX_WORKERS
 
 
 def reproduce(
-    paper: str = typer.Argument(..., help="mecobench | cocobench | stat"),
+    paper: str = typer.Argument(..., help="mecobench | cocobench | stat | cross"),
     model: str | None = typer.Option(None, help="Model alias that plays every model row "
                                                 "(default: the offline agents)."),
     models: Path | None = typer.Option(None, help="Model registry file (YAML)."),
     quick: bool = typer.Option(False, "--quick", help="A minutes-long subset."),
     limit: int | None = typer.Option(None, help="Play only the first K cases per condition."),
     max_steps: int | None = typer.Option(None, help="Cap team steps per household episode "
-                                                    "(smoke runs; mecobench only)."),
+                                                    "(smoke runs; mecobench and cross)."),
     regime: str | None = typer.Option(None, help="stat: baseline | extreme | all "
                                                  "(default baseline; --quick: all)."),
     methods: str | None = typer.Option(None, help="stat: methods to train, comma-separated "
@@ -41,7 +41,8 @@ def reproduce(
     seeds: str | None = typer.Option(None, help="stat: training seeds, e.g. 0-4 (default "
                                                 "0-4; --quick: 0-2)."),
     steps: int | None = typer.Option(None, help="stat: environment steps per run (default: "
-                                                "the paper's budget; --quick: 20k)."),
+                                                "the paper's budget; --quick: 20k); cross: "
+                                                "the learned team's (100k; --quick: 20k)."),
     executor: str = executor_option(),
     workers: int = workers_option(),
     fail_fast: bool = fail_fast_option(),
@@ -61,14 +62,17 @@ def reproduce(
     check_range("--limit", limit, 1, MAX_EPISODES)
     check_range("--workers", workers, 1, MAX_WORKERS)
     check_range("--max-steps", max_steps, 1, MAX_STEPS)
-    if max_steps is not None and paper != "mecobench":
-        raise ConfigError("--max-steps caps household episodes: it applies to mecobench only")
+    if max_steps is not None and paper not in ("mecobench", "cross"):
+        raise ConfigError("--max-steps caps household episodes: it applies to mecobench and "
+                          "cross only")
     trains = paper == "stat"
-    for flag, value in (("--regime", regime), ("--methods", methods), ("--seeds", seeds),
-                        ("--steps", steps)):
+    for flag, value in (("--regime", regime), ("--methods", methods), ("--seeds", seeds)):
         if value is not None and not trains:
             raise ConfigError(f"{flag} sets what the STAT study trains: it applies to stat "
                               f"only")
+    if steps is not None and paper not in ("stat", "cross"):
+        raise ConfigError("--steps sets how long the STAT learners train: it applies to stat "
+                          "and cross only")
     if trains and limit is not None:
         raise ConfigError("--limit caps cases per condition; the STAT study has none (use "
                           "--seeds and --steps)")
@@ -100,6 +104,13 @@ def reproduce(
 
         write_report(open_for_report(path))
     else:
+        if hasattr(module, "prepare"):  # a study that trains a team first (cross)
+            from coordbench.runner import check_executor
+
+            check_executor(executor, workers)
+            module.prepare(options, path, executor, workers,
+                           None if as_json else (lambda line: err.print(
+                               line, highlight=False, soft_wrap=True)))
         items = module.plan(options, path)
         run = play(path, items, quiet=as_json, executor=executor, workers=workers,
                    resources=resources, limits=Limits(fail_fast=fail_fast),

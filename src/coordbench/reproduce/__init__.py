@@ -20,6 +20,7 @@ PAPERS: dict[str, str] = {
     "mecobench": "coordbench.reproduce.mecobench",
     "cocobench": "coordbench.reproduce.cocobench",
     "stat": "coordbench.reproduce.stat",
+    "cross": "coordbench.reproduce.cross",
 }
 
 

@@ -117,7 +117,9 @@ class ConstructSuite:
         ps = spec.planners
         store = ImageStore(Path(ctx.run_path)) if ps.observation == "image" else None
         cond = self.condition(spec)
-        harness = harness_for(ctx.resources) if ps.agents == "llm" else None
+        # a plan of several families shares one resources object that carries the harness
+        source = getattr(ctx.resources, "harness", ctx.resources)
+        harness = harness_for(source) if ps.agents == "llm" else None
 
         async def one(case: Case) -> Trajectory:
             return await arun_construct(case.data, ps, f"{cond}/{case.key}", harness, store,
