@@ -50,6 +50,9 @@ test: install-dev
 
 bench: install-dev
 	$(BIN)/python benchmarks/stat_speed.py
+	@# VirtualHome's symbolic executor, run side by side with the household engine; its
+	@# pinned 2019-2021 dependencies are not needed (the executor uses only numpy)
+	$(BIN)/pip install -q --no-deps virtualhome==2.3.0
 	$(BIN)/python benchmarks/household_speed.py
 	$(BIN)/python benchmarks/llm_harness.py
 	$(BIN)/python benchmarks/stat_train_speed.py --qmix-full

@@ -71,8 +71,8 @@ def reproduce(
             raise ConfigError(f"{flag} sets what the STAT study trains: it applies to stat "
                               f"only")
     if steps is not None and paper not in ("stat", "cross"):
-        raise ConfigError("--steps sets how long the STAT learners train: it applies to stat "
-                          "and cross only")
+        raise ConfigError("--steps sets what the STAT study trains (and the cross study's "
+                          "learned team): it applies to stat and cross only")
     if trains and limit is not None:
         raise ConfigError("--limit caps cases per condition; the STAT study has none (use "
                           "--seeds and --steps)")

@@ -19,10 +19,11 @@ from typing import Any
 
 from coordbench.envs.household.actions import Action
 from coordbench.envs.household.engine import HouseholdEnv
+from coordbench.envs.household.menu import menu
 from coordbench.llm import prompts
 from coordbench.llm.parse import parse_menu_id
 
-from .planners import StepChoice, menu, menu_catalog
+from .planners import StepChoice, menu_catalog
 
 
 def state_text(env: HouseholdEnv, info: dict[str, Any]) -> str:

@@ -30,11 +30,12 @@ from coordbench.agents.household.protocols import (
 )
 from coordbench.envs.household.actions import Action
 from coordbench.envs.household.engine import HouseholdEnv
+from coordbench.envs.household.menu import menu
 from coordbench.llm import prompts
 from coordbench.runner.episode import current_recorder
 
 from .llm import choose, last_step_text, state_text
-from .planners import RuleAgent, StepChoice, menu, menu_catalog
+from .planners import RuleAgent, StepChoice, menu_catalog
 
 # the household protocols construct teams run (leader_vision's team images have no construct
 # counterpart: the construct views are the planners' state texts)

@@ -15,6 +15,7 @@ from typing import Any
 from coordbench.agents.household.protocols import Message
 from coordbench.envs.household.actions import Action
 from coordbench.envs.household.engine import REACH, HouseholdEnv
+from coordbench.envs.household.menu import catalog, construct_nodes
 
 
 def _near(env: HouseholdEnv, i: int, nid: int) -> bool:
@@ -156,49 +157,12 @@ class RuleAgent:
         return None
 
 
-# -- stable action menus (for model-driven planners) ------------------------------------------
+# -- stable action menus (for model-driven planners): envs.household.menu over the instance's
+# construct nodes
 def menu_catalog(env: HouseholdEnv, info: dict[str, Any]) -> list[tuple[int, Action]]:
     """Return every (agent, action) an instance can ever offer, in a fixed order; an entry's
     index is its id for the whole episode."""
-    nodes = sorted({*info.get("items", []), *info.get("containers", []),
-                    *info.get("buffers", []), *map(int, info.get("targets", {}).values()),
-                    *([info["knife"]] if info.get("knife") else []),
-                    *([info["source"], info["target"]] if info.get("source") else [])})
-    grabbable = [n for n in nodes if env.scene.nodes[n].grabbable]
-    places = [n for n in nodes if env.scene.nodes[n].is_container or env.scene.nodes[n].is_surface]
-    out: list[tuple[int, Action]] = []
-    for a in range(env.n):
-        out.append((a, Action("wait")))
-        out += [(a, Action("walk", obj=n)) for n in nodes]
-        out += [(a, Action("grab", obj=n)) for n in grabbable]
-        out += [(a, Action("drop", obj=n)) for n in grabbable]
-        out += [(a, Action(v, obj=n)) for n in places if env.scene.nodes[n].can_open
-                for v in ("open", "close")]
-        out += [(a, Action("slice", obj=n)) for n in grabbable
-                if "CUTTABLE" in env.scene.nodes[n].properties]
-        out += [(a, Action("put_in" if env.scene.nodes[p].is_container else "put_on", obj=g,
-                           target=p)) for g in grabbable for p in places]
-    return out
-
-
-def menu(env: HouseholdEnv, catalog: list[tuple[int, Action]], agent: int | None
-         ) -> list[tuple[int, int, Action]]:
-    """Return (id, agent, action) entries plausible now (held objects for put/drop, visible
-    ones otherwise) for one agent, or for all agents when `agent` is None."""
-    out = []
-    for k, (a, act) in enumerate(catalog):
-        if agent is not None and a != agent:
-            continue
-        held = env.held[a]
-        if act.name in ("put_in", "put_on", "drop") and act.obj not in held:
-            continue
-        if act.name == "grab" and (act.obj in env.holder or len(held) >= 2):
-            continue
-        if act.name in ("walk", "grab", "open", "close", "slice") and not env.is_visible(
-                a, act.obj):
-            continue
-        out.append((k, a, act))
-    return out
+    return catalog(env, construct_nodes(info))
 
 
 @dataclass

@@ -1,0 +1,162 @@
+"""Stable action menus over the household engine, and what each entry means to one agent.
+
+A menu is every (agent, action) an episode can ever offer over a set of nodes, in a fixed
+order, so an entry's index names it for the whole episode: the construct model planners pick
+ids from it, the PettingZoo wrapper (`pettingzoo_env.py`) uses each agent's entries as its
+Discrete actions, and learned teams score entries by their features. `plausible` says which
+entries make sense now (held objects for put and drop, visible ones otherwise), the masks;
+`entry_features` describes an entry from one agent's point of view in a fixed-length vector
+that does not depend on the instance (so one network serves every instance of a family).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .actions import Action
+from .engine import MAX_HELD, REACH, HouseholdEnv
+
+VERBS = ("wait", "walk", "walk_to_room", "walk_to_door", "grab", "drop", "open", "close",
+         "slice", "put_in", "put_on", "handover", "receive")
+# per-entry features after the verb one-hot (see `entry_features`)
+FEATURES = ("obj_visible", "obj_in_reach", "obj_held_by_me", "obj_held_by_other",
+            "obj_goal_item", "obj_in_place", "obj_open", "obj_distance", "obj_buffer",
+            "target_goal_for_obj", "target_open", "target_buffer_full", "me_hands_full",
+            "same_room", "goal_state_target", "completion", "time_left")
+N_FEATURES = len(VERBS) + len(FEATURES)
+
+
+def construct_nodes(info: dict[str, Any]) -> list[int]:
+    """Return the nodes a construct instance's menu covers (its items, containers, buffers,
+    targets, knife, source and target), sorted."""
+    return sorted({*info.get("items", []), *info.get("containers", []),
+                   *info.get("buffers", []), *map(int, info.get("targets", {}).values()),
+                   *([info["knife"]] if info.get("knife") else []),
+                   *([info["source"], info["target"]] if info.get("source") else [])})
+
+
+def household_nodes(env: HouseholdEnv) -> list[int]:
+    """Return the nodes a household task's menu covers: every object of a goal class, every
+    subgoal target, and every container that opens (goal objects may hide inside), sorted."""
+    sc = env.scene
+    classes = {sg.obj_class for sg in env.task.subgoals if sg.relation != "state"}
+    out = {n for n, node in sc.nodes.items() if node.class_name in classes and node.grabbable}
+    out |= {t for sg in env.task.subgoals for t in sg.targets}
+    out |= {n for n, node in sc.nodes.items() if node.can_open and node.is_container
+            and n in env.node_room}
+    return sorted(n for n in out if n in sc.nodes)
+
+
+def catalog(env: HouseholdEnv, nodes: list[int], household: bool = False
+            ) -> list[tuple[int, Action]]:
+    """Return every (agent, action) the menu over `nodes` offers, agent by agent in a fixed
+    order. `household` adds what household tasks need beyond the construct skills: walking to
+    rooms and hand-over doors, handing over to each teammate and receiving."""
+    sc = env.scene
+    grabbable = [n for n in nodes if sc.nodes[n].grabbable]
+    places = [n for n in nodes if sc.nodes[n].is_container or sc.nodes[n].is_surface]
+    out: list[tuple[int, Action]] = []
+    for a in range(env.n):
+        out.append((a, Action("wait")))
+        out += [(a, Action("walk", obj=n)) for n in nodes]
+        out += [(a, Action("grab", obj=n)) for n in grabbable]
+        out += [(a, Action("drop", obj=n)) for n in grabbable]
+        out += [(a, Action(v, obj=n)) for n in places if sc.nodes[n].can_open
+                for v in ("open", "close")]
+        out += [(a, Action("slice", obj=n)) for n in grabbable
+                if "CUTTABLE" in sc.nodes[n].properties]
+        out += [(a, Action("put_in" if sc.nodes[p].is_container else "put_on", obj=g,
+                           target=p)) for g in grabbable for p in places]
+        if household:
+            out += [(a, Action("walk_to_room", room=r)) for r in sorted(sc.rooms)]
+            out += [(a, Action("walk_to_door", obj=d)) for d in env.task.handover_doors]
+            out += [(a, Action("handover", obj=g, to_agent=j)) for g in grabbable
+                    for j in range(env.n) if j != a]
+            out.append((a, Action("receive")))
+    return out
+
+
+def plausible(env: HouseholdEnv, agent: int, act: Action) -> bool:
+    """Return whether `act` makes sense for `agent` now: put, drop and hand over only what it
+    holds, grab only what nobody holds with a free hand, walk to and use only what it sees,
+    walk to rooms and doors it may enter."""
+    held = env.held[agent]
+    if act.name in ("put_in", "put_on", "drop", "handover") and act.obj not in held:
+        return False
+    if act.name == "grab" and (act.obj in env.holder or len(held) >= MAX_HELD):
+        return False
+    if act.name in ("walk", "grab", "open", "close", "slice") and not env.is_visible(
+            agent, act.obj):
+        return False
+    if act.name == "walk_to_room" and act.room not in env.allowed[agent]:
+        return False
+    if act.name == "walk_to_door" and not any(r in env.allowed[agent]
+                                              for r in env.scene.doors.get(act.obj, ())):
+        return False
+    return True
+
+
+def menu(env: HouseholdEnv, entries: list[tuple[int, Action]], agent: int | None
+         ) -> list[tuple[int, int, Action]]:
+    """Return (id, agent, action) of the entries plausible now, for one agent or all."""
+    return [(k, a, act) for k, (a, act) in enumerate(entries)
+            if (agent is None or a == agent) and plausible(env, a, act)]
+
+
+class Goals:
+    """What the task asks, in the form the features need (computed once per episode)."""
+
+    def __init__(self, env: HouseholdEnv) -> None:
+        self.targets: dict[str, set[int]] = {}  # object class -> its subgoal targets
+        self.state_targets: set[int] = set()
+        for sg in env.task.subgoals:
+            if sg.relation == "state":
+                self.state_targets |= set(sg.targets)
+            else:
+                self.targets.setdefault(sg.obj_class, set()).update(sg.targets)
+        self.buffers = set(env.task.buffers)
+
+    def in_place(self, env: HouseholdEnv, obj: int) -> bool:
+        """Return whether `obj` rests on or in one of its class's targets."""
+        tg = self.targets.get(env.scene.nodes[obj].class_name, set())
+        return any(p in tg for _, p in env.parents.get(obj, ()))
+
+
+def entry_features(env: HouseholdEnv, goals: Goals, agent: int, act: Action,
+                   progress: float = 0.0) -> np.ndarray:
+    """Return the entry's features for `agent` (float32, `N_FEATURES`): the verb one-hot,
+    then `FEATURES` about its object and target (0 where it names none); `progress` is the
+    share of the budget used."""
+    out = np.zeros(N_FEATURES, np.float32)
+    out[VERBS.index(act.name)] = 1.0
+    f = len(VERBS)
+    obj = act.obj
+    sc = env.scene
+    if obj is not None and obj in sc.nodes:
+        node = sc.nodes[obj]
+        out[f + 0] = env.is_visible(agent, obj)
+        near = obj in env.node_pos and env.distance(env.pos[agent], env.node_pos[obj])
+        out[f + 1] = bool(near is not False and near <= REACH)
+        out[f + 2] = obj in env.held[agent]
+        out[f + 3] = obj in env.holder and env.holder[obj] != agent
+        out[f + 4] = node.class_name in goals.targets and not goals.in_place(env, obj)
+        out[f + 5] = goals.in_place(env, obj)
+        out[f + 6] = env.open_state.get(obj, False)
+        out[f + 7] = min(1.0, near / 20.0) if near is not False else 1.0
+        out[f + 8] = obj in goals.buffers
+        out[f + 14] = obj in goals.state_targets and not any(
+            env.has_state(obj, s) for s in ("SLICED",))
+    if act.target is not None and obj is not None and obj in sc.nodes:
+        tcls = goals.targets.get(sc.nodes[obj].class_name, set())
+        out[f + 9] = act.target in tcls
+        out[f + 10] = env.open_state.get(act.target, True)
+        out[f + 11] = act.target in goals.buffers and env.buffer_load(
+            act.target) >= env.task.buffers.get(act.target, 1 << 30)
+    out[f + 12] = len(env.held[agent]) >= MAX_HELD
+    if act.name == "walk_to_room":
+        out[f + 13] = act.room == env.room[agent]
+    out[f + 15] = env.completion_rate()
+    out[f + 16] = 1.0 - progress
+    return out
