@@ -24,7 +24,8 @@ VERBS = ("wait", "walk", "walk_to_room", "walk_to_door", "grab", "drop", "open",
 FEATURES = ("obj_visible", "obj_in_reach", "obj_held_by_me", "obj_held_by_other",
             "obj_goal_item", "obj_in_place", "obj_open", "obj_distance", "obj_buffer",
             "target_goal_for_obj", "target_open", "target_buffer_full", "me_hands_full",
-            "same_room", "goal_state_target", "completion", "time_left")
+            "same_room", "goal_state_target", "completion", "time_left", "obj_nearer_mate",
+            "agent_index")
 N_FEATURES = len(VERBS) + len(FEATURES)
 
 
@@ -78,11 +79,24 @@ def catalog(env: HouseholdEnv, nodes: list[int], household: bool = False
     return out
 
 
-def plausible(env: HouseholdEnv, agent: int, act: Action) -> bool:
+def plausible(env: HouseholdEnv, agent: int, act: Action, strict: bool = False) -> bool:
     """Return whether `act` makes sense for `agent` now: put, drop and hand over only what it
     holds, grab only what nobody holds with a free hand, walk to and use only what it sees,
-    walk to rooms and doors it may enter."""
+    walk to rooms and doors it may enter. `strict` (learned teams' masks) also requires what
+    it grabs, opens, closes, slices or puts into to be within reach, drops walking to what
+    already is, and keeps to the skills of the agent's role: the engine would refuse the
+    first and the last (too_far, illegal_skill) and the second does nothing."""
     held = env.held[agent]
+    if strict and env.roles is not None:
+        allowed = env.task.role_skills.get(env.roles[agent])
+        if allowed is not None and act.name not in allowed:
+            return False
+    if strict and act.name in ("walk", "grab", "open", "close", "slice", "put_in", "put_on"):
+        node = act.target if act.name in ("put_in", "put_on") else act.obj
+        near = (node in env.node_pos
+                and env.distance(env.pos[agent], env.node_pos[node]) <= REACH)
+        if near == (act.name == "walk"):
+            return False
     if act.name in ("put_in", "put_on", "drop", "handover") and act.obj not in held:
         return False
     if act.name == "grab" and (act.obj in env.holder or len(held) >= MAX_HELD):
@@ -159,4 +173,12 @@ def entry_features(env: HouseholdEnv, goals: Goals, agent: int, act: Action,
         out[f + 13] = act.room == env.room[agent]
     out[f + 15] = env.completion_rate()
     out[f + 16] = 1.0 - progress
+    if obj is not None and obj in env.node_pos:
+        mine = env.distance(env.pos[agent], env.node_pos[obj])
+        # teammates closer to the object (ties: a lower index goes first), as a share
+        closer = sum(1 for j in range(env.n) if j != agent and (
+            (d := env.distance(env.pos[j], env.node_pos[obj])) < mine
+            or (d == mine and j < agent)))
+        out[f + 17] = closer / max(1, env.n - 1)
+    out[f + 18] = agent / max(1, env.n - 1)
     return out

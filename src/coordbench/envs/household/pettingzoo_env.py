@@ -6,15 +6,17 @@ Each agent chooses an entry of its stable action menu (`menu.catalog` over the t
 instance), padded to the largest menu of the episodes given, so one Discrete space serves a
 whole family. Its observation is what every entry means to it now:
 `{"observation": float32 (K, N_FEATURES) in [0, 1] (`menu.entry_features`), "action_mask":
-int8 (K,)}` (`menu.plausible`; padding is masked). The reward is the team's, every agent
-getting the same: the change of a potential in the step minus `step_cost`, the potential being
-the completion rate (CR) plus `shaping` times the share of the required objects the team holds
-and has not placed yet (potential-based shaping, Ng et al. 1999: it changes how fast a learner
-finds the goal, not which policies are best; 0 by default, so the return is the CR). An
-episode terminates when every subgoal is met and is truncated when the team has used the
-task's effective-step budget (n actions per team step, as the household suite counts them)
-times `budget_scale` (1 by default; a learner may train with more room than it is tested
-with). `infos[agent]` has the action's outcome code and the completion rate.
+int8 (K,)}` (`menu.plausible`, strict: within reach; padding is masked).
+
+The reward is the team's, every agent getting the same: the change of a potential in the
+step minus `step_cost`. The potential is the completion rate (CR) plus `shaping` times the
+share of the required objects the team holds and has not placed yet (potential-based
+shaping, Ng et al. 1999: it changes how fast a learner finds the goal, not which policies are
+best; 0 by default, so the return is the CR). An episode terminates when every subgoal is met
+and is truncated when the team has used the task's effective-step budget (n actions per team
+step, as the household suite counts them) times `budget_scale` (1 by default; a learner may
+train with more room than it is tested with). `infos[agent]` has the action's outcome code
+and the completion rate.
 """
 
 from __future__ import annotations
@@ -96,7 +98,7 @@ class HouseholdParallelEnv(ParallelEnv):
         progress = min(1.0, self.used / max(1, self.budget))
         for k, act in enumerate(self.menus[agent]):
             obs[k] = entry_features(env, self.goals, agent, act, progress)
-            mask[k] = plausible(env, agent, act)
+            mask[k] = plausible(env, agent, act, strict=True)
         return {"observation": obs, "action_mask": mask}
 
     def _all(self) -> dict[str, dict[str, np.ndarray]]:
