@@ -39,7 +39,10 @@ def constructs_run(
     protocol: str | None = typer.Option(
         None, help="A household protocol over one mind per agent: none | broadcast | discuss "
                    "| leader | shared_memory (rule or llm agents; planner decentralized)."),
-    agents: str = typer.Option("rule", help="oracle | rule | llm"),
+    agents: str = typer.Option("rule", help="oracle | rule | llm | learned (with "
+                                            "--checkpoint)"),
+    checkpoint: Path | None = typer.Option(None, help="A learned team's checkpoint "
+                                                      "(`constructs train`; agents learned)."),
     model: str | None = typer.Option(None, help="Model alias (agents=llm)."),
     models: Path | None = typer.Option(None, help="Model registry file (YAML)."),
     observation: str = typer.Option("blind", help="image | blind"),
@@ -95,9 +98,10 @@ def constructs_run(
         raise ConfigError(f"--team must be 2, 3 or 4, got {team}")
     if models is not None:  # checked even where these planners do not use it
         load_registry(models)
-    planner = planner or ("decentralized" if protocol is not None else "central")
+    planner = planner or ("decentralized" if protocol is not None or agents == "learned"
+                          else "central")
     spec = ConstructSpec(planner, agents, observation, model, seed, order, buffer_capacity,
-                         protocol)
+                         protocol, str(checkpoint) if checkpoint is not None else None)
     cond = ConstructCondition(spec, subset, construct, team, limit,
                               str(instances) if instances else None)
     cases = SUITE.cases(cond)  # a bad instance file fails here, before any work
@@ -121,3 +125,47 @@ def constructs_run(
     how = planner if protocol is None else f"{planner} under {protocol}"
     out.print(console_table(f"constructs: {how}, {agents}, {observation}", per))
     out.print(f"run directory: {run.path}  (report: {run.path / 'report.html'})")
+
+
+@app.command("train")
+def constructs_train(
+    construct: str = typer.Option(..., help="D1 | D2 | D3 | D4"),
+    team: int = typer.Option(2, help="Team size: 2 | 3 | 4."),
+    steps: int = typer.Option(40_000, help="Team steps of training (all environments)."),
+    seed: int = typer.Option(0, help="Training seed."),
+    out_dir: Path = typer.Option(Path("runs") / "constructs-learned", "--out",
+                                 help="Folder for the checkpoint and its result."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Train a learned construct team (menu PPO, one network shared by the agents) on one
+    construct and team size, and test it on the held-out rep240 instances.
+
+    It trains on the construct's instances of the full set outside rep240 and is tested
+    greedily on rep240's, where `constructs run --subset rep240 --construct C --team N
+    --agents learned --checkpoint PATH` plays it beside the other planners. --json prints
+    {"success", "completion" ({"mean", "ci95", "n"}), "train_s", "steps_per_s",
+    "checkpoint", "train_instances", "test_instances"}.
+    """
+    from coordbench.learn.sweep import MAX_TRAIN_STEPS
+    from coordbench.suites.constructs.learning import train_team
+
+    if construct not in ("D1", "D2", "D3", "D4"):
+        raise ConfigError(f"--construct must be one of D1, D2, D3, D4, not {construct!r}")
+    if team not in (2, 3, 4):
+        raise ConfigError(f"--team must be 2, 3 or 4, got {team}")
+    check_range("--steps", steps, 1, MAX_TRAIN_STEPS)
+    check_range("--seed", seed, 0, MAX_SEED)
+    check_out_dir(out_dir)
+    say = None if as_json else (lambda row: out.print(
+        f"{int(row['step']):,} steps: held-out success {row['success']:.0%}, completion "
+        f"{row['completion']:.2f} ({row['wall_s']:.0f} s)", highlight=False))
+    res = train_team(construct, team, out_dir, steps, seed, say)
+    if as_json:
+        emit_json({"success": res["success"], "completion": res["completion"],
+                   "train_s": res["train_s"], "steps_per_s": res["steps_per_s"],
+                   "checkpoint": res["checkpoint"], "train_instances": res["train_instances"],
+                   "test_instances": res["test_instances"]})
+        return
+    out.print(f"{construct} team {team}: held-out success {res['success']['mean']:.0%} "
+              f"(n={res['success']['n']}), completion {res['completion']['mean']:.2f}; "
+              f"{res['train_s']:.0f} s; checkpoint {res['checkpoint']}", highlight=False)

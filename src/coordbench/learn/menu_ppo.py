@@ -20,8 +20,10 @@ evaluation uses neither: the task's own budget and the completion rate.
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -30,6 +32,7 @@ from torch import nn
 
 from coordbench.envs.household.menu import N_FEATURES
 from coordbench.envs.household.pettingzoo_env import Episode, HouseholdParallelEnv
+from coordbench.errors import ConfigError
 
 
 @dataclass
@@ -88,21 +91,29 @@ def greedy_actions(net: EntryScorer, obs: np.ndarray, mask: np.ndarray) -> np.nd
     return logits.argmax(-1).numpy()
 
 
-def evaluate(net: EntryScorer, episodes: list[Episode], n_agents: int, conflict_set: str,
-             household: bool, seed: int = 0) -> dict[str, float]:
-    """Return greedy success and final completion, averaged over `episodes` (one each)."""
+def evaluate_each(net: EntryScorer, episodes: list[Episode], n_agents: int,
+                  conflict_set: str, household: bool, seed: int = 0
+                  ) -> tuple[list[float], list[float]]:
+    """Return (success, final completion) of one greedy episode per task of `episodes`."""
     env = HouseholdParallelEnv(episodes, n_agents, seed, conflict_set, household=household)
-    ok = comp = 0.0
+    ok, comp = [], []
     for k in range(len(episodes)):
         obs, _ = env.reset(options={"task": k})
         agents = list(env.possible_agents)
         while env.agents:
             o, m = _batch(obs, agents)
             acts = greedy_actions(net, o, m)
-            obs, _, term, _, _ = env.step({a: int(acts[i]) for i, a in enumerate(agents)})
-        ok += float(env.env.success())
-        comp += env.env.completion_rate()
-    return {"success": ok / len(episodes), "completion": comp / len(episodes)}
+            obs, *_ = env.step({a: int(acts[i]) for i, a in enumerate(agents)})
+        ok.append(float(env.env.success()))
+        comp.append(env.env.completion_rate())
+    return ok, comp
+
+
+def evaluate(net: EntryScorer, episodes: list[Episode], n_agents: int, conflict_set: str,
+             household: bool, seed: int = 0) -> dict[str, float]:
+    """Return greedy success and final completion, averaged over `episodes` (one each)."""
+    ok, comp = evaluate_each(net, episodes, n_agents, conflict_set, household, seed)
+    return {"success": sum(ok) / len(ok), "completion": sum(comp) / len(comp)}
 
 
 def train(cfg: MenuPPOConfig, train_eps: list[Episode], eval_eps: list[Episode],
@@ -222,9 +233,24 @@ def save(path: Any, net: EntryScorer, meta: dict[str, Any]) -> None:
     torch.save({"state_dict": net.state_dict(), "meta": meta}, path)
 
 
+@functools.lru_cache(maxsize=8)
+def load_cached(path: str) -> tuple[EntryScorer, dict[str, Any]]:
+    """Return `load(path)`, read once per process (episodes of a condition share it)."""
+    return load(path)
+
+
 def load(path: Any) -> tuple[EntryScorer, dict[str, Any]]:
     """Return (the network, its meta) from a checkpoint written by `save`."""
-    data = torch.load(path, map_location="cpu", weights_only=True)
+    if not Path(path).is_file():
+        raise ConfigError(f"checkpoint {path} does not exist (or is not a file)")
+    try:
+        data = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:  # noqa: BLE001 - torch raises pickle, zip, runtime errors alike
+        raise ConfigError(f"{path} is not a learned team's checkpoint (it cannot be read "
+                          f"as one: {type(e).__name__})") from None
+    if not isinstance(data, dict) or "meta" not in data or "state_dict" not in data:
+        raise ConfigError(f"{path} is not a learned team's checkpoint (coordbench constructs "
+                          "train writes them)")
     net = EntryScorer(int(data["meta"]["config"]["hidden"]))
     net.load_state_dict(data["state_dict"])
     net.eval()

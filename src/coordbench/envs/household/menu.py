@@ -84,13 +84,21 @@ def plausible(env: HouseholdEnv, agent: int, act: Action, strict: bool = False) 
     holds, grab only what nobody holds with a free hand, walk to and use only what it sees,
     walk to rooms and doors it may enter. `strict` (learned teams' masks) also requires what
     it grabs, opens, closes, slices or puts into to be within reach, drops walking to what
-    already is, and keeps to the skills of the agent's role: the engine would refuse the
-    first and the last (too_far, illegal_skill) and the second does nothing."""
+    already is, and keeps to the agent's role (its skills, where it may take objects from,
+    the objects it alone may slice): the engine would refuse the first and the last
+    (too_far, illegal_skill) and the second does nothing."""
     held = env.held[agent]
     if strict and env.roles is not None:
-        allowed = env.task.role_skills.get(env.roles[agent])
+        role = env.roles[agent]
+        allowed = env.task.role_skills.get(role)
         if allowed is not None and act.name not in allowed:
             return False
+        sources = env.task.role_sources.get(role)
+        if act.name == "grab" and sources is not None and not any(
+                p in sources for _, p in env.parents.get(act.obj, ())):
+            return False
+    if strict and act.name == "slice" and env.task.owners.get(act.obj, agent) != agent:
+        return False
     if strict and act.name in ("walk", "grab", "open", "close", "slice", "put_in", "put_on"):
         node = act.target if act.name in ("put_in", "put_on") else act.obj
         near = (node in env.node_pos

@@ -19,6 +19,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from coordbench.agents.constructs.learned import LearnedPlanners
 from coordbench.agents.constructs.llm import LlmPlanners
 from coordbench.agents.constructs.minds import ProtocolPlanners, check_protocol
 from coordbench.agents.constructs.oracle import OraclePlanners
@@ -40,7 +41,7 @@ from coordbench.errors import ConfigError
 from coordbench.runner import Limits, Recorder
 
 PLANNERS = ("central", "decentralized", "decentralized_comm")
-AGENTS = ("oracle", "rule", "llm")
+AGENTS = ("oracle", "rule", "llm", "learned")
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,8 @@ class ConstructSpec:
     buffer_capacity: int | None = None
     # a household protocol over one mind per agent (planner decentralized); None: the planner
     protocol: str | None = None
+    # agents "learned": the trained team's checkpoint (`coordbench constructs train`)
+    checkpoint: str | None = None
 
     def __post_init__(self) -> None:
         if self.buffer_capacity is not None and (
@@ -75,6 +78,16 @@ class ConstructSpec:
             raise ConfigError(f"--observation must be image or blind, not {self.observation!r}")
         if self.agents == "llm" and not self.model:
             raise ConfigError("--agents llm needs --model ALIAS")
+        if (self.agents == "learned") != (self.checkpoint is not None):
+            raise ConfigError("--agents learned needs --checkpoint PATH (and --checkpoint "
+                              "needs --agents learned)")
+        if self.agents == "learned":
+            if self.planner != "decentralized":
+                raise ConfigError(f"a learned team decides per agent: it needs --planner "
+                                  f"decentralized, not {self.planner}")
+            from coordbench.learn.menu_ppo import load_cached
+
+            load_cached(str(self.checkpoint))  # a missing or foreign file: one line, now
         if self.protocol is not None:
             check_protocol(self.protocol)
             if self.planner != "decentralized":
@@ -147,6 +160,8 @@ def make_team(spec: ConstructSpec, harness=None):
         return ProtocolPlanners(spec.protocol, spec.agents, harness, spec.model)
     if spec.agents == "oracle":
         return OraclePlanners(spec.planner)
+    if spec.agents == "learned":
+        return LearnedPlanners(str(spec.checkpoint))
     if spec.agents == "rule":
         return RulePlanners(spec.planner)
     return LlmPlanners(harness, spec.model, spec.planner)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from coordbench.core.provenance import file_digest
 from coordbench.core.rundir import safe_name
 from coordbench.core.trajectory import Trajectory
 from coordbench.envs.household.render import ImageStore
@@ -30,6 +31,8 @@ def condition_name(subset: str, construct: str | None, team: int | None,
     order = "" if spec.order == "index" else f"_order-{spec.order}"
     cap = "" if spec.buffer_capacity is None else f"_cap{spec.buffer_capacity}"
     proto = "" if spec.protocol is None else f"_proto-{spec.protocol}"
+    if spec.checkpoint is not None:  # which trained team: its file's name and content digest
+        model = safe_name(f"-{Path(spec.checkpoint).stem}-{file_digest(spec.checkpoint)}")
     return (f"constructs_{subset}_{construct or 'all'}_team{team or 'all'}_{spec.planner}_"
             f"{spec.agents}{model}_{spec.observation}_seed{spec.seed}{order}{cap}{proto}")
 
@@ -96,8 +99,9 @@ class ConstructSuite:
         what a manifest written before it was a parameter is brought up to; the protocol only
         when there is one) and the instance selection."""
         planners = spec.planners.as_dict()
-        if planners["protocol"] is None:  # conditions without one keep their old manifest
-            del planners["protocol"]
+        for key in ("protocol", "checkpoint"):  # conditions without one keep their manifest
+            if planners[key] is None:
+                del planners[key]
         return {**planners, "subset": spec.subset, "construct": spec.construct,
                 "team": spec.team, "limit": spec.limit, "instances_file": spec.instances_file}
 
