@@ -1,0 +1,93 @@
+"""The household PettingZoo wrapper's speed against the engine's native step, side by side.
+
+Usage:  python benchmarks/household_pettingzoo_speed.py [--seconds 3]
+Writes benchmarks/results/household_pettingzoo_speed.json and .md.
+
+A random policy over the masks plays the wrapper (`HouseholdParallelEnv`: every agent's menu
+entry features and masks built after each step) on two families, household v1 parallel tasks
+and construct D1 instances, teams of 2; its joint actions are recorded and replayed by
+`HouseholdEnv.step` alone (the native rate). Figures are agent-steps per second, one process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import random
+import time
+from pathlib import Path
+
+import numpy as np
+
+from coordbench.envs.household.engine import HouseholdEnv
+from coordbench.envs.household.menu import construct_nodes
+from coordbench.envs.household.pettingzoo_env import HouseholdParallelEnv
+from coordbench.suites.constructs.instances import select
+from coordbench.suites.constructs.runner import load_instance
+from coordbench.suites.mecobench.instances import load_suite
+
+
+def families():
+    """Return {name: (episodes, conflict set, household menus)}."""
+    tasks = [t for t in load_suite("v1") if t.structure == "parallel"][:24]
+    d1 = []
+    for raw in select("rep240", "D1", 2):
+        task, info = load_instance(raw, "x")
+        d1.append((task, construct_nodes(info)))
+    return {"household v1 parallel": ([(t, None) for t in tasks], "paper", True),
+            "constructs D1": (d1, "with_close", False)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seconds", type=float, default=3.0)
+    ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
+    args = ap.parse_args()
+    rows = []
+    for name, (eps, conflicts, household) in families().items():
+        env = HouseholdParallelEnv(eps, 2, 0, conflicts, household=household)
+        rng = random.Random(0)
+        recorded, steps, start = [], 0, time.perf_counter()
+        while time.perf_counter() - start < args.seconds:
+            obs, _ = env.reset()
+            task = env.env.task
+            joint_seq = []
+            while env.agents:
+                acts = {a: int(rng.choice(np.flatnonzero(obs[a]["action_mask"]).tolist()))
+                        for a in env.agents}
+                joint_seq.append([env.menus[i][acts[a]]
+                                  for i, a in enumerate(env.possible_agents)])
+                obs, *_ = env.step(acts)
+                steps += 1
+            recorded.append((task, joint_seq))
+        wrapper = 2 * steps / (time.perf_counter() - start)
+        fresh = [(HouseholdEnv(task, 2, 0, conflicts), seq) for task, seq in recorded]
+        start = time.perf_counter()
+        for native, seq in fresh:
+            for joint in seq:
+                native.step(joint)
+        engine = 2 * steps / (time.perf_counter() - start)
+        rows.append({"family": name, "menu_size": env.size, "wrapper_agent_steps_per_s": wrapper,
+                     "engine_agent_steps_per_s": engine, "ratio": engine / wrapper})
+        print(json.dumps(rows[-1]))
+    meta = {"python": platform.python_version(), "date": time.strftime("%Y-%m-%d"),
+            "seconds": args.seconds}
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "household_pettingzoo_speed.json").write_text(
+        json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
+    lines = ["# Household PettingZoo wrapper against the engine's native step", "",
+             f"{meta['date']}, python {meta['python']}; random masked play, teams of 2, "
+             "agent-steps per second in one process (the engine replays the same actions).",
+             "", "| family | menu entries | wrapper | engine | engine / wrapper |",
+             "|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['family']} | {r['menu_size']} | "
+                     f"{r['wrapper_agent_steps_per_s']:,.0f} | "
+                     f"{r['engine_agent_steps_per_s']:,.0f} | {r['ratio']:.0f}x |")
+    (args.out / "household_pettingzoo_speed.md").write_text("\n".join(lines) + "\n")
+    print(f"wrote {args.out / 'household_pettingzoo_speed.md'}")
+
+
+if __name__ == "__main__":
+    main()
