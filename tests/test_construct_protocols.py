@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 
 import pytest
 from typer.testing import CliRunner
@@ -17,6 +15,7 @@ from coordbench.metrics.constructs import episode_metrics
 from coordbench.metrics.profile import episode_profile
 from coordbench.suites.constructs.instances import select
 from coordbench.suites.constructs.runner import ConstructSpec, run_construct
+from tests.cli_errors import error_line
 
 TALKING = ("broadcast", "discuss", "leader", "shared_memory")
 
@@ -161,12 +160,8 @@ def test_model_mind_failures_are_recorded(tmp_path):
     (["--protocol", "broadcast", "--agents", "llm"], "--agents llm needs --model"),
 ])
 def test_bad_protocol_input_is_one_line(args, needle, tmp_path):
-    res = subprocess.run([sys.executable, "-m", "coordbench", "constructs", "run", "--limit",
-                          "1", "--out", str(tmp_path / "r"), *args],
-                         capture_output=True, text=True, timeout=120, cwd=tmp_path)
-    errors = [line for line in res.stderr.splitlines() if line.startswith("error:")]
-    assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
-    assert len(errors) == 1 and needle in errors[0], res.stderr
+    assert needle in error_line(["constructs", "run", "--limit", "1", "--out",
+                                 str(tmp_path / "r"), *args], tmp_path)
     assert not (tmp_path / "r").exists()
 
 

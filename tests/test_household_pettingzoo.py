@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import random
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -20,6 +18,7 @@ from coordbench.errors import ActionError
 from coordbench.suites.constructs.instances import select
 from coordbench.suites.constructs.runner import load_instance
 from coordbench.suites.mecobench.instances import load_suite
+from tests.cli_errors import error_line
 
 
 def _construct_eps(construct: str, team: int, k: int = 6):
@@ -139,10 +138,6 @@ def test_bad_learned_input_is_one_line(args, needle, tmp_path):
     bad = tmp_path / "bad.pt"
     bad.write_bytes(b"not a checkpoint")
     args = [a.replace("{bad}", str(bad)) for a in args]
-    res = subprocess.run([sys.executable, "-m", "coordbench", "constructs", "run", "--limit",
-                          "1", "--out", str(tmp_path / "r"), *args],
-                         capture_output=True, text=True, timeout=120, cwd=tmp_path)
-    errors = [line for line in res.stderr.splitlines() if line.startswith("error:")]
-    assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
-    assert len(errors) == 1 and needle in errors[0], res.stderr
+    assert needle in error_line(["constructs", "run", "--limit", "1", "--out",
+                                 str(tmp_path / "r"), *args], tmp_path)
     assert not (tmp_path / "r").exists()

@@ -6,8 +6,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import subprocess
-import sys
 
 import pytest
 from hypothesis import given, settings
@@ -30,6 +28,7 @@ from coordbench.core.trajectory import (
     TrajectoryHeader,
 )
 from coordbench.metrics.profile import KEYS, MEASURES, dol, episode_profile
+from tests.cli_errors import error_line
 
 pytestmark = pytest.mark.xdist_group("small_runs")
 
@@ -258,8 +257,4 @@ def test_profile_bad_input_is_one_line(small_runs, tmp_path):
              ([str(tmp_path)], "not a coordbench run directory"),
              ([str(small_runs["run"]), "--out", str(tmp_path)], "is a folder")]
     for args, needle in cases:
-        res = subprocess.run([sys.executable, "-m", "coordbench", "profile", *args],
-                             capture_output=True, text=True, timeout=120, cwd=tmp_path)
-        errors = [line for line in res.stderr.splitlines() if line.startswith("error:")]
-        assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
-        assert len(errors) == 1 and needle in errors[0], res.stderr
+        assert needle in error_line(["profile", *args], tmp_path)

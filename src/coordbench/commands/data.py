@@ -45,7 +45,6 @@ def table(
 ) -> None:
     """Compare conditions across runs, for every family: one table per suite, each headline
     metric with its 95% interval (csv: every metric, long format)."""
-    from coordbench.core.atomic import write_atomic
     from coordbench.core.files import check_out_file
     from coordbench.report import across_runs
     from coordbench.report.compose import open_for_report
@@ -57,8 +56,14 @@ def table(
         check_out_file(out_file)
     runs = [open_for_report(d) for d in run_dirs]
     tables = across_runs.collect(runs)
-    text = {"md": across_runs.markdown, "csv": across_runs.csv_text,
-            "html": across_runs.html_text}[fmt](tables)
+    _write(out_file, {"md": across_runs.markdown, "csv": across_runs.csv_text,
+                      "html": across_runs.html_text}[fmt](tables))
+
+
+def _write(out_file: Path | None, text: str) -> None:
+    """Print `text`, or write it atomically to `out_file` and say so."""
+    from coordbench.core.atomic import write_atomic
+
     if out_file is None:
         sys.stdout.write(text)
     else:
@@ -78,7 +83,6 @@ def profile(
     progress per step, each with its 95% interval (definitions: docs/cross-family.md)."""
     import json
 
-    from coordbench.core.atomic import write_atomic
     from coordbench.core.files import check_out_file
     from coordbench.core.rundir import RunDir
     from coordbench.report import profile_table
@@ -95,11 +99,7 @@ def profile(
     else:
         text = {"md": profile_table.markdown, "csv": profile_table.csv_text,
                 "html": profile_table.html_text}[fmt](table)
-    if out_file is None:
-        sys.stdout.write(text)
-    else:
-        write_atomic(out_file, text)
-        out.print(f"wrote {out_file}", highlight=False)
+    _write(out_file, text)
     if table.problems:
         n = len(table.problems)
         err.print(f"warning: {n} episode file{'s' * (n != 1)} could not be read and "
