@@ -48,9 +48,8 @@ def test_construct_families_pass_the_parallel_api_test(construct):
 
 
 def test_masked_play_is_never_refused_for_reach_or_role_and_rewards_add_up():
-    env = HouseholdParallelEnv([*_construct_eps("D1", 2), *_construct_eps("D4", 3)[:0]], 2,
-                               seed=3, conflict_set="with_close", household=False,
-                               step_cost=0.0)
+    env = HouseholdParallelEnv(_construct_eps("D1", 2), 2, seed=3, conflict_set="with_close",
+                               household=False, step_cost=0.0)
     rng = random.Random(0)
     for _ in range(12):
         obs, _ = env.reset()

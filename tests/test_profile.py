@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from coordbench.cli import app
+from coordbench.core.rundir import RunDir
 from coordbench.core.trajectory import (
     ActionRecord,
     AgentSpec,
@@ -68,7 +69,8 @@ def test_stat_profile_by_hand():
     p = episode_profile(tr)
     assert set(p) == set(KEYS)
     assert p["redundancy"] == pytest.approx(1 / 4)  # 1 duplicate over 3 + 1 + 0 decisions
-    assert p["idle_share"] == pytest.approx(4 / 9)  # IDLE executed 1 + 1 + 2 of 9
+    # IDLE chosen 0 + 1 + 2 of 9 (agent 1's lost conflict at t=0 was an attempt, not idling)
+    assert p["idle_share"] == pytest.approx(3 / 9)
     assert p["division_of_labour"] == pytest.approx(dol([1, 0, 1]))
     assert p["handoff_failure"] is None
     assert p["comm_per_unit"] == pytest.approx(1 / 2)
@@ -229,8 +231,14 @@ def test_profile_command_over_every_family(small_runs):
     assert by[conds["stat"]]["redundancy"]["n"] == 3
     assert by[conds["physical"]]["redundancy"] is None
     assert by[conds["physical"]]["handoff_failure"] == {"mean": 0.0, "ci95": None, "n": 1}
-    llm = by[conds["llm"]]
-    assert llm["tokens_per_unit"] is None or llm["tokens_per_unit"]["mean"] > 0
+    # a model team's tokens per unit: n/a exactly where it completed nothing
+    run = RunDir.open(small_runs["run"])
+    for traj in run.load_episodes(conds["llm"]):
+        p = episode_profile(traj)
+        done = sum(len(a.completed) for e in traj.steps(HouseholdStepEvent) for a in e.actions)
+        assert traj.steps(ModelCallEvent)
+        assert (p["tokens_per_unit"] is None) == (done == 0)
+        assert p["tokens_per_unit"] is None or p["tokens_per_unit"] > 0
     assert by[conds["mecobench"]]["tokens_per_unit"] is None
     # the markdown, CSV and HTML forms carry the same rows
     md = _cli("profile", str(small_runs["run"])).stdout

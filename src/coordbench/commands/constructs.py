@@ -14,6 +14,7 @@ from .common import (
     emit_json,
     executor_option,
     fail_fast_option,
+    need_torch,
     out,
     play,
     workers_option,
@@ -100,8 +101,18 @@ def constructs_run(
         load_registry(models)
     planner = planner or ("decentralized" if protocol is not None or agents == "learned"
                           else "central")
+    if agents == "learned":
+        need_torch()
     spec = ConstructSpec(planner, agents, observation, model, seed, order, buffer_capacity,
                          protocol, str(checkpoint) if checkpoint is not None else None)
+    if spec.checkpoint is not None and instances is None:
+        from coordbench.learn.menu_ppo import load_cached
+
+        meta = load_cached(spec.checkpoint)[1]
+        if (construct, team) != (meta.get("construct"), meta.get("team")):
+            raise ConfigError(f"checkpoint {checkpoint} was trained on {meta.get('construct')} "
+                              f"with teams of {meta.get('team')}: play it with --construct "
+                              f"{meta.get('construct')} --team {meta.get('team')}")
     cond = ConstructCondition(spec, subset, construct, team, limit,
                               str(instances) if instances else None)
     cases = SUITE.cases(cond)  # a bad instance file fails here, before any work
@@ -146,6 +157,7 @@ def constructs_train(
     {"success", "completion" ({"mean", "ci95", "n"}), "train_s", "steps_per_s",
     "checkpoint", "train_instances", "test_instances"}.
     """
+    need_torch()
     from coordbench.learn.sweep import MAX_TRAIN_STEPS
     from coordbench.suites.constructs.learning import train_team
 

@@ -14,6 +14,7 @@ from .common import (
     err,
     executor_option,
     fail_fast_option,
+    need_torch,
     out,
     play,
     run_dir,
@@ -31,7 +32,7 @@ def reproduce(
     quick: bool = typer.Option(False, "--quick", help="A minutes-long subset."),
     limit: int | None = typer.Option(None, help="Play only the first K cases per condition."),
     max_steps: int | None = typer.Option(None, help="Cap team steps per household episode "
-                                                    "(smoke runs; mecobench and cross)."),
+                                                    "(smoke runs; mecobench only)."),
     regime: str | None = typer.Option(None, help="stat: baseline | extreme | all "
                                                  "(default baseline; --quick: all)."),
     methods: str | None = typer.Option(None, help="stat: methods to train, comma-separated "
@@ -59,12 +60,16 @@ def reproduce(
     from coordbench.runner import Limits
 
     module = paper_module(paper)
+    if paper in ("stat", "cross"):  # both train learners
+        need_torch()
     check_range("--limit", limit, 1, MAX_EPISODES)
     check_range("--workers", workers, 1, MAX_WORKERS)
     check_range("--max-steps", max_steps, 1, MAX_STEPS)
-    if max_steps is not None and paper not in ("mecobench", "cross"):
-        raise ConfigError("--max-steps caps household episodes: it applies to mecobench and "
-                          "cross only")
+    if max_steps is not None and paper != "mecobench":
+        raise ConfigError("--max-steps caps household episodes: it applies to mecobench only")
+    if paper == "cross" and limit is not None and model is None:
+        raise ConfigError("--limit caps the cases of the model's rows: reproduce cross needs "
+                          "--model with it (the offline rows always play in full)")
     trains = paper == "stat"
     for flag, value in (("--regime", regime), ("--methods", methods), ("--seeds", seeds)):
         if value is not None and not trains:

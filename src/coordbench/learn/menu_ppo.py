@@ -233,9 +233,16 @@ def save(path: Any, net: EntryScorer, meta: dict[str, Any]) -> None:
     torch.save({"state_dict": net.state_dict(), "meta": meta}, path)
 
 
-@functools.lru_cache(maxsize=8)
 def load_cached(path: str) -> tuple[EntryScorer, dict[str, Any]]:
-    """Return `load(path)`, read once per process (episodes of a condition share it)."""
+    """Return `load(path)`, read once per process and file version (episodes of a condition
+    share it; a file rewritten since is read again)."""
+    p = Path(path)
+    st = p.stat() if p.is_file() else None
+    return _load_version(str(path), st.st_mtime_ns if st else 0, st.st_size if st else 0)
+
+
+@functools.lru_cache(maxsize=8)
+def _load_version(path: str, mtime_ns: int, size: int) -> tuple[EntryScorer, dict[str, Any]]:
     return load(path)
 
 

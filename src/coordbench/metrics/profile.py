@@ -7,7 +7,8 @@ same).
   (`len(agents) - 1`) / decisions (agents with a choice, `decision_pre`). Household and
   constructs: the extra agents of each same-step conflict group + grabs of an object a
   teammate holds / agent actions. Physical: n/a (robots make no discrete claims).
-- idle_share: agent-steps without work / agent-steps. STAT: executed IDLE. Household and
+- idle_share: agent-steps without work / agent-steps. STAT: the agent chose IDLE (a
+  conflict's loser, idled by the rule, tried to work: redundancy counts it). Household and
   constructs: wait, done, a receive that no hand-over reached that step, or no action.
   Physical: 0.1 s pose samples in which no base or joint coordinate of the robot moved more
   than 1 mm / 1 mrad, over robot samples.
@@ -91,7 +92,9 @@ def stat_profile(traj: Trajectory) -> Profile:
     n_tasks = int(traj.header.params["tasks"])
     decisions = sum(e.decision_pre for e in steps)
     duplicates = sum(len(c.agents) - 1 for e in steps for c in e.conflicts)
-    idle = sum(a == STAT_IDLE for e in steps for a in e.executed)
+    # submitted, not executed: a conflict's loser tried to work (as a household agent whose
+    # grab lost its conflict did), it is counted by redundancy, not as idle
+    idle = sum(a == STAT_IDLE for e in steps for a in e.actions)
     done = [0] * n
     for e in steps:
         for agent, _task in e.completed:
@@ -201,5 +204,5 @@ def episode_profile(traj: Trajectory) -> Profile:
     fn = PROFILES.get(traj.header.suite)
     if fn is None:
         raise ValueError(f"no coordination profile for suite {traj.header.suite!r}")
-    out = fn(traj)
+    out = traj.memo("profile", fn)
     return {k: out.get(k) for k in KEYS}

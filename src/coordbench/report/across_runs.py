@@ -46,7 +46,7 @@ def collect(runs: list[RunDir]) -> list[SuiteTable]:
     from .compose import compose
 
     tables: dict[str, SuiteTable] = {}
-    names = _names(runs)
+    names = run_names(runs)
     for run, name in zip(runs, names, strict=True):
         results = compose(run).results
         for cond, entry in results.items():
@@ -61,7 +61,7 @@ def collect(runs: list[RunDir]) -> list[SuiteTable]:
     return list(tables.values())
 
 
-def _names(runs: list[RunDir]) -> list[str]:
+def run_names(runs: list[RunDir]) -> list[str]:
     """Return a short, distinct name per run (its folder, with parents where folders share a
     name)."""
     names = [r.path.name for r in runs]

@@ -20,6 +20,7 @@ from coordbench.core.stats import estimate
 from coordbench.errors import RunDirError
 from coordbench.metrics.profile import KEYS, KINDS, MEASURES, PROFILES, episode_profile
 
+from .across_runs import run_names
 from .figures import labels_for
 
 FORMATS = ("md", "csv", "html")
@@ -51,7 +52,7 @@ def collect(runs: list[RunDir]) -> ProfileTable:
     """Return the profile of every condition (of a family with a profile) of `runs`, in run
     then manifest order; an unreadable episode file is left out and named in `problems`."""
     table = ProfileTable()
-    names = _names(runs)
+    names = run_names(runs)
     for run, name in zip(runs, names, strict=True):
         for cond, spec in run.conditions.items():
             suite = str(spec.get("suite", ""))
@@ -92,11 +93,6 @@ def json_rows(table: ProfileTable) -> list[dict[str, Any]]:
             row[k] = None if m is None else {"mean": m["mean"], "ci95": m["ci95"], "n": m["n"]}
         out.append(row)
     return out
-
-
-def _names(runs: list[RunDir]) -> list[str]:
-    names = [r.path.name for r in runs]
-    return names if len(set(names)) == len(names) else [str(r.path) for r in runs]
 
 
 def _num(x: float) -> str:

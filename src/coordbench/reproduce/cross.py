@@ -170,9 +170,7 @@ def resources(options: Options):
     from coordbench.suites.mecobench.suite import HouseholdResources
 
     settings = model_settings(options)
-    if settings is None and options.max_steps is None:
-        return None
-    return HouseholdResources(settings, max_steps=options.max_steps)
+    return None if settings is None else HouseholdResources(settings)
 
 
 def episodes(run: RunDir, options: Options, out: Path) -> Episodes:

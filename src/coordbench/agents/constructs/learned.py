@@ -11,14 +11,7 @@ import numpy as np
 
 from coordbench.envs.household.actions import Action
 from coordbench.envs.household.engine import HouseholdEnv
-from coordbench.envs.household.menu import (
-    N_FEATURES,
-    Goals,
-    catalog,
-    construct_nodes,
-    entry_features,
-    plausible,
-)
+from coordbench.envs.household.menu import Goals, catalog, construct_nodes, observe_entries
 
 from .planners import StepChoice
 
@@ -48,13 +41,11 @@ class LearnedPlanners:
 
         env, n = self.env, self.env.n
         size = max(len(m) for m in self.menus)
-        obs = np.zeros((n, size, N_FEATURES), np.float32)
-        mask = np.zeros((n, size), np.int8)
         progress = min(1.0, self.used / max(1, self.budget))
-        for i in range(n):
-            for k, act in enumerate(self.menus[i]):
-                obs[i, k] = entry_features(env, self.goals, i, act, progress)
-                mask[i, k] = plausible(env, i, act, strict=True)
+        views = [observe_entries(env, self.goals, i, self.menus[i], progress, size)
+                 for i in range(n)]
+        obs = np.stack([v[0] for v in views])
+        mask = np.stack([v[1] for v in views])
         picks = greedy_actions(self.net, obs, mask)
         return StepChoice([self.menus[i][int(picks[i])] if mask[i].any() else None
                            for i in range(n)])

@@ -31,6 +31,7 @@ from coordbench.agents.household.protocols import (
 from coordbench.envs.household.actions import Action
 from coordbench.envs.household.engine import HouseholdEnv
 from coordbench.envs.household.menu import menu
+from coordbench.errors import ConfigError
 from coordbench.llm import prompts
 from coordbench.runner.episode import current_recorder
 
@@ -134,6 +135,8 @@ class ProtocolPlanners:
     def __init__(self, protocol: str, agents: str, harness=None, alias: str | None = None
                  ) -> None:
         self.protocol = check_protocol(protocol)
+        if agents not in ("rule", "llm"):
+            raise ConfigError(f"a team under a protocol is rule or llm minds, not {agents}")
         self.agents, self.harness, self.alias = agents, harness, alias
 
     def reset(self, env: HouseholdEnv, info: dict[str, Any]) -> None:

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from coordbench.agents.claims import free_for
 from coordbench.agents.household.protocols import Message
 from coordbench.envs.household.actions import Action
 from coordbench.envs.household.engine import REACH, HouseholdEnv
@@ -59,8 +60,8 @@ class RuleAgent:
         return getattr(self, f"_{c.lower()}")(env)
 
     def _free(self, env: HouseholdEnv, obj: int) -> bool:
-        return obj not in env.holder and (not self.comm or obj not in self.claims
-                                          or self.claims[obj] > self.agent)
+        return obj not in env.holder and (not self.comm or free_for(obj, self.claims,
+                                                                    self.agent))
 
     def _deliver(self, env: HouseholdEnv, items: list[int], targets: dict[int, int],
                  relation: str = "put_in") -> Action | None:

@@ -146,6 +146,19 @@ class Goals:
         return any(p in tg for _, p in env.parents.get(obj, ()))
 
 
+def observe_entries(env: HouseholdEnv, goals: Goals, agent: int, entries: list[Action],
+                    progress: float, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Return one agent's view of its menu, padded to `size` entries: the features of every
+    entry (float32 (size, N_FEATURES)) and the strict mask (int8 (size,); padding 0), what
+    the PettingZoo environment observes and a learned team acts on."""
+    obs = np.zeros((size, N_FEATURES), np.float32)
+    mask = np.zeros(size, np.int8)
+    for k, act in enumerate(entries):
+        obs[k] = entry_features(env, goals, agent, act, progress)
+        mask[k] = plausible(env, agent, act, strict=True)
+    return obs, mask
+
+
 def entry_features(env: HouseholdEnv, goals: Goals, agent: int, act: Action,
                    progress: float = 0.0) -> np.ndarray:
     """Return the entry's features for `agent` (float32, `N_FEATURES`): the verb one-hot,

@@ -32,7 +32,7 @@ from coordbench.errors import ActionError
 
 from .actions import WAIT, Action
 from .engine import HouseholdEnv
-from .menu import N_FEATURES, Goals, catalog, entry_features, household_nodes, plausible
+from .menu import N_FEATURES, Goals, catalog, household_nodes, observe_entries
 from .task import HouseholdTask
 
 Episode = tuple[HouseholdTask, list[int] | None]  # a task, and its menu's nodes (None: all)
@@ -93,12 +93,11 @@ class HouseholdParallelEnv(ParallelEnv):
         """Return one agent's observation: its menu's entry features and mask."""
         env = self.env
         assert env is not None
-        obs = np.zeros((self.size, N_FEATURES), np.float32)
-        mask = np.zeros(self.size, np.int8)
-        progress = min(1.0, self.used / max(1, self.budget))
-        for k, act in enumerate(self.menus[agent]):
-            obs[k] = entry_features(env, self.goals, agent, act, progress)
-            mask[k] = plausible(env, agent, act, strict=True)
+        # time left is measured against the task's own budget (what a tested team gets),
+        # also when training episodes are given more room
+        progress = min(1.0, self.used / max(1, self.task_budget))
+        obs, mask = observe_entries(env, self.goals, agent, self.menus[agent], progress,
+                                    self.size)
         return {"observation": obs, "action_mask": mask}
 
     def _all(self) -> dict[str, dict[str, np.ndarray]]:
@@ -116,7 +115,8 @@ class HouseholdParallelEnv(ParallelEnv):
         self.env = HouseholdEnv(task, self.n, self._rng.randrange(1 << 30), self.conflict_set)
         self.menus = self._entries(self.env, nodes)
         self.goals = Goals(self.env)
-        self.budget = max(self.n, int(task.budget() * self.budget_scale))
+        self.task_budget = task.budget()
+        self.budget = max(self.n, int(self.task_budget * self.budget_scale))
         self.used = 0
         self.required = sum(sg.count for sg in task.subgoals)
         self.potential = self._potential()

@@ -82,6 +82,8 @@ class ConstructSpec:
             raise ConfigError("--agents learned needs --checkpoint PATH (and --checkpoint "
                               "needs --agents learned)")
         if self.agents == "learned":
+            if self.model:
+                raise ConfigError("--model is for --agents llm, not learned")
             if self.planner != "decentralized":
                 raise ConfigError(f"a learned team decides per agent: it needs --planner "
                                   f"decentralized, not {self.planner}")
@@ -93,9 +95,9 @@ class ConstructSpec:
             if self.planner != "decentralized":
                 raise ConfigError(f"--protocol runs one mind per agent: it needs --planner "
                                   f"decentralized, not {self.planner}")
-            if self.agents == "oracle":
-                raise ConfigError("--protocol needs --agents rule or llm (the oracle follows "
-                                  "its plan and does not talk)")
+            if self.agents not in ("rule", "llm"):
+                raise ConfigError(f"--protocol needs --agents rule or llm, not "
+                                  f"{self.agents} (an oracle or a learned team does not talk)")
 
     def as_dict(self) -> dict[str, Any]:
         """Return the spec as a plain dict."""
