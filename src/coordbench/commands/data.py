@@ -74,13 +74,15 @@ def _write(out_file: Path | None, text: str) -> None:
 def profile(
     run_dirs: list[Path] = typer.Argument(..., help="Run directories (any families)."),
     fmt: str = typer.Option("md", "--format", help="md | csv | html"),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON row per condition."),
+    as_json: bool = typer.Option(False, "--json", help="Print a JSON list: one object per "
+                                                       "condition."),
     out_file: Path | None = typer.Option(None, "--out", help="Write to this file instead of "
                                                              "printing."),
 ) -> None:
     """The coordination profile of every condition of the runs, across families: redundancy,
     idle share, division of labour, hand-off failure, communication per unit of work and
-    progress per step, each with its 95% interval (definitions: docs/cross-family.md)."""
+    progress per step (and model tokens per unit), each with its 95% interval and the number
+    of episodes it applies to (definitions: docs/cross-family.md)."""
     import json
 
     from coordbench.core.files import check_out_file

@@ -124,7 +124,10 @@ def markdown(table: ProfileTable) -> str:
     """Return the profile as one markdown table across families and runs."""
     out = ["# Coordination profile", "",
            "Each measure has one definition per family (docs/cross-family.md); n/a: it does "
-           "not apply to that family or to any episode of the condition.", "",
+           "not apply to that family or to any episode of the condition. Cells: mean ± the "
+           "half-width of its 95% t-interval, or mean [lo, hi] where the interval was clipped "
+           "to the measure's range; n counts the condition's episodes (the CSV and JSON give "
+           "each measure's own n, the episodes it applies to).", "",
            "| " + " | ".join(_HEAD) + " |", "|" + "---|" * len(_HEAD)]
     out += ["| " + " | ".join(_cells(r)) + " |" for r in table.rows]
     return "\n".join(out) + "\n"
