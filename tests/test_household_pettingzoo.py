@@ -140,3 +140,22 @@ def test_bad_learned_input_is_one_line(args, needle, tmp_path):
     assert needle in error_line(["constructs", "run", "--limit", "1", "--out",
                                  str(tmp_path / "r"), *args], tmp_path)
     assert not (tmp_path / "r").exists()
+
+
+def test_shared_feature_cache_changes_no_feature(household_tasks):
+    from coordbench.envs.household.menu import entry_features, observe_entries
+
+    tasks = [t for t in household_tasks if t.structure == "sequential"][:3]
+    env = HouseholdParallelEnv([(t, None) for t in tasks], 2, seed=2)
+    rng = random.Random(2)
+    for _ in range(3):
+        obs, _ = env.reset()
+        while env.agents:
+            for i in range(2):
+                cached, _ = observe_entries(env.env, env.goals, i, env.menus[i], 0.3, env.size)
+                alone = [entry_features(env.env, env.goals, i, act, 0.3)
+                         for act in env.menus[i]]
+                assert np.array_equal(cached[:len(alone)], np.stack(alone))
+            acts = {a: int(rng.choice(np.flatnonzero(obs[a]["action_mask"]).tolist()))
+                    for a in env.agents}
+            obs, *_ = env.step(acts)

@@ -153,53 +153,76 @@ def observe_entries(env: HouseholdEnv, goals: Goals, agent: int, entries: list[A
     the PettingZoo environment observes and a learned team acts on."""
     obs = np.zeros((size, N_FEATURES), np.float32)
     mask = np.zeros(size, np.int8)
+    cache: dict[Any, Any] = {}
     for k, act in enumerate(entries):
-        obs[k] = entry_features(env, goals, agent, act, progress)
+        obs[k] = entry_features(env, goals, agent, act, progress, cache)
         mask[k] = plausible(env, agent, act, strict=True)
     return obs, mask
 
 
+_F = len(VERBS)
+_OBJECT_SLOTS = [_F + k for k in (0, 1, 2, 3, 4, 5, 6, 7, 8, 14, 17)]
+
+
+def _object_features(env: HouseholdEnv, goals: Goals, agent: int, obj: int) -> np.ndarray:
+    """Return the features about `obj` itself, for `agent` (the `_OBJECT_SLOTS` values)."""
+    node = env.scene.nodes[obj]
+    where = env.node_pos.get(obj)
+    near = env.distance(env.pos[agent], where) if where is not None else None
+    closer = 0.0
+    if where is not None:  # teammates closer to the object (ties: a lower index goes first)
+        closer = sum(1 for j in range(env.n) if j != agent and (
+            (d := env.distance(env.pos[j], where)) < near or (d == near and j < agent))
+        ) / max(1, env.n - 1)
+    placed = goals.in_place(env, obj)
+    return np.array([
+        env.is_visible(agent, obj),
+        near is not None and near <= REACH,
+        obj in env.held[agent],
+        obj in env.holder and env.holder[obj] != agent,
+        node.class_name in goals.targets and not placed,
+        placed,
+        env.open_state.get(obj, False),
+        min(1.0, near / 20.0) if near is not None else 1.0,
+        obj in goals.buffers,
+        obj in goals.state_targets and not env.has_state(obj, "SLICED"),
+        closer,
+    ], np.float32)
+
+
 def entry_features(env: HouseholdEnv, goals: Goals, agent: int, act: Action,
-                   progress: float = 0.0) -> np.ndarray:
+                   progress: float = 0.0, cache: dict[Any, Any] | None = None) -> np.ndarray:
     """Return the entry's features for `agent` (float32, `N_FEATURES`): the verb one-hot,
     then `FEATURES` about its object and target (0 where it names none); `progress` is the
-    share of the budget used."""
+    share of the budget used. `cache` (one dict per agent and moment) shares what entries
+    about the same object, and every entry, have in common."""
+    cache = {} if cache is None else cache
     out = np.zeros(N_FEATURES, np.float32)
     out[VERBS.index(act.name)] = 1.0
-    f = len(VERBS)
+    f = _F
     obj = act.obj
     sc = env.scene
     if obj is not None and obj in sc.nodes:
-        node = sc.nodes[obj]
-        out[f + 0] = env.is_visible(agent, obj)
-        near = obj in env.node_pos and env.distance(env.pos[agent], env.node_pos[obj])
-        out[f + 1] = bool(near is not False and near <= REACH)
-        out[f + 2] = obj in env.held[agent]
-        out[f + 3] = obj in env.holder and env.holder[obj] != agent
-        out[f + 4] = node.class_name in goals.targets and not goals.in_place(env, obj)
-        out[f + 5] = goals.in_place(env, obj)
-        out[f + 6] = env.open_state.get(obj, False)
-        out[f + 7] = min(1.0, near / 20.0) if near is not False else 1.0
-        out[f + 8] = obj in goals.buffers
-        out[f + 14] = obj in goals.state_targets and not any(
-            env.has_state(obj, s) for s in ("SLICED",))
-    if act.target is not None and obj is not None and obj in sc.nodes:
-        tcls = goals.targets.get(sc.nodes[obj].class_name, set())
-        out[f + 9] = act.target in tcls
-        out[f + 10] = env.open_state.get(act.target, True)
-        out[f + 11] = act.target in goals.buffers and env.buffer_load(
-            act.target) >= env.task.buffers.get(act.target, 1 << 30)
-    out[f + 12] = len(env.held[agent]) >= MAX_HELD
+        vals = cache.get(("obj", obj))
+        if vals is None:
+            vals = cache[("obj", obj)] = _object_features(env, goals, agent, obj)
+        out[_OBJECT_SLOTS] = vals
+        if act.target is not None:
+            tcls = goals.targets.get(sc.nodes[obj].class_name, set())
+            out[f + 9] = act.target in tcls
+            out[f + 10] = env.open_state.get(act.target, True)
+            full = cache.get(("full", act.target))
+            if full is None:
+                full = cache[("full", act.target)] = (
+                    act.target in goals.buffers and env.buffer_load(act.target)
+                    >= env.task.buffers.get(act.target, 1 << 30))
+            out[f + 11] = full
     if act.name == "walk_to_room":
         out[f + 13] = act.room == env.room[agent]
-    out[f + 15] = env.completion_rate()
+    team = cache.get("team")
+    if team is None:
+        team = cache["team"] = (len(env.held[agent]) >= MAX_HELD, env.completion_rate(),
+                                agent / max(1, env.n - 1))
+    out[f + 12], out[f + 15], out[f + 18] = team
     out[f + 16] = 1.0 - progress
-    if obj is not None and obj in env.node_pos:
-        mine = env.distance(env.pos[agent], env.node_pos[obj])
-        # teammates closer to the object (ties: a lower index goes first), as a share
-        closer = sum(1 for j in range(env.n) if j != agent and (
-            (d := env.distance(env.pos[j], env.node_pos[obj])) < mine
-            or (d == mine and j < agent)))
-        out[f + 17] = closer / max(1, env.n - 1)
-    out[f + 18] = agent / max(1, env.n - 1)
     return out
