@@ -9,6 +9,11 @@ then played, greedily, on the held-out rep240 instances by the construct suite's
 runner, beside rule planners (central, decentralized, decentralized under broadcast) and the
 oracle on the same instances: success (Wilson interval), construct score, legality, the
 profile's redundancy, and the training time on this machine.
+
+`--household` adds the same learner on household tasks (v1 parallel, teams of 2: every
+fourth task held out for testing, the rest for training), tested greedily in the
+PettingZoo environment beside the household rule teams (without and with broadcast) on the
+held-out tasks: success and completion.
 """
 
 from __future__ import annotations
@@ -44,6 +49,39 @@ def _row(trajs) -> dict:
     return out
 
 
+def household_rows(steps: int, seeds: list[int]) -> list[dict]:
+    """Return the learned household team's rows (one per seed) and the rule teams' on the
+    same held-out tasks."""
+    from coordbench.core.trajectory import HouseholdStepEvent
+    from coordbench.learn import menu_ppo
+    from coordbench.suites.mecobench.instances import load_suite
+    from coordbench.suites.mecobench.runner import HouseholdSpec, run_case
+
+    tasks = [t for t in load_suite("v1") if t.structure == "parallel"]
+    train = [(t, None) for k, t in enumerate(tasks) if k % 4]
+    test = [(t, None) for k, t in enumerate(tasks) if not k % 4]
+    rows = []
+    for seed in seeds:
+        cfg = menu_ppo.MenuPPOConfig(steps=steps, seed=seed, eval_every=steps)
+        net, res = menu_ppo.train(cfg, train, test, 2, "paper", True)
+        ok, comp = menu_ppo.evaluate_each(net, test, 2, "paper", True, seed)
+        rows.append({"team": f"learned (seed {seed})", "train_s": res["wall_s"],
+                     "success": estimate(ok, "binary").as_dict(),
+                     "completion": estimate(comp, "unit").as_dict()})
+        print(json.dumps({"household": seed, "success": rows[-1]["success"]["mean"],
+                          "completion": rows[-1]["completion"]["mean"]}))
+    for protocol in ("none", "broadcast"):
+        trajs = [run_case(t, HouseholdSpec("parallel", 2, protocol), k, f"b/{k}")
+                 for k, (t, _) in enumerate(test)]
+        comp = [(t.steps(HouseholdStepEvent) or [None])[-1] for t in trajs]
+        rows.append({"team": f"rule, {protocol}", "train_s": None,
+                     "success": estimate([float(t.end.success) for t in trajs],
+                                         "binary").as_dict(),
+                     "completion": estimate([c.completion if c else 0.0 for c in comp],
+                                            "unit").as_dict()})
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=40_000)
@@ -51,6 +89,7 @@ def main() -> None:
     ap.add_argument("--seeds", default="0")
     ap.add_argument("--models", type=Path, default=Path("runs") / "construct-learning")
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
+    ap.add_argument("--household", action="store_true")
     args = ap.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
     rows = []
@@ -71,12 +110,13 @@ def main() -> None:
         for name, spec in TEAMS.items():
             trajs = [run_construct(raw, spec, f"b/{k}") for k, raw in enumerate(raws)]
             rows.append({"construct": construct, "team": name, "train_s": None, **_row(trajs)})
+    house = household_rows(args.steps, seeds) if args.household else []
     meta = {"python": platform.python_version(), "date": time.strftime("%Y-%m-%d"),
             "steps": args.steps, "team": args.team, "seeds": seeds,
             "instances": len(select("rep240", "D1", args.team))}
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "construct_learning.json").write_text(
-        json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
+        json.dumps({"meta": meta, "rows": rows, "household": house}, indent=1) + "\n")
 
     def pct(d):
         return f"{d['mean']:.0%} [{d['lo']:.0%}, {d['hi']:.0%}]" if d["n"] else "n/a"
@@ -95,6 +135,13 @@ def main() -> None:
         t = f"{r['train_s']:.0f} s" if r["train_s"] is not None else "-"
         lines.append(f"| {r['construct']} | {r['team']} | {pct(r['SR'])} | {num(r['CS'])} | "
                      f"{pct(r['legal'])} | {num(r['redundancy'])} | {t} |")
+    if house:
+        lines += ["", "## Household tasks (v1 parallel, teams of 2, 24 held-out tasks)", "",
+                  "| team | success | completion | training |", "|---|---|---|---|"]
+        for r in house:
+            t = f"{r['train_s']:.0f} s" if r["train_s"] is not None else "-"
+            lines.append(f"| {r['team']} | {pct(r['success'])} | "
+                         f"{r['completion']['mean']:.3f} | {t} |")
     (args.out / "construct_learning.md").write_text("\n".join(lines) + "\n")
     print(f"wrote {args.out / 'construct_learning.md'}")
 
