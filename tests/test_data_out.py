@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 import coordbench
 from coordbench.cli import app
+from coordbench.core.rundir import RunDir
 from coordbench.suites.registry import suite_object
 from tests import viewer_runs
 
@@ -84,7 +85,8 @@ def test_export_round_trips(run_dir, tmp_path, fmt):
     assert res.exit_code == 0, res.output
     read = pd.read_csv if fmt == "csv" else pd.read_parquet
     run = coordbench.load_run(run_dir)
-    for name in ("episodes", "steps", "calls", "messages", "prompts", "conditions"):
+    for name in ("episodes", "profile", "steps", "calls", "messages", "prompts",
+                 "conditions"):
         back = read(tmp_path / fmt / f"{name}.{fmt}")
         assert back.shape == getattr(run, name)().shape, name
     back = read(tmp_path / fmt / f"episodes.{fmt}")
@@ -144,3 +146,22 @@ def test_a_run_with_a_bad_episode_still_loads_and_names_it(run_dir, tmp_path):
     assert res.returncode == 0, res.stderr
     assert "1 episode file could not be read" in res.stderr
     assert len(pd.read_csv(tmp_path / "t" / "problems.csv")) == 1
+
+
+def test_profile_frame_is_what_the_profile_command_averages(run_dir):
+    from coordbench.metrics.profile import KEYS
+    from coordbench.report.profile_table import collect
+
+    frame = coordbench.load_run(run_dir).profile()
+    assert list(frame.columns) == ["suite", "condition", "episode_id", *KEYS]
+    assert set(frame["suite"]) == {"stat", "mecobench", "constructs", "physical"}
+    table = collect([RunDir.open(run_dir)])
+    for row in table.rows:
+        values = frame[frame["condition"] == row["condition"]]
+        assert len(values) == row["episodes"]
+        for k in KEYS:
+            column = values[k].dropna()
+            assert (row[k] is None) == column.empty
+            if row[k] is not None:
+                assert row[k]["mean"] == pytest.approx(column.mean())
+                assert row[k]["n"] == len(column)

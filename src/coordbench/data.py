@@ -2,6 +2,7 @@
 
     run = coordbench.load_run("runs/default")
     run.episodes()    # one row per episode: suite, condition, episode_id, seed, success, metrics
+    run.profile()     # one row per episode: its coordination profile (metrics/profile.py)
     run.steps()       # one row per agent per step (household, constructs, STAT)
     run.calls()       # one row per model call (tokens, latency, parse status, reply)
     run.messages()    # one row per message of a communicate phase
@@ -109,6 +110,18 @@ class RunData:
             rows.append(row)
         return pd.DataFrame(rows, columns=None if rows else list(EPISODE_COLUMNS))
 
+    def profile(self) -> pd.DataFrame:
+        """Return one row per complete episode of a family with a coordination profile:
+        suite, condition, episode_id, then every measure of `metrics.profile.KEYS` (NaN
+        where it does not apply), the numbers `coordbench profile` averages."""
+        from coordbench.metrics.profile import KEYS, PROFILES, episode_profile
+
+        rows = [{"suite": t.header.suite, "condition": cond, "episode_id": t.header.episode_id,
+                 **{k: (float("nan") if v is None else v)
+                    for k, v in episode_profile(t).items()}}
+                for cond, _, t in self._loaded if t.header.suite in PROFILES]
+        return pd.DataFrame(rows, columns=["suite", "condition", "episode_id", *KEYS])
+
     def steps(self) -> pd.DataFrame:
         """Return one row per agent per step: suite, condition, episode_id, t, agent, action,
         outcome, conflict (the agent was in a same-step conflict), reward (STAT), completion
@@ -207,7 +220,8 @@ def load_run(path: str | Path) -> RunData:
     return RunData(RunDir.open(path))
 
 
-TABLES = ("episodes", "steps", "calls", "messages", "prompts", "conditions", "problems")
+TABLES = ("episodes", "profile", "steps", "calls", "messages", "prompts", "conditions",
+          "problems")
 
 
 def export(data: RunData, fmt: str, out: Path) -> list[Path]:
