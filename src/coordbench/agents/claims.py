@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import re
+from abc import ABC, abstractmethod
 from typing import Any
 
 from coordbench.agents.household.protocols import Decision, Message
@@ -51,7 +52,7 @@ def free_for(target: int, claims: dict[int, int], me: int) -> bool:
     return target not in claims or claims[target] > me
 
 
-class ClaimMind:
+class ClaimMind(ABC):
     """A rule team member under any protocol (see the module docstring). Subclasses say what
     the agent goes for given the claims it knows (`choose`) and, for the leader, what agent
     `j` would go for (`intent_of`)."""
@@ -60,13 +61,13 @@ class ClaimMind:
     said: str | None = None
 
     # -- the family's rule ----------------------------------------------------------------
+    @abstractmethod
     def choose(self, obs: Any, claims: dict[int, int]) -> tuple[Any, int | None]:
         """Return (this step's action or None, the target it goes for or None)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def intent_of(self, obs: Any, j: int, claims: dict[int, int]) -> int | None:
         """Return what agent `j` would go for given `claims` (the leader's plan)."""
-        raise NotImplementedError
 
     def silent(self, obs: Any) -> bool:
         """Return whether the agent has nothing to say this step (no choice to make)."""
