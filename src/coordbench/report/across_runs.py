@@ -70,9 +70,7 @@ def run_names(runs: list[RunDir]) -> list[str]:
     return [str(r.path) for r in runs]
 
 
-def cell(m: dict[str, Any] | None) -> str:
-    """Return an estimate as a table cell: a rate as a percentage with its Wilson interval,
-    a clipped share with its range, anything else as mean ± half-width; "n/a" without one."""
+def _cell(m: dict[str, Any] | None) -> str:
     if not m or m.get("mean") is None:
         return "n/a"
     if m.get("interval") == "wilson":
@@ -96,7 +94,7 @@ def markdown(tables: list[SuiteTable]) -> str:
         for run, _, label, entry in t.rows:
             n = max((m.get("n", 0) for m in entry["metrics"].values()), default=0)
             out.append("| " + " | ".join([run, label, str(n)] + [
-                cell(entry["metrics"].get(k)) for k in t.metrics]) + " |")
+                _cell(entry["metrics"].get(k)) for k in t.metrics]) + " |")
         out.append("")
     return "\n".join(out)
 
@@ -126,7 +124,7 @@ def html_text(tables: list[SuiteTable]) -> str:
         body = []
         for run, _, label, entry in t.rows:
             n = max((m.get("n", 0) for m in entry["metrics"].values()), default=0)
-            cells = [run, label, str(n), *(cell(entry["metrics"].get(k)) for k in t.metrics)]
+            cells = [run, label, str(n), *(_cell(entry["metrics"].get(k)) for k in t.metrics)]
             body.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
         parts.append(f'<h2>{html.escape(t.suite)}</h2><table data-suite="{html.escape(t.suite)}">'
                      f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>")
