@@ -12,6 +12,7 @@ from coordbench.errors import ConfigError
 
 from .common import (
     emit_json,
+    err,
     executor_option,
     need_av,
     need_torch,
@@ -26,6 +27,9 @@ MAX_DEMOS = 10_000  # successful demonstrations per task
 MAX_FRAME = 1024  # pixels of a square frame
 MAX_GRAD_STEPS = 10_000_000
 MAX_BATCH = 65_536
+MAX_DAGGER = 1000
+MAX_HISTORY = 50
+MAX_CHUNK = 500
 MAX_VIDEO = 2048  # pixels of a video frame side (a CPU renderer: a 4K frame takes seconds)
 
 app = typer.Typer(no_args_is_help=True,
@@ -52,11 +56,12 @@ TASK_HELP = ("Task name, a comma-separated list, or all. Tasks: Handover, Pourin
              "BigTable.")
 
 
-def _demos_one(job: tuple[str, int, bool, int]) -> tuple[str, dict[str, Any], dict[str, bytes]]:
+def _demos_one(job: tuple) -> tuple[str, dict[str, Any], dict[str, bytes]]:
     from coordbench.suites.physical.demos import record_demos
 
-    name, n, images, size = job
-    meta, files = record_demos(name, n, images=images, size=size)
+    name, n, images, size, *train = job
+    meta, files = record_demos(name, n, images=images, size=size,
+                               n_train=train[0] if train else None)
     return name, meta, files
 
 
@@ -161,59 +166,142 @@ def physical_eval(
 
 
 def _train_one(job: tuple) -> tuple[str, dict[str, Any], bytes]:
-    from coordbench.learn.imitation import fit_policy
+    from coordbench.envs.physical.demo_files import load_demos
+    from coordbench.learn.imitation import fit_on
 
     cfg, demos, out_path = job
-    res, blob = fit_policy(cfg, demos)
-    return out_path, res, blob
+    train = load_demos(Path(demos) / f"{cfg.task}_train.npz")
+    val_path = Path(demos) / f"{cfg.task}_val.npz"
+    res, blob = fit_on(cfg, train, load_demos(val_path) if val_path.is_file() else None)
+    return out_path, {**res, "demos": str(demos)}, blob
+
+
+def _generated_demos(names: list[str], n: int, root: Path, executor: str,
+                     workers: int) -> Path:
+    """Return the folder of `n` training demonstrations per task (plus n // 5, at least one,
+    for validation), recording those not there yet; the seeds are fixed, so a folder made
+    once serves every later run with the same count."""
+    from coordbench.runner import make_executor
+    from coordbench.suites.physical.demos import write_demos
+
+    folder = root / f"n{n}"
+    todo = [t for t in names if not (folder / f"{t}_train.npz").is_file()]
+    if todo:
+        with make_executor(executor, min(workers, len(todo))) as ex:
+            for name, meta, files in ex.map(_demos_one, [(t, n + max(1, n // 5), False, 64,
+                                                          n) for t in todo]):
+                write_demos(folder, files)
+                err.print(f"{name}: {meta['episodes']['train']} training demonstrations "
+                          f"(rejection rate {meta['rejection_rate']:.1%}) -> {folder}",
+                          highlight=False)
+    return folder
+
+
+SHARING = ("separate", "shared", "shared_id")
 
 
 @app.command("train")
 def physical_train(
     task: str = typer.Option(..., help=TASK_HELP),
-    algo: str = typer.Option("bc", help="bc | act | dp"),
+    algo: str = typer.Option("bc", help="bc | act | dp | joint (one centralized network "
+                                        "for the whole team)"),
     obs: str = typer.Option("state", help="state | image"),
-    scope: str = typer.Option("local", help="local (own observation) | global (all robots')"),
-    sharing: str = typer.Option("separate", help="separate (one network per robot) | shared"),
-    agent_id: bool = typer.Option(False, "--agent-id", help="Shared networks: add a robot id."),
-    steps: int = typer.Option(2000, help="Gradient steps per network."),
+    scope: str | None = typer.Option(None, help="local (own observation, the default) | "
+                                                "global (all robots'; joint: always)"),
+    sharing: str | None = typer.Option(None, help="separate (one network per robot, the "
+                                                  "default) | shared | shared_id (shared, "
+                                                  "with a one-hot robot id)"),
+    agent_id: bool = typer.Option(False, "--agent-id", help="Same as --sharing shared_id."),
+    steps: int = typer.Option(2000, help="Gradient steps per network (first fit)."),
     batch: int = typer.Option(64, help="Batch size."),
+    chunk: int | None = typer.Option(None, help="Actions predicted per query (default: the "
+                                                "algorithm's: bc 1, act 20, dp 16, joint "
+                                                "20)."),
+    execute: int | None = typer.Option(None, help="Actions executed per query (default: the "
+                                                  "algorithm's)."),
+    history: int = typer.Option(0, help="Past observations (every 10 control steps) stacked "
+                                        "onto the current one (state only)."),
+    dagger: int = typer.Option(0, help="DAgger rounds after the first fit: the policy drives, "
+                                       "the scripted expert labels."),
+    dagger_episodes: int = typer.Option(16, help="Rollouts per DAgger round."),
     seed: int = typer.Option(0, help="Training seed."),
-    demos: Path = typer.Option(Path("runs/demos"), help="Demonstrations directory."),
+    demos: Path | None = typer.Option(None, help="Demonstrations directory (from `physical "
+                                                 "demos`); without it, --n-demos are "
+                                                 "recorded first."),
+    n_demos: int | None = typer.Option(None, "--n-demos", help="Record N training "
+                                       "demonstrations per task first (default 50; kept in "
+                                       "runs/demos/nN and reused)."),
+    rollouts: int = typer.Option(100, help="Evaluate the trained policy on seeds 1..N (0: "
+                                           "skip)."),
+    eval_out: Path = typer.Option(Path("runs/physical"), "--eval-out", help="Run directory "
+                                  "of the evaluation (resumable; as `physical eval`)."),
     executor: str = executor_option(),
     workers: int = workers_option(),
     out_path: Path | None = typer.Option(None, "--out", help="Checkpoint file (.pt; one task) "
                                                              "or directory (several)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
-    """Train an imitation baseline (BC, ACT-style, DP-style) on a task's demonstrations (one
-    task per worker)."""
+    """Train an imitation baseline (BC, ACT-style, DP-style, or the centralized joint policy)
+    on a task's demonstrations, optionally with DAgger rounds, then evaluate it (one task per
+    worker)."""
     need_torch()
     from coordbench.core.atomic import write_atomic_bytes
     from coordbench.envs.physical.tasks import get_task
     from coordbench.learn.imitation import default_config
+    from coordbench.report import physical_report as rep
     from coordbench.runner import make_executor
+    from coordbench.suites.physical.suite import SUITE, PhysicalSpec
 
     check_range("--steps", steps, 1, MAX_GRAD_STEPS)
     check_range("--batch", batch, 1, MAX_BATCH)
     check_range("--seed", seed, 0, MAX_SEED)
     check_range("--workers", workers, 1, MAX_WORKERS)
-    check_in_dir(demos, "--demos", "demonstrations folder")
+    check_range("--rollouts", rollouts, 0, MAX_EPISODES)
+    check_range("--dagger", dagger, 0, MAX_DAGGER)
+    check_range("--dagger-episodes", dagger_episodes, 1, MAX_EPISODES)
+    check_range("--history", history, 0, MAX_HISTORY)
+    for name, value in (("--chunk", chunk), ("--execute", execute)):
+        if value is not None:
+            check_range(name, value, 1, MAX_CHUNK)
+    if demos is not None and n_demos is not None:
+        raise ConfigError("give --demos DIR or --n-demos N, not both")
+    if n_demos is not None:
+        check_range("--n-demos", n_demos, 1, MAX_DEMOS)
+    if demos is not None:
+        check_in_dir(demos, "--demos", "demonstrations folder")
+    if sharing is not None and sharing not in SHARING:
+        raise ConfigError(f"--sharing must be one of {', '.join(SHARING)}, got {sharing!r}")
+    if algo == "joint" and (sharing is not None or agent_id or scope == "local"):
+        raise ConfigError("--algo joint is one network over every robot's observation: it "
+                          "takes --scope global and no --sharing")
+    share = sharing or "separate"
+    agent_id = agent_id or share == "shared_id"
+    share = "shared" if share == "shared_id" else share
     names = _tasks(task)
     if out_path is not None and len(names) == 1:
         check_out_file(out_path)
     else:
         check_out_dir(out_path or Path("runs/policies"))
-    tag = f"{algo}_{obs}_{scope}_{sharing}{'_id' if agent_id else ''}_seed{seed}"
+    if rollouts:
+        check_out_dir(eval_out)
+    kw: dict[str, Any] = {"obs": obs, "agent_id": agent_id, "steps": steps, "batch": batch,
+                          "seed": seed, "history": history, "dagger": dagger,
+                          "dagger_episodes": dagger_episodes}
+    if algo != "joint":
+        kw.update(scope=scope or "local", sharing=share)
+    kw.update({k: v for k, v in (("chunk", chunk), ("execute", execute)) if v is not None})
+    cfgs = [default_config(name, algo, get_task(name).n_robots, **kw) for name in names]
+    cfg0 = cfgs[0]
+    tag = (f"{algo}_{obs}_{cfg0.scope}_{cfg0.sharing}{'_id' if agent_id else ''}"
+           f"{f'_dagger{dagger}' if dagger else ''}_seed{seed}")
+    if demos is None:
+        demos = _generated_demos(names, n_demos or 50, Path("runs/demos"), executor, workers)
     jobs = []
-    for name in names:
-        cfg = default_config(name, algo, get_task(name).n_robots, obs=obs, scope=scope,
-                             sharing=sharing, agent_id=agent_id, steps=steps, batch=batch,
-                             seed=seed)
+    for cfg in cfgs:
         if out_path is not None and len(names) == 1:
             path = out_path
         else:
-            path = (out_path or Path("runs/policies")) / f"{name}_{tag}.pt"
+            path = (out_path or Path("runs/policies")) / f"{cfg.task}_{tag}.pt"
         jobs.append((cfg, demos, str(path)))
     results = {}
     with make_executor(executor, min(workers, len(jobs))) as ex:
@@ -224,7 +312,19 @@ def physical_train(
                 val = "" if res["val_loss"] is None else f", val loss {res['val_loss']:.4f}"
                 out.print(f"{res['task']} {tag}: train loss {res['train_loss']:.4f}{val} "
                           f"({res['parameters']:,} parameters, {res['train_s']:.0f} s) -> "
-                          f"{path}")
+                          f"{path}", highlight=False)
+    if rollouts:
+        plan = [(SUITE, PhysicalSpec(name, results[name]["checkpoint"]), rollouts)
+                for name in names]
+        run = play(eval_out, plan, quiet=as_json, executor=executor, workers=workers,
+                   labels=[f"{name} {tag}" for name in names])
+        for _, spec, n in plan:
+            trs = [run.load_episode(SUITE.condition(spec), c.key) for c in SUITE.cases(spec, n)]
+            results[spec.task] = {**rep.main_json(rep.main_summary(trs)), **results[spec.task],
+                                  "eval_run": str(run.path)}
+        if not as_json:
+            out.print(rep.console_table(f"physical: {tag}, seeds 1..{rollouts}",
+                                        {(name, tag): results[name] for name in names}))
     if as_json:
         emit_json(results[names[0]] if len(names) == 1 else results)
 

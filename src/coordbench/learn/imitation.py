@@ -7,6 +7,9 @@
 - dp:  Diffusion-Policy-style: a denoiser conditioned on the observation predicts the noise
        of a `chunk`-step action sequence (DDPM training, 50 steps, cosine schedule);
        sampled with 10 deterministic DDIM steps.
+- joint: the multi-agent baseline: one centralized network reads every robot's observation
+       and predicts every robot's action chunk at once (the MLP head of bc), so the robots'
+       actions are modelled together instead of by independent per-robot copies.
 
 Observations (the paper's ablation): `scope` local = the robot's own observation (state: its
 `local_obs` row; image: its own egocentric frame plus its proprioception), global = every
@@ -32,7 +35,7 @@ from coordbench.envs.physical.demo_files import load_demos
 from coordbench.envs.physical.robot import ACTION_DIM, ACTION_HIGH, ACTION_LOW, PROPRIO_DIM
 from coordbench.errors import ConfigError, CoordbenchError
 
-ALGOS = ("bc", "act", "dp")
+ALGOS = ("bc", "act", "dp", "joint")
 FORMAT = "coordbench-physical-policy"
 _MID = torch.tensor((ACTION_HIGH + ACTION_LOW) / 2, dtype=torch.float32)
 _HALF = torch.tensor((ACTION_HIGH - ACTION_LOW) / 2, dtype=torch.float32)
@@ -49,8 +52,8 @@ class PolicyConfig:
     task: str
     algo: str = "bc"
     obs: str = "state"  # state | image
-    scope: str = "local"  # local | global
-    sharing: str = "separate"  # separate | shared
+    scope: str = "local"  # local | global (joint: global)
+    sharing: str = "separate"  # separate | shared (joint: joint)
     agent_id: bool = False  # shared networks: append a one-hot robot id
     n_robots: int = 2
     chunk: int = 1  # actions predicted per query
@@ -62,28 +65,65 @@ class PolicyConfig:
     seed: int = 0
     image_size: int = 64
     kl_weight: float = 10.0
+    ensemble: float = 0.0  # > 0: query every step, temporal ensemble weight (ACT's m)
+    history: int = 0  # past observations stacked onto the current one (state obs)
+    history_every: int = 10  # control steps between stacked observations
+    dagger: int = 0  # DAgger rounds after the first fit (the scripted expert labels)
+    dagger_episodes: int = 16  # learner rollouts per round
+    dagger_steps: int = 0  # gradient steps per round (0: steps // 2)
+
+    @property
+    def joint(self) -> bool:
+        """Return True for the centralized joint policy (one network, every robot's action)."""
+        return self.algo == "joint"
+
+    @property
+    def action_width(self) -> int:
+        """Return the width of one predicted step (every robot's actions for joint)."""
+        return ACTION_DIM * (self.n_robots if self.joint else 1)
 
     def check(self) -> None:
         """Raise ConfigError on an invalid combination."""
         for name, value, allowed in (("--algo", self.algo, ALGOS),
                                      ("--obs", self.obs, ("state", "image")),
                                      ("--scope", self.scope, ("local", "global")),
-                                     ("--sharing", self.sharing, ("separate", "shared"))):
+                                     ("--sharing", self.sharing,
+                                      ("separate", "shared", "joint"))):
             if value not in allowed:
                 raise ConfigError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
+        if self.joint and (self.scope != "global" or self.sharing != "joint"):
+            raise ConfigError("--algo joint is one network over every robot's observation: "
+                              "it takes --scope global and no --sharing")
+        if self.joint and self.obs != "state":
+            raise ConfigError("--algo joint reads state observations only")
+        if self.sharing == "joint" and not self.joint:
+            raise ConfigError("--sharing must be separate, shared or shared_id")
+        if self.chunk < 1 or not 1 <= self.execute <= self.chunk:
+            raise ConfigError("--execute must be >= 1 and <= --chunk")
         if self.agent_id and self.sharing != "shared":
             raise ConfigError("--agent-id applies to shared policies only")
         if self.steps < 1 or self.batch < 1:
             raise ConfigError("--steps and --batch must be >= 1")
+        if self.ensemble < 0:
+            raise ConfigError("--ensemble must be >= 0")
+        if self.history and self.obs != "state":
+            raise ConfigError("--history applies to state observations only")
+        if self.history < 0 or self.history_every < 1:
+            raise ConfigError("--history must be >= 0")
+        if self.dagger < 0 or self.dagger_episodes < 1:
+            raise ConfigError("--dagger must be >= 0 and DAgger episodes >= 1")
 
 
 def default_config(task: str, algo: str, n_robots: int, **kw: Any) -> PolicyConfig:
     """Return a PolicyConfig with each algorithm's chunking defaults."""
     # (chunk, execute, lr, hidden): ACT's transformer is the costly one on a CPU
-    chunks = {"bc": (1, 1, 1e-3, 256), "act": (20, 10, 3e-4, 128), "dp": (16, 8, 1e-3, 256)}
+    chunks = {"bc": (1, 1, 1e-3, 256), "act": (20, 10, 3e-4, 128), "dp": (16, 8, 1e-3, 256),
+              "joint": (20, 10, 1e-3, 512)}
     chunk, execute, lr, hidden = chunks.get(algo, (1, 1, 1e-3, 256))
     base = {"task": task, "algo": algo, "n_robots": n_robots, "chunk": chunk,
             "execute": execute, "lr": lr, "hidden": hidden}
+    if algo == "joint":
+        base.update(scope="global", sharing="joint")
     cfg = PolicyConfig(**{**base, **kw})
     cfg.check()
     return cfg
@@ -99,8 +139,11 @@ def positions(obs_dim: int) -> np.ndarray:
 
 
 def obs_features(cfg: PolicyConfig, state_obs: np.ndarray, robot: int) -> np.ndarray:
-    """Return robot `robot`'s state input (B, D) from local observations (B, n, obs_dim)."""
+    """Return robot `robot`'s state input (B, D) from local observations (B, n, obs_dim),
+    or (B, n, 1 + history, obs_dim) with past observations stacked."""
     state_obs = state_obs[..., positions(state_obs.shape[-1])]
+    if state_obs.ndim == 4:
+        state_obs = state_obs.reshape(*state_obs.shape[:2], -1)
     x = state_obs[:, robot] if cfg.scope == "local" else state_obs.reshape(len(state_obs), -1)
     if cfg.agent_id:
         x = np.concatenate([x, np.tile(np.eye(cfg.n_robots)[robot], (len(x), 1))], axis=1)
@@ -156,11 +199,11 @@ class BCNet(nn.Module):
     def __init__(self, cfg: PolicyConfig, enc: Encoder) -> None:
         super().__init__()
         self.cfg, self.enc = cfg, enc
-        self.head = nn.Linear(cfg.hidden, cfg.chunk * ACTION_DIM)
+        self.head = nn.Linear(cfg.hidden, cfg.chunk * cfg.action_width)
 
     def predict(self, state, img=None) -> torch.Tensor:
-        """Return normalised actions (B, chunk, 8)."""
-        return self.head(self.enc(state, img)).view(-1, self.cfg.chunk, ACTION_DIM)
+        """Return normalised actions (B, chunk, action width)."""
+        return self.head(self.enc(state, img)).view(-1, self.cfg.chunk, self.cfg.action_width)
 
     def loss(self, state, img, target) -> torch.Tensor:
         """Return the mean squared error to the normalised target chunk."""
@@ -257,7 +300,7 @@ class DPNet(nn.Module):
         return x
 
 
-NETS = {"bc": BCNet, "act": ACTNet, "dp": DPNet}
+NETS = {"bc": BCNet, "act": ACTNet, "dp": DPNet, "joint": BCNet}
 
 
 def build(cfg: PolicyConfig, state_dim: int, channels: int) -> nn.Module:
@@ -285,10 +328,29 @@ def chunks(actions: np.ndarray, starts: np.ndarray, robot: int, k: int) -> np.nd
     return out
 
 
+def history_lags(cfg: PolicyConfig) -> np.ndarray:
+    """Return the control-step lags of the stacked observations (0 = now)."""
+    return np.arange(cfg.history + 1) * cfg.history_every
+
+
+def stacked_obs(cfg: PolicyConfig, obs: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Return (T, n, 1 + history, obs_dim): each row's observation and those `history_every`,
+    2 x `history_every`, ... steps before it in its episode (the episode's first before it
+    began), or `obs` itself without history."""
+    if not cfg.history:
+        return obs
+    first = np.repeat(starts[:-1], np.diff(starts))
+    rows = np.maximum(np.arange(len(obs))[:, None] - history_lags(cfg)[None], first[:, None])
+    return np.moveaxis(obs[rows], 1, 2)
+
+
 def robot_rows(cfg: PolicyConfig, data: dict[str, np.ndarray], robot: int) -> RobotData:
     """Return one robot's training rows from a demonstration split."""
-    tgt = chunks(data["actions"], data["episode_start"], robot, cfg.chunk)
-    tgt = ((torch.from_numpy(tgt) - _MID) / _HALF).numpy()
+    robots = range(cfg.n_robots) if cfg.joint else [robot]
+    tgt = np.concatenate([chunks(data["actions"], data["episode_start"], i, cfg.chunk)
+                          for i in robots], axis=-1)
+    k = len(robots)
+    tgt = ((torch.from_numpy(tgt) - _MID.repeat(k)) / _HALF.repeat(k)).numpy()
     if cfg.obs == "image":
         if "frames" not in data:
             raise ConfigError("--obs image needs demonstrations with frames "
@@ -296,7 +358,8 @@ def robot_rows(cfg: PolicyConfig, data: dict[str, np.ndarray], robot: int) -> Ro
         rows = data["frame_index"]
         img, pro = image_features(cfg, data["frames"], data["obs"][rows], robot)
         return RobotData(pro, img, tgt[rows])
-    return RobotData(obs_features(cfg, data["obs"], robot), None, tgt)
+    obs = stacked_obs(cfg, data["obs"], data["episode_start"])
+    return RobotData(obs_features(cfg, obs, robot), None, tgt)
 
 
 def merge(parts: list[RobotData]) -> RobotData:
@@ -319,51 +382,125 @@ def train_policy(cfg: PolicyConfig, demos_dir: Path, out: Path) -> dict[str, Any
 def fit_policy(cfg: PolicyConfig, demos_dir: Path) -> tuple[dict[str, Any], bytes]:
     """Train the baseline (see `train_policy`); return (losses and timing, checkpoint bytes),
     so a worker elsewhere can hand the checkpoint back to the driver."""
-    from coordbench.learn.core import one_thread
-
     cfg.check()
-    one_thread()
-    torch.manual_seed(cfg.seed)
-    rng = np.random.default_rng(cfg.seed)
     train = load_demos(Path(demos_dir) / f"{cfg.task}_train.npz")
     val_path = Path(demos_dir) / f"{cfg.task}_val.npz"
     val = load_demos(val_path) if val_path.is_file() else None
-    groups = [[i] for i in range(cfg.n_robots)] if cfg.sharing == "separate" \
-        else [list(range(cfg.n_robots))]
-    nets, losses, val_losses = [], [], []
+    return fit_on(cfg, train, val)
+
+
+def fit_on(cfg: PolicyConfig, train: dict[str, np.ndarray],
+           val: dict[str, np.ndarray] | None) -> tuple[dict[str, Any], bytes]:
+    """Train the baseline on demonstration arrays (and DAgger rounds where cfg.dagger > 0);
+    return (losses, rounds and timing, checkpoint bytes)."""
+    from coordbench.learn.core import one_thread
+
+    one_thread()
+    torch.manual_seed(cfg.seed)
     start = time.perf_counter()
-    for group in groups:
-        data = merge([robot_rows(cfg, train, i) for i in group])
-        channels = 0 if data.images is None else data.images.shape[1]
-        net = build(cfg, data.state.shape[1], channels)
-        net.enc.mean.copy_(torch.from_numpy(data.state.mean(0)))
-        # a floor on the scale: features nearly constant in the demonstrations (wrist roll,
-        # goal height) must not turn small test-time deviations into huge inputs
-        net.enc.std.copy_(torch.from_numpy(np.maximum(data.state.std(0), 0.05)))
-        opt = torch.optim.AdamW(net.parameters(), lr=cfg.lr, weight_decay=1e-4)
-        for _ in range(cfg.steps):
-            idx = rng.integers(0, len(data.target), cfg.batch)
-            loss = net.loss(*_batch(data, idx))
-            opt.zero_grad()
-            loss.backward()
-            nn.utils.clip_grad_norm_(net.parameters(), 10.0)
-            opt.step()
-        losses.append(loss.item())
-        if val is not None:
-            vdata = merge([robot_rows(cfg, val, i) for i in group])
-            with torch.no_grad():
-                idx = np.arange(min(len(vdata.target), 2048))
-                val_losses.append(float(net.loss(*_batch(vdata, idx))))
-        nets.append(net)
+    trainer = Trainer(cfg, train)
+    trainer.fit(cfg.steps)
+    rounds: list[dict[str, Any]] = []
+    if cfg.dagger:
+        from coordbench.learn.dagger import dagger_rounds
+
+        rounds = dagger_rounds(cfg, trainer)
     wall = time.perf_counter() - start
-    blob = policy_bytes(cfg, nets, [n.enc.mean.shape[0] for n in nets],
-                        [0 if not n.enc.image else n.enc.conv[0].in_channels for n in nets])
-    return {"task": cfg.task, "algo": cfg.algo, "obs": cfg.obs, "scope": cfg.scope,
-            "sharing": cfg.sharing, "agent_id": cfg.agent_id, "steps": cfg.steps,
-            "train_loss": float(np.mean(losses)),
-            "val_loss": float(np.mean(val_losses)) if val_losses else None,
-            "train_s": wall,
-            "parameters": int(sum(p.numel() for n in nets for p in n.parameters()))}, blob
+    res = {"task": cfg.task, "algo": cfg.algo, "obs": cfg.obs, "scope": cfg.scope,
+           "sharing": cfg.sharing, "agent_id": cfg.agent_id, "steps": cfg.steps,
+           "train_loss": float(np.mean(trainer.losses)),
+           "val_loss": trainer.val_loss(val) if val is not None else None,
+           "train_s": wall, "demo_episodes": int(len(train["episode_start"]) - 1),
+           "dagger_rounds": rounds,
+           "parameters": int(sum(p.numel() for n in trainer.nets for p in n.parameters()))}
+    return res, trainer.checkpoint()
+
+
+class Trainer:
+    """The networks of one policy (one per robot, or one shared) with their optimisers, over
+    a dataset that DAgger rounds may grow; training continues where it stopped."""
+
+    def __init__(self, cfg: PolicyConfig, data: dict[str, np.ndarray]) -> None:
+        self.cfg, self.data = cfg, data
+        self.rng = np.random.default_rng(cfg.seed)
+        self.groups = [[i] for i in range(cfg.n_robots)] if cfg.sharing == "separate" \
+            else [[0]] if cfg.joint else [list(range(cfg.n_robots))]
+        self.nets: list[nn.Module] = []
+        self.opts: list[torch.optim.Optimizer] = []
+        self.losses: list[float] = []
+        for group in self.groups:
+            rows = merge([robot_rows(cfg, data, i) for i in group])
+            channels = 0 if rows.images is None else rows.images.shape[1]
+            net = build(cfg, rows.state.shape[1], channels)
+            net.enc.mean.copy_(torch.from_numpy(rows.state.mean(0)))
+            # a floor on the scale: features nearly constant in the demonstrations (wrist
+            # roll, goal height) must not turn small test-time deviations into huge inputs
+            net.enc.std.copy_(torch.from_numpy(np.maximum(rows.state.std(0), 0.05)))
+            self.nets.append(net)
+            self.opts.append(torch.optim.AdamW(net.parameters(), lr=cfg.lr,
+                                               weight_decay=1e-4))
+
+    def fit(self, steps: int) -> None:
+        """Take `steps` gradient steps per network on the current dataset."""
+        self.losses = []
+        for group, net, opt in zip(self.groups, self.nets, self.opts, strict=True):
+            rows = merge([robot_rows(self.cfg, self.data, i) for i in group])
+            net.train()
+            for _ in range(steps):
+                idx = self.rng.integers(0, len(rows.target), self.cfg.batch)
+                loss = net.loss(*_batch(rows, idx))
+                opt.zero_grad()
+                loss.backward()
+                nn.utils.clip_grad_norm_(net.parameters(), 10.0)
+                opt.step()
+            net.eval()
+            self.losses.append(loss.item())
+
+    def add(self, more: dict[str, np.ndarray]) -> None:
+        """Append episodes (same arrays as a demonstration file) to the dataset."""
+        self.data = concat_episodes(self.data, more)
+
+    def val_loss(self, val: dict[str, np.ndarray]) -> float:
+        """Return the mean loss of the networks on up to 2048 validation rows each."""
+        out = []
+        for group, net in zip(self.groups, self.nets, strict=True):
+            rows = merge([robot_rows(self.cfg, val, i) for i in group])
+            with torch.no_grad():
+                out.append(float(net.loss(*_batch(rows, np.arange(min(len(rows.target),
+                                                                      2048))))))
+        return float(np.mean(out))
+
+    def policy(self) -> LearnedPolicy:
+        """Return the current networks as a team policy."""
+        return LearnedPolicy(self.cfg, self.nets, policy_name(self.cfg))
+
+    def checkpoint(self) -> bytes:
+        """Return the current networks as checkpoint bytes."""
+        return policy_bytes(self.cfg, self.nets, [n.enc.mean.shape[0] for n in self.nets],
+                            [0 if not n.enc.image else n.enc.conv[0].in_channels
+                             for n in self.nets])
+
+
+EPISODE_KEYS = ("obs", "actions", "executed", "phase", "states")
+
+
+def concat_episodes(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Return demonstration arrays `a` followed by `b` (row arrays, episode offsets, frames
+    with their row index)."""
+    out = {k: np.concatenate([a[k], b[k]]) for k in EPISODE_KEYS if k in a and k in b}
+    out["seeds"] = np.concatenate([a["seeds"], b["seeds"]])
+    out["episode_start"] = np.concatenate([a["episode_start"][:-1],
+                                           b["episode_start"] + a["episode_start"][-1]])
+    if "frames" in a and "frames" in b:
+        out["frames"] = np.concatenate([a["frames"], b["frames"]])
+        out["frame_index"] = np.concatenate([a["frame_index"],
+                                             b["frame_index"] + a["episode_start"][-1]])
+    return out
+
+
+def policy_name(cfg: PolicyConfig) -> str:
+    """Return the policy's display name (algo-obs-scope-sharing)."""
+    return f"{cfg.algo}-{cfg.obs}-{cfg.scope}-{cfg.sharing}"
 
 
 def _batch(data: RobotData, idx: np.ndarray):
@@ -404,41 +541,88 @@ class LearnedPolicy:
     def __init__(self, cfg: PolicyConfig, nets: list[nn.Module], name: str) -> None:
         self.cfg, self.nets, self.name = cfg, nets, name
         self.queue: dict[int, list[np.ndarray]] = {}
+        self.past: dict[int, list[np.ndarray]] = {}
 
     def reset(self, envs, resume: bool = False) -> None:
-        """Clear the action queues."""
+        """Clear the action queues and observation histories."""
         from coordbench.learn.core import one_thread
 
         one_thread()
         self.queue = {id(env): [] for env in envs}
+        self.past = {id(env): [] for env in envs}
+
+    def _observe(self, envs) -> None:
+        keep = int(history_lags(self.cfg)[-1]) + 1
+        for env in envs:
+            past = self.past[id(env)]
+            past.append(env.local_obs())
+            if len(past) > keep:
+                past.pop(0)
+
+    def _state(self, env) -> np.ndarray:
+        """Return the environment's (n, obs_dim) observation, or (n, 1 + history, obs_dim)."""
+        past = self.past[id(env)]
+        if not self.cfg.history:
+            return past[-1]
+        lags = np.minimum(history_lags(self.cfg), len(past) - 1)
+        return np.stack([past[-1 - k] for k in lags], axis=1)
 
     def act(self, envs) -> list[np.ndarray]:
-        """Return one (n, 9) action per environment, querying where the queue is empty."""
+        """Return one (n, 9) action per environment: the next of the queued chunk (a new
+        query where the queue is empty), or with `ensemble` the temporal ensemble of every
+        chunk predicted for this step (a query every step)."""
+        self._observe(envs)
+        if self.cfg.ensemble > 0:
+            chunk = self._predict(envs)
+            return [self._ensembled(env, chunk[k]) for k, env in enumerate(envs)]
         need = [env for env in envs if not self.queue[id(env)]]
         if need:
-            state = np.stack([env.local_obs() for env in need])  # (K, n, obs_dim)
-            frames = None
-            if self.cfg.obs == "image":
-                s = self.cfg.image_size
-                frames = np.stack([[env.render_ego(i, s, s) for i in range(env.n)]
-                                   for env in need])
-            chunk = np.zeros((len(need), self.cfg.n_robots, self.cfg.chunk, ACTION_DIM))
-            with torch.no_grad():
-                for i in range(self.cfg.n_robots):
-                    net = self.nets[i if self.cfg.sharing == "separate" else 0]
-                    if frames is not None:
-                        img, pro = image_features(self.cfg, frames, state, i)
-                        pred = net.predict(torch.from_numpy(pro), torch.from_numpy(img))
-                    else:
-                        pred = net.predict(torch.from_numpy(obs_features(self.cfg, state, i)))
-                    chunk[:, i] = (pred * _HALF + _MID).numpy()
+            chunk = self._predict(need)
             for k, env in enumerate(need):
                 self.queue[id(env)] = [chunk[k, :, j] for j in range(self.cfg.execute)]
         return [self.queue[id(env)].pop(0) for env in envs]
+
+    def _ensembled(self, env, new: np.ndarray) -> np.ndarray:
+        """Return the weighted mean of the actions the live chunks predicted for this step,
+        weights exp(-ensemble * i) from the oldest (i = 0), as ACT's temporal ensembling."""
+        live = self.queue[id(env)]
+        live.append(new)  # (n, chunk, 9), its first step is now
+        if len(live) > self.cfg.chunk:
+            live.pop(0)
+        ages = np.arange(len(live))[::-1]  # steps since each chunk was predicted
+        acts = np.stack([c[:, a] for c, a in zip(live, ages, strict=True)])
+        w = np.exp(-self.cfg.ensemble * np.arange(len(live)))
+        return np.tensordot(w / w.sum(), acts, axes=1)
+
+    def _predict(self, need) -> np.ndarray:
+        """Return (K, n, chunk, 9) predicted action chunks, one batched forward per net."""
+        state = np.stack([self._state(env) for env in need])
+        frames = None
+        if self.cfg.obs == "image":
+            s = self.cfg.image_size
+            frames = np.stack([[env.render_ego(i, s, s) for i in range(env.n)]
+                               for env in need])
+        chunk = np.zeros((len(need), self.cfg.n_robots, self.cfg.chunk, ACTION_DIM))
+        with torch.no_grad():
+            if self.cfg.joint:
+                n = self.cfg.n_robots
+                pred = self.nets[0].predict(torch.from_numpy(obs_features(self.cfg, state, 0)))
+                pred = pred * _HALF.repeat(n) + _MID.repeat(n)
+                chunk[:] = pred.view(len(need), self.cfg.chunk, n, ACTION_DIM) \
+                    .transpose(1, 2).numpy()
+            for i in range(0 if self.cfg.joint else self.cfg.n_robots):
+                net = self.nets[i if self.cfg.sharing == "separate" else 0]
+                if frames is not None:
+                    img, pro = image_features(self.cfg, frames, state, i)
+                    pred = net.predict(torch.from_numpy(pro), torch.from_numpy(img))
+                else:
+                    pred = net.predict(torch.from_numpy(obs_features(self.cfg, state, i)))
+                chunk[:, i] = (pred * _HALF + _MID).numpy()
+        return chunk
 
 
 def load_policy(path: Path) -> LearnedPolicy:
     """Return the policy stored in a checkpoint file."""
     cfg, nets = load_nets(path)
-    return LearnedPolicy(cfg, nets, f"{cfg.algo}-{cfg.obs}-{cfg.scope}-{cfg.sharing}")
+    return LearnedPolicy(cfg, nets, policy_name(cfg))
 

@@ -32,6 +32,8 @@ class Operator:
     """One robot's phase machine clock and its operator variability: a reaction latency per
     stage change, a speed factor and a grasp height offset, all drawn once per episode."""
 
+    grasps = True  # False for a robot that closes its hand without grasping (a sweeping fist)
+
     def __init__(self, rng: np.random.Generator, noise: float) -> None:
         self.latency = rng.uniform(0, 0.3 * noise, size=8)
         self.speed = 1.0 + rng.uniform(-0.2, 0.2) * noise

@@ -50,9 +50,10 @@ def write_demos(out: Path, files: dict[str, bytes]) -> None:
 
 
 def record_demos(task_name: str, n: int, *, images: bool = False, size: int = 64,
-                 noise: float = 1.0, perturb: float | None = None, batch: int = 8
-                 ) -> tuple[dict[str, Any], dict[str, bytes]]:
-    """Record the demonstrations of `make_demos`; return (metadata, {file name: bytes})."""
+                 noise: float = 1.0, perturb: float | None = None, batch: int = 8,
+                 n_train: int | None = None) -> tuple[dict[str, Any], dict[str, bytes]]:
+    """Record the demonstrations of `make_demos` (`n_train` of the `n` for training;
+    default 5/6); return (metadata, {file name: bytes})."""
     task = get_task(task_name)
     perturb = task.demo_perturb if perturb is None else perturb
     kept: list[tuple[int, Any, Any]] = []
@@ -73,7 +74,8 @@ def record_demos(task_name: str, n: int, *, images: bool = False, size: int = 64
         if tried > 5 * n + 50:
             raise RunDirError(f"{task_name}: the noisy expert succeeded in only {len(kept)} of "
                               f"{tried} demonstration attempts")
-    n_train = max(1, round(n * TRAIN_SHARE)) if n > 1 else 1
+    if n_train is None:
+        n_train = max(1, round(n * TRAIN_SHARE)) if n > 1 else 1
     splits = {"train": kept[:n_train], "val": kept[n_train:]}
     meta = {"task": task_name, "n_robots": task.n_robots, "noise": noise, "perturb": perturb,
             "episodes": {k: len(v) for k, v in splits.items()}, "attempts": tried,
@@ -88,6 +90,15 @@ def record_demos(task_name: str, n: int, *, images: bool = False, size: int = 64
 
 
 def _pack(task_name: str, eps, *, images: bool, size: int) -> bytes:
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **episode_arrays(task_name, eps, images=images, size=size))
+    return buf.getvalue()
+
+
+def episode_arrays(task_name: str, eps, *, images: bool = False, size: int = 64
+                   ) -> dict[str, np.ndarray]:
+    """Return the arrays of a demonstration file for episodes [(seed, trajectory, record)]:
+    rows concatenated, `episode_start` offsets, the step each phase began (-1: never)."""
     starts = np.cumsum([0] + [len(rec.actions) for _, _, rec in eps])
     arrays = {
         "seeds": np.array([s for s, _, _ in eps]),
@@ -101,15 +112,13 @@ def _pack(task_name: str, eps, *, images: bool, size: int) -> bytes:
     }
     if images:
         arrays["frames"], arrays["frame_index"] = render_frames(task_name, arrays, size)
-    buf = io.BytesIO()
-    np.savez_compressed(buf, **arrays)
-    return buf.getvalue()
+    return arrays
 
 
 def _phase_step(tr, p: int) -> int:
     from coordbench.core.trajectory import PhysicalPhaseEvent
 
-    return next(e.t for e in tr.steps(PhysicalPhaseEvent) if e.phase == p)
+    return next((e.t for e in tr.steps(PhysicalPhaseEvent) if e.phase == p), -1)
 
 
 def render_frames(task_name: str, arrays: dict[str, np.ndarray],

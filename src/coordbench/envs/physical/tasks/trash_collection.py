@@ -141,6 +141,8 @@ class Sweeper(ArmOperator):
     """hand beside the bottle, low over the bench (gripper closed) -> wait for the bin ->
     sweep along the bench past its end -> lift the hand away."""
 
+    grasps = False
+
     def act(self, s: Sensing, dt: float) -> np.ndarray:
         self.t_stage += dt
         bottle = s.extras[0]
