@@ -25,7 +25,7 @@ from .limits import MAX_EPISODES, MAX_STEPS, MAX_WORKERS
 
 
 def reproduce(
-    paper: str = typer.Argument(..., help="mecobench | cocobench | stat | cross"),
+    paper: str = typer.Argument(..., help="mecobench | cocobench | stat | cross | cohub"),
     model: str | None = typer.Option(None, help="Model alias that plays every model row "
                                                 "(default: the offline agents)."),
     models: Path | None = typer.Option(None, help="Model registry file (YAML)."),
@@ -43,7 +43,9 @@ def reproduce(
                                                 "0-4; --quick: 0-2)."),
     steps: int | None = typer.Option(None, help="stat: environment steps per run (default: "
                                                 "the paper's budget; --quick: 20k); cross: "
-                                                "the learned team's (100k; --quick: 20k)."),
+                                                "the learned team's (100k; --quick: 20k); "
+                                                "cohub: gradient steps (5000; --quick: "
+                                                "800)."),
     executor: str = executor_option(),
     workers: int = workers_option(),
     fail_fast: bool = fail_fast_option(),
@@ -60,7 +62,7 @@ def reproduce(
     from coordbench.runner import Limits
 
     module = paper_module(paper)
-    if paper in ("stat", "cross"):  # both train learners
+    if paper in ("stat", "cross", "cohub"):  # all three train learners
         need_torch()
     check_range("--limit", limit, 1, MAX_EPISODES)
     check_range("--workers", workers, 1, MAX_WORKERS)
@@ -75,9 +77,13 @@ def reproduce(
         if value is not None and not trains:
             raise ConfigError(f"{flag} sets what the STAT study trains: it applies to stat "
                               f"only")
-    if steps is not None and paper not in ("stat", "cross"):
-        raise ConfigError("--steps sets what the STAT study trains (and the cross study's "
-                          "learned team): it applies to stat and cross only")
+    if steps is not None and paper not in ("stat", "cross", "cohub"):
+        raise ConfigError("--steps sets what the STAT study trains (the cross study's "
+                          "learned team, the CoHuB study's gradient steps): it applies to "
+                          "stat, cross and cohub only")
+    if paper == "cohub" and (model is not None or limit is not None):
+        raise ConfigError("reproduce cohub plays learned and scripted robots only: --model "
+                          "and --limit do not apply")
     if trains and limit is not None:
         raise ConfigError("--limit caps cases per condition; the STAT study has none (use "
                           "--seeds and --steps)")

@@ -15,12 +15,13 @@ from types import ModuleType
 
 from coordbench.errors import ConfigError
 
-# paper name -> module (the CoHuB study slots in here)
+# paper name -> module
 PAPERS: dict[str, str] = {
     "mecobench": "coordbench.reproduce.mecobench",
     "cocobench": "coordbench.reproduce.cocobench",
     "stat": "coordbench.reproduce.stat",
     "cross": "coordbench.reproduce.cross",
+    "cohub": "coordbench.reproduce.cohub",
 }
 
 
