@@ -437,8 +437,9 @@ class Trainer:
             # roll, goal height) must not turn small test-time deviations into huge inputs
             net.enc.std.copy_(torch.from_numpy(np.maximum(rows.state.std(0), 0.05)))
             self.nets.append(net)
+            # the multi-tensor update: the per-tensor loop was half of a small net's step
             self.opts.append(torch.optim.AdamW(net.parameters(), lr=cfg.lr,
-                                               weight_decay=1e-4))
+                                               weight_decay=1e-4, foreach=True))
 
     def fit(self, steps: int) -> None:
         """Take `steps` gradient steps per network on the current dataset."""
