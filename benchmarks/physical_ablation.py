@@ -1,7 +1,7 @@
 """The paper's ablation of observation scope x policy sharing, on our physical tasks.
 
-Usage:  python benchmarks/physical_ablation.py [--tasks Handover,CoCarry] [--algo bc]
-            [--steps 20000] [--demos 60] [--rollouts 20]
+Usage:  python benchmarks/physical_ablation.py [--tasks Handover,CoCarry] [--method chunk]
+            [--steps 5000] [--demos 60] [--rollouts 100]
 Writes benchmarks/results/physical_ablation.json and .md (runs, demonstrations and checkpoints
 under runs/ablation; everything resumes).
 
@@ -9,6 +9,8 @@ Per task: demonstrations (noisy expert, 5/6 train), then one policy per cell of 
 own observation, global = every robot's) x sharing (separate networks, one shared network, one
 shared network with a one-hot agent id), each evaluated on seeds 1..N from a fresh reset. The
 scripted expert with and without operator noise are reference rows on the same seeds.
+`--method` names a recipe of `coordbench.reproduce.cohub.METHODS` (chunk: the action-chunking
+policy with temporal ensembling; bc: single-step cloning; dp: the diffusion policy).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from coordbench.core.rundir import RunDir
 from coordbench.envs.physical.tasks import get_task
 from coordbench.learn.imitation import default_config, train_policy
 from coordbench.report.physical_report import main_summary
+from coordbench.reproduce.cohub import METHODS
 from coordbench.suites.physical.demos import make_demos
 from coordbench.suites.physical.suite import evaluate_main
 
@@ -45,10 +48,10 @@ def row(label: str, trs) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--tasks", default="Handover,CoCarry")
-    ap.add_argument("--algo", default="bc")
-    ap.add_argument("--steps", type=int, default=20000)
+    ap.add_argument("--method", default="chunk", choices=[m for m in METHODS if m != "joint"])
+    ap.add_argument("--steps", type=int, default=5000)
     ap.add_argument("--demos", type=int, default=60)
-    ap.add_argument("--rollouts", type=int, default=20)
+    ap.add_argument("--rollouts", type=int, default=100)
     args = ap.parse_args()
     root = Path("runs/ablation")
     results: dict[str, list[dict]] = {}
@@ -61,22 +64,24 @@ def main() -> None:
         rows = [row(p, evaluate_main(task, p, args.rollouts, run_dir))
                 for p in ("expert", "expert_noisy")]
         for scope, sharing, agent_id in CELLS:
-            ckpt = root / "policies" / f"{task}_{args.algo}_{scope}_{sharing}" \
+            ckpt = root / "policies" / f"{task}_{args.method}_{scope}_{sharing}" \
                 f"{'_id' if agent_id else ''}_{args.steps}.pt"
             if not ckpt.is_file():
-                cfg = default_config(task, args.algo, n, scope=scope, sharing=sharing,
-                                     agent_id=agent_id, steps=args.steps)
+                algo, kw = METHODS[args.method]
+                cfg = default_config(task, algo, n, scope=scope, sharing=sharing,
+                                     agent_id=agent_id, steps=args.steps, **kw)
                 train_policy(cfg, demos, ckpt)
             trs = evaluate_main(task, str(ckpt), args.rollouts, run_dir)
-            rows.append(row(f"{args.algo} {cell_name(scope, sharing, agent_id)}", trs))
+            rows.append(row(f"{args.method} {cell_name(scope, sharing, agent_id)}", trs))
             print(task, rows[-1]["policy"], rows[-1]["success"], flush=True)
         results[task] = rows
-    meta = {"algo": args.algo, "steps": args.steps, "demos": args.demos,
+    meta = {"method": args.method, "steps": args.steps, "demos": args.demos,
             "rollouts": args.rollouts}
     lines = ["# Physical suite: observation scope x policy sharing", "",
-             f"`python benchmarks/physical_ablation.py --tasks {args.tasks} --algo {args.algo} "
-             f"--steps {args.steps} --demos {args.demos} --rollouts {args.rollouts}`: "
-             f"{args.algo} on state observations, {args.demos} noisy-expert demonstrations "
+             f"`python benchmarks/physical_ablation.py --tasks {args.tasks} --method "
+             f"{args.method} --steps {args.steps} --demos {args.demos} --rollouts "
+             f"{args.rollouts}`: {args.method} on state observations, {args.demos} "
+             f"noisy-expert demonstrations "
              f"(5/6 for training), {args.steps} gradient steps per network, evaluated on seeds "
              f"1-{args.rollouts}. Rates are cumulative phase rates, mean ± 95% CI.", ""]
     for task, rows in results.items():

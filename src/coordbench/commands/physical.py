@@ -11,9 +11,11 @@ from coordbench.core.files import check_in_dir, check_out_dir, check_out_file, c
 from coordbench.errors import ConfigError
 
 from .common import (
+    breaker_option,
     emit_json,
     err,
     executor_option,
+    fail_fast_option,
     need_av,
     need_torch,
     out,
@@ -102,48 +104,110 @@ def physical_demos(
 @app.command("eval")
 def physical_eval(
     task: str = typer.Option(..., help=TASK_HELP),
-    policy: str = typer.Option("expert", help="expert | expert_noisy | PATH (checkpoint)"),
+    policy: str = typer.Option("expert", help="expert | expert_noisy | PATH (checkpoint) | "
+                                              "llm (robots run the skills a model picks; "
+                                              "with --model)"),
     rollouts: int = typer.Option(100, help="Rollouts with seeds 1..N."),
     phase_level: bool = typer.Option(False, "--phase-level", help="Also run phase-level "
                                      "evaluation from demonstrations."),
     demos: Path = typer.Option(Path("runs/demos"), help="Demonstrations directory "
                                                        "(for --phase-level)."),
     per_phase: int = typer.Option(50, help="Phase-level rollouts per phase."),
+    model: str | None = typer.Option(None, help="Model alias of every robot (policy llm)."),
+    controller: str | None = typer.Option(None, help="Policy llm: per_robot (one model per "
+                                                     "robot, the default) | team (one call "
+                                                     "for the whole team)."),
+    models: Path | None = typer.Option(None, help="Model registry file (YAML)."),
+    max_connections: int | None = typer.Option(None, help="Cap concurrent calls per model."),
+    cache: bool = typer.Option(True, "--cache/--no-cache", help="Reuse cached replies."),
+    cache_path: Path | None = typer.Option(None, help="Response cache file (sqlite)."),
+    max_tokens_per_episode: int | None = typer.Option(None, help="Stop an episode's team "
+                                                      "after this many model tokens."),
+    cost_limit: float | None = typer.Option(None, help="Stop the run at this spend ($)."),
+    max_reply_tokens: int | None = typer.Option(None, help="Cap tokens per model reply."),
+    in_flight: int = typer.Option(8, help="Episodes played concurrently (policy llm)."),
+    fail_fast: bool = fail_fast_option(),
+    breaker: int = breaker_option(),
     executor: str = executor_option(),
     workers: int = workers_option(),
     out_dir: Path = typer.Option(Path("runs/physical"), "--out", help="Run directory "
                                                                       "(resumable)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
-    """Evaluate a policy: success and cumulative phase rates with 95% CIs (per task)."""
+    """Evaluate a policy: success and cumulative phase rates with 95% CIs (per task); a
+    model-driven team (--policy llm) also model calls, tokens and protocol failures."""
     from coordbench.envs.physical.demo_files import load_demos
+    from coordbench.llm.registry import load_registry
     from coordbench.report import physical_report as rep
-    from coordbench.suites.physical.suite import SUITE, PhysicalSpec, make_policy
+    from coordbench.runner import Limits
+    from coordbench.suites.physical.suite import (
+        LLM,
+        SUITE,
+        PhysicalResources,
+        PhysicalSpec,
+        make_policy,
+    )
+
+    from .household import harness_settings, local_stats
+    from .limits import MAX_CONNECTIONS, MAX_COST, MAX_IN_FLIGHT, MAX_REPLY_TOKENS, MAX_TOKENS
 
     positive(rollouts=rollouts, per_phase=per_phase)
     check_range("--rollouts", rollouts, 1, MAX_EPISODES)
     check_range("--per-phase", per_phase, 1, MAX_EPISODES)
     check_range("--workers", workers, 1, MAX_WORKERS)
+    check_range("--in-flight", in_flight, 1, MAX_IN_FLIGHT)
+    check_range("--max-connections", max_connections, 1, MAX_CONNECTIONS)
+    check_range("--max-tokens-per-episode", max_tokens_per_episode, 1, MAX_TOKENS)
+    check_range("--cost-limit", cost_limit, 0, MAX_COST, low_open=True)
+    check_range("--max-reply-tokens", max_reply_tokens, 1, MAX_REPLY_TOKENS)
     check_out_dir(out_dir)
+    if controller is not None and policy != LLM:
+        raise ConfigError(f"--controller is for --policy llm, not {policy}")
+    if policy == LLM and phase_level:
+        raise ConfigError("--policy llm has no phase-level evaluation; drop --phase-level")
     if phase_level:
         check_in_dir(demos, "--demos", "demonstrations folder")
+    if models is not None:
+        load_registry(models)
+    if cache_path is not None:
+        check_out_file(cache_path, "--cache-path")
     names = _tasks(task)
     plan: list[tuple] = []
     for name in names:
-        make_policy(policy, name)  # a bad checkpoint fails before any work
-        plan.append((SUITE, PhysicalSpec(name, policy), rollouts))
+        # a bad checkpoint or team (llm without --model, --model without llm) fails first
+        spec = PhysicalSpec(name, policy, model=model, controller=controller or "per_robot")
+        if policy != LLM:
+            make_policy(policy, name)
+        plan.append((SUITE, spec, rollouts))
         if phase_level:
             path = demos / f"{name}_train.npz"
             load_demos(path)
             plan += [(SUITE, PhysicalSpec(name, policy, f"phase{k}", str(path)), per_phase)
                      for k in (1, 2, 3)]
-    labels = [f"{s.task} {Path(policy).name} {s.protocol}" for _, s, _ in plan]
-    run = play(out_dir, plan, quiet=as_json, executor=executor, workers=workers, labels=labels)
+    shown = Path(policy).name
+    team: dict[str, Any] = {}
+    if policy == LLM:
+        shown = f"llm {model} ({controller or 'per_robot'})"
+        settings = harness_settings(models, cache, cache_path, max_connections, None,
+                                    {model or ""}, breaker)
+        team = {"in_flight": in_flight, "stats": local_stats(settings, executor),
+                "resources": PhysicalResources(settings, max_reply_tokens),
+                "limits": Limits(cost_limit, max_tokens_per_episode, fail_fast=fail_fast,
+                                 breaker=breaker)}
+    labels = [f"{s.task} {shown} {s.protocol}" for _, s, _ in plan]
+    run = play(out_dir, plan, quiet=as_json, executor=executor, workers=workers, labels=labels,
+               **team)
+    main = {s.task: (s, n) for _, s, n in plan if s.protocol == "main"}
     payload = {}
     for name in names:
-        trs = [run.load_episode(SUITE.condition(s), c.key) for _, s, n in plan
-               if s.task == name and s.protocol == "main" for c in SUITE.cases(s, n)]
-        entry = rep.main_json(rep.main_summary(trs))
+        spec, n = main[name]
+        cond = SUITE.condition(spec)
+        # episodes a provider failure errored (or the cost limit cut) are not results
+        saved = set(run.episode_keys(cond))
+        trs = [run.load_episode(cond, c.key) for c in SUITE.cases(spec, n) if c.key in saved]
+        entry = rep.main_json(rep.main_summary(trs)) if trs else {}
+        if policy == LLM:
+            entry["errored"] = len(run.errored_keys(cond))
         if phase_level:
             by_phase = {s.phase: [run.load_episode(SUITE.condition(s), c.key)
                                   for c in SUITE.cases(s, n)]
@@ -153,8 +217,9 @@ def physical_eval(
     if as_json:
         emit_json(payload)
         return
-    out.print(rep.console_table(f"physical: {policy}, seeds 1..{rollouts}",
-                                {(name, Path(policy).name): e for name, e in payload.items()}))
+    out.print(rep.console_table(f"physical: {shown}, seeds 1..{rollouts}",
+                                {(name, shown): e for name, e in payload.items()
+                                 if "success" in e}))
     for name, e in payload.items():
         if "phase_level" in e:
             pl = e["phase_level"]

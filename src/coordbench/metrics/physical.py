@@ -1,12 +1,17 @@
 """Physical-suite metrics as pure functions of trajectories (their physical_phase,
-physical_event and episode_end events)."""
+physical_event and episode_end events; a model-driven team's also its model_call events)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from coordbench.core.stats import Estimate, estimate
-from coordbench.core.trajectory import PhysicalCouplingEvent, PhysicalPhaseEvent, Trajectory
+from coordbench.core.trajectory import (
+    ModelCallEvent,
+    PhysicalCouplingEvent,
+    PhysicalPhaseEvent,
+    Trajectory,
+)
 
 
 def phases_reached(tr: Trajectory) -> int:
@@ -17,7 +22,8 @@ def phases_reached(tr: Trajectory) -> int:
 
 def episode_metrics(tr: Trajectory) -> dict[str, float]:
     """Return one rollout's numbers: success, p1-p3 reached (cumulative), failing phase,
-    coupling events."""
+    coupling events; for a model-driven team also `model_calls`, `tokens` (prompt +
+    completion) and `protocol_failures` (calls whose reply gave no usable skill)."""
     reached = phases_reached(tr)
     until = int(tr.header.params.get("until_phase", 3))
     ev = tr.steps(PhysicalCouplingEvent)
@@ -31,6 +37,11 @@ def episode_metrics(tr: Trajectory) -> dict[str, float]:
            if tr.end else float("nan")}
     for p in (1, 2, 3):
         out[f"p{p}"] = float(reached >= p)
+    if tr.header.models:
+        calls = tr.steps(ModelCallEvent)
+        out.update(model_calls=float(len(calls)),
+                   tokens=float(sum(c.prompt_tokens + c.completion_tokens for c in calls)),
+                   protocol_failures=float(sum(c.parse_status == "failed" for c in calls)))
     return out
 
 

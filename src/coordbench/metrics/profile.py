@@ -23,9 +23,10 @@ same).
   construct team steps, physical 50 Hz control steps).
 
 Messages are every `message` event (broadcasts, discussion, reports, leader assignments,
-shared-memory writes); `tokens_per_unit` adds model tokens (prompt + completion of every
-model call) per unit, None for teams without a model. A ratio is None (n/a) where its
-denominator is 0, never 0.
+shared-memory writes) except those to no one (`recipients` []: the skill choices a
+model-driven physical robot records); `tokens_per_unit` adds model tokens (prompt +
+completion of every model call) per unit, None for teams without a model. A ratio is None
+(n/a) where its denominator is 0, never 0.
 """
 
 from __future__ import annotations
@@ -78,7 +79,9 @@ def dol(units: Sequence[int]) -> float | None:
 
 
 def _communication(traj: Trajectory, units: float) -> Profile:
-    messages = len(traj.steps(MessageEvent))
+    # a message to no one (recipients []: a physical robot's skill choice) is a recorded
+    # decision, not communication
+    messages = sum(m.recipients != [] for m in traj.steps(MessageEvent))
     calls = traj.steps(ModelCallEvent)
     tokens = sum(c.prompt_tokens + c.completion_tokens for c in calls)
     return {"comm_per_unit": _ratio(messages, units),

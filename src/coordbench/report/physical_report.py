@@ -16,14 +16,19 @@ from coordbench.metrics.physical import episode_metrics, failure_breakdown, summ
 from .format import estimate_json, pct
 from .section import Section
 
+MODEL_KEYS = ("model_calls", "tokens", "protocol_failures")  # per rollout, model-driven teams
+
 
 def main_summary(trs: list[Trajectory]) -> dict[str, Any]:
-    """Return {"success": Estimate, "phases": {"p1".."p3": Estimate}, ...diagnostics}."""
+    """Return {"success": Estimate, "phases": {"p1".."p3": Estimate}, ...diagnostics}; for a
+    model-driven team also model calls, tokens and protocol failures per rollout."""
     s = summarize(trs)
-    return {"success": s["success"], "phases": {f"p{p}": s[f"p{p}"] for p in (1, 2, 3)},
-            "failure": failure_breakdown(trs),
-            "coupling": {k: s[k] for k in ("drops", "robot_collisions", "partner_lag_s")},
-            "steps": s["steps"]}
+    out = {"success": s["success"], "phases": {f"p{p}": s[f"p{p}"] for p in (1, 2, 3)},
+           "failure": failure_breakdown(trs),
+           "coupling": {k: s[k] for k in ("drops", "robot_collisions", "partner_lag_s")},
+           "steps": s["steps"]}
+    out.update({k: s[k] for k in MODEL_KEYS if k in s})
+    return out
 
 
 def phase_summary(task_name: str, by_phase: dict[int, list[Trajectory]]) -> dict[str, Any]:
@@ -49,7 +54,16 @@ def main_json(s: dict[str, Any]) -> dict[str, Any]:
     return {"success": estimate_json(s["success"]),
             "phases": {k: estimate_json(v) for k, v in s["phases"].items()},
             "failure": s["failure"],
-            "coupling": {k: estimate_json(v) for k, v in s["coupling"].items()}}
+            "coupling": {k: estimate_json(v) for k, v in s["coupling"].items()},
+            **{k: estimate_json(s[k]) for k in MODEL_KEYS if k in s}}
+
+
+def policy_name(spec: dict[str, Any]) -> str:
+    """Return how a condition's policy is shown (an llm team with its model and
+    controller)."""
+    if spec.get("policy") == "llm":
+        return f"llm {spec.get('model')} ({spec.get('controller')})"
+    return str(spec["policy"])
 
 
 def phase_json(ps: dict[str, Any]) -> dict[str, Any]:
@@ -83,7 +97,7 @@ def section(run: RunDir, conditions: list[str]) -> Section:
         spec, trs = run.conditions[cond], run.load_episodes(cond)
         if not trs:
             continue
-        key = (spec["task"], spec["policy"])
+        key = (spec["task"], policy_name(spec))
         if spec["protocol"] == "main":
             rows[key] = main_json(main_summary(trs))
             results[cond] = {"suite": "physical", "spec": spec, "metrics": {

@@ -3,17 +3,30 @@
 A policy maps the current environments to actions: `act(envs) -> [(n, 9) per env]`, after
 `reset(envs)`. Learned policies batch their forward pass over the lockstep environments;
 experts run one decentralized phase machine per robot.
+
+A model-driven team (`arun_skill_episode`) plays one episode at a time instead: its robots run
+skills (`agents/physical/skills.py`) and the model is awaited only at decision points, when a
+robot's skill has ended; the physics between them is stepped synchronously.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from coordbench.agents.physical.skills import (
+    FALLBACK_WAIT_S,
+    WAIT,
+    Choice,
+    RobotView,
+    SkillRobot,
+)
 from coordbench.core.trajectory import (
     AgentSpec,
+    MessageEvent,
     PhysicalCouplingEvent,
     PhysicalPhaseEvent,
     PhysicalPosesEvent,
@@ -23,7 +36,10 @@ from coordbench.envs.physical import poses as pose
 from coordbench.envs.physical.env import PhysicalEnv
 from coordbench.envs.physical.scene import CONTROL_DT
 from coordbench.envs.physical.tasks import get_task
-from coordbench.runner import Recorder
+from coordbench.runner import Limits, Recorder
+
+if TYPE_CHECKING:  # the model layer is imported only where a model-driven team plays
+    from coordbench.agents.physical.llm import SkillController
 
 
 class Policy(Protocol):
@@ -212,13 +228,100 @@ def run(task_name: str, policy: Policy, seeds: list[int], *, record: bool = Fals
                                          f"{keys[k] if keys else f'seed{seed:04d}'}",
             task_id=task_name, seed=int(seed), policy=policy.name,
             team=[AgentSpec(id=f"robot{i}", driver=policy.name) for i in range(env.n)],
-            params={"n_robots": env.n, "start_step": start_steps[k],
-                    "start_phase": starts[k][2] if starts else 0, "until_phase": until_phase,
-                    "control_dt": CONTROL_DT, "movement": task.movement,
-                    "coupling": task.coupling,
-                    "collaborative": [p.collaborative for p in task.phases]})
+            params=_params(task, env, start_steps[k], starts[k][2] if starts else 0,
+                           until_phase))
         rec.emit(*sorted(phase_events[k] + monitors[k].events, key=lambda e: e.t))
         if tracks:
             rec.emit(tracks[k].event())
         trajectories.append(rec.finish(env.steps, success=env.phase >= until_phase))
     return trajectories, records
+
+
+def _params(task, env: PhysicalEnv, start_step: int = 0, start_phase: int = 0,
+            until_phase: int = 3) -> dict[str, Any]:
+    """Return a rollout's header parameters."""
+    return {"n_robots": env.n, "start_step": start_step, "start_phase": start_phase,
+            "until_phase": until_phase, "control_dt": CONTROL_DT, "movement": task.movement,
+            "coupling": task.coupling, "collaborative": [p.collaborative for p in task.phases]}
+
+
+async def arun_skill_episode(task_name: str, seed: int, episode_id: str,
+                             controller: SkillController, *,
+                             alias: str, limits: Limits | None = None, poses: bool = True
+                             ) -> Trajectory:
+    """Play one episode of `task_name` from a fresh reset with `seed`, every robot running the
+    skills a model picks through `controller` (`agents.physical.llm`); return its trajectory.
+
+    A decision point is a step where some robot has no skill (the start, a skill that ended):
+    the controller is awaited, each robot starts its choice, or waits FALLBACK_WAIT_S after an
+    unusable reply, and the physics goes on. Each choice is recorded as a message event of
+    phase "skill" from the robot to no one (recipients []): JSON content with the skill (and
+    seconds), the controller's suggestion, how the previous skill ended, and for a fallback
+    the reason. Model calls, phases, coupling events and poses are recorded as for any policy;
+    a provider failure raises ProviderFailed with the errored trajectory on it.
+    """
+    task = get_task(task_name)
+    env = PhysicalEnv(task)
+    env.reset(seed)
+    robots = [SkillRobot(task.expert(env, i, np.random.default_rng([env.seed, i, 7919]), 0.0))
+              for i in range(env.n)]
+    params = {**_params(task, env), "controller": controller.name,
+              "skill_timeout_s": robots[0].timeout_s}
+    rec = Recorder(suite="physical", episode_id=episode_id, task_id=task_name, seed=int(seed),
+                   policy="llm", models={f"robot{i}": alias for i in range(env.n)},
+                   team=[AgentSpec(id=f"robot{i}", role="robot", driver="llm")
+                         for i in range(env.n)], params=params, limits=limits)
+    monitor = CouplingMonitor(env.n)
+    track = PoseTrack(pose.pose_layout(env.model, env.n)) if poses else None
+    limit_s = task.limit * CONTROL_DT
+    reason = None
+    with rec:
+        if track:
+            track.add(env)
+        while not env.done:
+            rec.t = env.steps
+            need = [i for i, r in enumerate(robots) if r.running is None]
+            if need:
+                reason = rec.stop_reason()
+                if reason:
+                    break
+                await _decide(rec, env, robots, need, controller, limit_s)
+                reason = rec.stop_reason()
+                if reason:
+                    break
+            before = env.phase
+            env.step(np.stack([r.act(env.sense(i)) for i, r in enumerate(robots)]))
+            seen = len(monitor.events)
+            monitor.update(env)
+            rec.emit(*(PhysicalPhaseEvent(t=env.steps, phase=p + 1, name=task.phases[p].name,
+                                          collaborative=task.phases[p].collaborative)
+                       for p in range(before, env.phase)), *monitor.events[seen:])
+            if track and env.steps % POSE_EVERY == 0:
+                track.add(env)
+    if track:
+        track.add(env)  # the last step (skipped if it was a grid sample)
+        rec.emit(track.event())
+    return rec.finish(env.steps, success=env.phase >= 3, stop=reason,
+                      detail="step limit reached")
+
+
+async def _decide(rec: Recorder, env: PhysicalEnv, robots: list[SkillRobot], need: list[int],
+                  controller: SkillController, limit_s: float) -> None:
+    """Ask `controller` for the robots in `need` and start what it chose (see
+    `arun_skill_episode`); record the calls, then one skill event per robot that changed."""
+    views = [RobotView(i, env.sense(i), r) for i, r in enumerate(robots)]
+    decided = await controller.decide(views, need, limit_s)
+    rec.flush_calls()
+    for i in sorted(decided):
+        r, d = robots[i], decided[i]
+        choice = d.choice or Choice(WAIT, FALLBACK_WAIT_S)
+        if i not in need and choice == r.running:
+            continue  # the team controller re-issued a busy robot's running skill
+        after = r.ended if r.running is None else (f"{r.running.skill}: interrupted after "
+                                                   f"{r.elapsed:.2f} s")
+        note: dict[str, Any] = {**choice.as_dict(), "suggested": r.suggestion, "after": after}
+        if d.choice is None:
+            note["fallback"] = d.error or "no usable skill"
+        r.start(choice, views[i].sensing)
+        rec.emit(MessageEvent(t=env.steps, phase="skill", sender=i, recipients=[],
+                              content=json.dumps(note)))

@@ -4,33 +4,43 @@
 - Phase level: for each demonstration and each phase k, restore the recorded state at the
   start of phase k (phases before k count as done) and roll out until phase k completes or
   a per-phase budget ends; collaborative vs non-collaborative phase success.
+
+Policy `llm` (with a model alias and a controller, per_robot or team) is a model-driven team:
+its robots run the skills the model picks (`agents/physical/skills.py`, `llm.py`), episodes
+are played concurrently (as STAT's model-driven teams), main protocol only.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from coordbench.agents.physical.expert import ExpertPolicy
+from coordbench.agents.physical.llm import CONTROLLERS, make_controller
 from coordbench.core.provenance import file_digest
-from coordbench.core.rundir import RunDir
+from coordbench.core.rundir import RunDir, safe_name
 from coordbench.core.trajectory import Trajectory
 from coordbench.envs.physical.demo_files import load_demos
 from coordbench.envs.physical.tasks import get_task
 from coordbench.errors import ConfigError
+from coordbench.llm.client import harness_for
 from coordbench.metrics.physical import episode_metrics
-from coordbench.runner import Case, PlayContext, run_condition
+from coordbench.runner import Case, PlayContext, play_concurrently, run_condition
 
-from .runner import Policy, run
+from .runner import Policy, arun_skill_episode, run
 
 PHASE_BUDGET = 600  # control steps (12 s) per phase in phase-level evaluation
+LLM = "llm"  # the policy name of a model-driven team
 
 
 def make_policy(spec: str, task: str) -> Policy:
     """Return the policy named `spec` for `task`: expert, expert_noisy, or a trained
-    checkpoint path (which must have been trained on `task`)."""
+    checkpoint path (which must have been trained on `task`). A model-driven team (`llm`) is
+    no lockstep policy: `PhysicalSuite.play` plays it."""
+    if spec == LLM:
+        raise ConfigError("--policy llm is a model-driven team, played by PhysicalSuite.play")
     if spec == "expert":
         return ExpertPolicy(0.0)
     if spec == "expert_noisy":
@@ -52,15 +62,31 @@ def policy_label(spec: str) -> str:
 
 
 @dataclass(frozen=True)
+class PhysicalResources:
+    """Run-wide options of model-driven play: the model-harness settings (or a ModelHarness
+    when played in this process) and a per-reply token cap."""
+
+    harness: Any = None
+    max_reply_tokens: int | None = None
+
+    def identity(self) -> dict[str, Any]:
+        """Return the options that change the episodes (recorded with each condition)."""
+        return {"max_reply_tokens": self.max_reply_tokens}
+
+
+@dataclass(frozen=True)
 class PhysicalSpec:
-    """A physical evaluation condition: task, policy (expert, expert_noisy or a checkpoint
-    path), and protocol: `main` (fresh resets, seeds 1..N) or `phaseK` (from the starts of
+    """A physical evaluation condition: task, policy (expert, expert_noisy, a checkpoint
+    path, or llm: a model-driven team with `model`, an alias, and `controller`, per_robot or
+    team), and protocol: `main` (fresh resets, seeds 1..N) or `phaseK` (from the starts of
     phase K in the demonstrations file `demos`)."""
 
     task: str
     policy: str
     protocol: str = "main"
     demos: str | None = None
+    model: str | None = None
+    controller: str = "per_robot"
 
     def __post_init__(self) -> None:
         get_task(self.task)
@@ -69,6 +95,26 @@ class PhysicalSpec:
                               "main, phase1, phase2, phase3")
         if self.protocol != "main" and not self.demos:
             raise ConfigError("phase-level evaluation needs a demonstrations file")
+        if self.policy == LLM:
+            if not self.model:
+                raise ConfigError("--policy llm needs --model ALIAS")
+            if self.controller not in CONTROLLERS:
+                raise ConfigError(f"unknown --controller {self.controller!r}; choose from "
+                                  f"{', '.join(CONTROLLERS)}")
+            if self.protocol != "main":
+                raise ConfigError("--policy llm has no phase-level evaluation (main only)")
+        elif self.model:
+            raise ConfigError(f"--model is for --policy llm, not {self.policy}")
+        elif self.controller != "per_robot":
+            raise ConfigError(f"--controller is for --policy llm, not {self.policy}")
+
+    @property
+    def label(self) -> str:
+        """Return the policy as a condition name part (an llm team's names its model and
+        controller)."""
+        if self.policy == LLM:
+            return safe_name(f"llm-{self.model}-{self.controller}")
+        return policy_label(self.policy)
 
     @property
     def phase(self) -> int:
@@ -87,11 +133,15 @@ class PhysicalSuite:
 
     def condition(self, spec: PhysicalSpec) -> str:
         """Return the condition's directory name."""
-        return f"physical_{spec.task}_{policy_label(spec.policy)}_{spec.protocol}"
+        return f"physical_{spec.task}_{spec.label}_{spec.protocol}"
 
     def manifest(self, spec: PhysicalSpec) -> dict[str, Any]:
-        """Return the spec's fields (the demonstrations file only where it is used)."""
-        out = {"task": spec.task, "policy": spec.policy, "protocol": spec.protocol}
+        """Return the spec's fields (the demonstrations file only where it is used, model and
+        controller only for an llm team: other conditions keep their manifests)."""
+        out: dict[str, Any] = {"task": spec.task, "policy": spec.policy,
+                               "protocol": spec.protocol}
+        if spec.policy == LLM:
+            out.update(model=spec.model, controller=spec.controller)
         return out if spec.demos is None else {**out, "demos": spec.demos}
 
     def cases(self, spec: PhysicalSpec, limit: int | None = None) -> list[Case]:
@@ -113,12 +163,34 @@ class PhysicalSuite:
         return out
 
     def unit_size(self, spec: PhysicalSpec) -> int:
-        """Return the lockstep batch."""
-        return self.batch
+        """Return the lockstep batch (a model-driven team: enough to keep calls in flight)."""
+        return 8 if spec.policy == LLM else self.batch
 
     def play(self, spec: PhysicalSpec, cases: list[Case], ctx: PlayContext
-             ) -> Iterator[tuple[Case, Trajectory]]:
-        """Yield (case, trajectory) for every case, `batch` rollouts in lockstep."""
+             ) -> Iterator[tuple[Case, Trajectory]] | AsyncIterator[tuple[Case, Trajectory]]:
+        """Yield (case, trajectory) for every case: `batch` rollouts in lockstep, or, for a
+        model-driven team, episodes played concurrently as each ends."""
+        if spec.policy == LLM:
+            return self._play_llm(spec, cases, ctx)
+        return self._play_batched(spec, cases)
+
+    def _play_llm(self, spec: PhysicalSpec, cases: list[Case], ctx: PlayContext
+                  ) -> AsyncIterator[tuple[Case, Trajectory]]:
+        res = ctx.resources or PhysicalResources()
+        cond = self.condition(spec)
+
+        async def one(case: Case) -> Trajectory:
+            controller = make_controller(spec.controller, get_task(spec.task),
+                                         harness_for(res.harness), spec.model or "",
+                                         res.max_reply_tokens)
+            return await arun_skill_episode(spec.task, case.data, f"{cond}/{case.key}",
+                                            controller, alias=spec.model or "",
+                                            limits=ctx.limits)
+
+        return play_concurrently(cases, one, ctx)
+
+    def _play_batched(self, spec: PhysicalSpec, cases: list[Case]
+                      ) -> Iterator[tuple[Case, Trajectory]]:
         policy = make_policy(spec.policy, spec.task)
         cond = self.condition(spec)
         for a in range(0, len(cases), self.batch):

@@ -494,7 +494,7 @@ function renderDetails(ep, s) {
   if (msgs.length) {
     html += `<h4>messages before step ${t}</h4>` + msgs.map((m) =>
       `<div class="msg"><span class="who" style="color:${agentColor(m.sender)}">agent ${m.sender}</span> ` +
-      `<span class="muted">${esc(m.phase)}${m.round ? " r" + m.round : ""} → ${m.recipients ? esc(m.recipients.join(",")) : "all"}` +
+      `<span class="muted">${esc(m.phase)}${m.round ? " r" + m.round : ""} → ${m.recipients ? (m.recipients.length ? esc(m.recipients.join(",")) : "no one") : "all"}` +
       `${m.tokens ? ", " + m.tokens + " tok" : ""}</span>: ${esc(m.content)}</div>`).join("");
   }
   const calls = tl.calls.filter((c) => c.t === t);
