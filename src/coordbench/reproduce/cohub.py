@@ -33,7 +33,18 @@ from coordbench.core.trajectory import Trajectory
 from coordbench.envs.physical.tasks import TASKS, get_task
 from coordbench.metrics.physical import episode_metrics
 
-from .study import VERDICT_RULE, Episodes, Finding, Item, Options, Study, direction, show, table
+from .study import (
+    VERDICT_RULE,
+    Episodes,
+    Finding,
+    Item,
+    Options,
+    Study,
+    direction,
+    planned_episodes,
+    show,
+    table,
+)
 
 PAPER = "cohub"
 TITLE = "CoHuB: multi-robot physical collaboration (physical suite)"
@@ -230,11 +241,7 @@ def resources(options: Options) -> None:
 
 def episodes(run: RunDir, options: Options, out: Path) -> Episodes:
     """Return the study's episodes by Key."""
-    names = {}
-    for k in keys(options):
-        suite, cond, _ = _condition(k, options, out)
-        names[k] = suite.condition(cond)
-    return Episodes(run, names)
+    return planned_episodes(run, keys(options), lambda k: _condition(k, options, out))
 
 
 # -- items -----------------------------------------------------------------------------------

@@ -40,6 +40,7 @@ from .study import (
     Study,
     direction,
     model_settings,
+    planned_episodes,
     show,
     slope_direction,
     table,
@@ -175,11 +176,7 @@ def resources(options: Options):
 
 def episodes(run: RunDir, options: Options, out: Path) -> Episodes:
     """Return the study's episodes by Key."""
-    names = {}
-    for k in keys(options):
-        suite, cond, _ = _condition(k, options, out)
-        names[k] = suite.condition(cond)
-    return Episodes(run, names)
+    return planned_episodes(run, keys(options), lambda k: _condition(k, options, out))
 
 
 # -- measures -------------------------------------------------------------------------------

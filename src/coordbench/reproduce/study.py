@@ -69,6 +69,16 @@ class Episodes:
         return out
 
 
+def planned_episodes(run: Any, ks: list[Any], condition: Any) -> Episodes:
+    """Return a study's episodes by key, where `condition(key)` gives the key's planned
+    (suite, condition, limit)."""
+    names = {}
+    for k in ks:
+        suite, cond, _ = condition(k)
+        names[k] = suite.condition(cond)
+    return Episodes(run, names)
+
+
 @dataclass
 class Finding:
     """One claim of the paper checked on coordbench's runs.
