@@ -16,6 +16,7 @@ policy with temporal ensembling; bc: single-step cloning; dp: the diffusion poli
 from __future__ import annotations
 
 import argparse
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from results_io import write_results
@@ -45,6 +46,27 @@ def row(label: str, trs) -> dict:
             "drops": s["coupling"]["drops"].as_dict()}
 
 
+def cell_row(job: tuple) -> tuple[str, int, dict]:
+    """Train (unless on disk) and evaluate one (task, cell) or reference policy; return
+    (task, its row's place, the row). Each job has its own run directory, so jobs run in
+    parallel processes."""
+    task, k, who, method, steps, rollouts = job
+    root = Path("runs/ablation")
+    run_dir = RunDir.create_or_open(root / "eval" / f"{task}_{k}", "physical_ablation.py")
+    if isinstance(who, str):
+        return task, k, row(who, evaluate_main(task, who, rollouts, run_dir))
+    scope, sharing, agent_id = who
+    ckpt = root / "policies" / f"{task}_{method}_{scope}_{sharing}" \
+        f"{'_id' if agent_id else ''}_{steps}.pt"
+    if not ckpt.is_file():
+        algo, kw = METHODS[method]
+        cfg = default_config(task, algo, get_task(task).n_robots, scope=scope,
+                             sharing=sharing, agent_id=agent_id, steps=steps, **kw)
+        train_policy(cfg, root / "demos", ckpt)
+    trs = evaluate_main(task, str(ckpt), rollouts, run_dir)
+    return task, k, row(f"{method} {cell_name(scope, sharing, agent_id)}", trs)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--tasks", default="Handover,CoCarry")
@@ -52,29 +74,22 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=5000)
     ap.add_argument("--demos", type=int, default=60)
     ap.add_argument("--rollouts", type=int, default=100)
+    ap.add_argument("--workers", type=int, default=2)
     args = ap.parse_args()
-    root = Path("runs/ablation")
-    results: dict[str, list[dict]] = {}
-    for task in args.tasks.split(","):
-        n = get_task(task).n_robots
-        demos = root / "demos"
+    tasks = args.tasks.split(",")
+    demos = Path("runs/ablation/demos")
+    for task in tasks:
         if not (demos / f"{task}_train.npz").is_file():
             make_demos(task, args.demos, demos)
-        run_dir = RunDir.create_or_open(root / "eval", "benchmarks/physical_ablation.py")
-        rows = [row(p, evaluate_main(task, p, args.rollouts, run_dir))
-                for p in ("expert", "expert_noisy")]
-        for scope, sharing, agent_id in CELLS:
-            ckpt = root / "policies" / f"{task}_{args.method}_{scope}_{sharing}" \
-                f"{'_id' if agent_id else ''}_{args.steps}.pt"
-            if not ckpt.is_file():
-                algo, kw = METHODS[args.method]
-                cfg = default_config(task, algo, n, scope=scope, sharing=sharing,
-                                     agent_id=agent_id, steps=args.steps, **kw)
-                train_policy(cfg, demos, ckpt)
-            trs = evaluate_main(task, str(ckpt), args.rollouts, run_dir)
-            rows.append(row(f"{args.method} {cell_name(scope, sharing, agent_id)}", trs))
-            print(task, rows[-1]["policy"], rows[-1]["success"], flush=True)
-        results[task] = rows
+    whos: list = ["expert", "expert_noisy", *CELLS]
+    jobs = [(t, k, w, args.method, args.steps, args.rollouts) for t in tasks
+            for k, w in enumerate(whos)]
+    found: dict[tuple[str, int], dict] = {}
+    with ProcessPoolExecutor(args.workers) as ex:
+        for task, k, r in ex.map(cell_row, jobs):
+            found[task, k] = r
+            print(task, r["policy"], r["success"], flush=True)
+    results = {t: [found[t, k] for k in range(len(whos))] for t in tasks}
     meta = {"method": args.method, "steps": args.steps, "demos": args.demos,
             "rollouts": args.rollouts}
     lines = ["# Physical suite: observation scope x policy sharing", "",

@@ -62,7 +62,9 @@ def one(job: tuple[str, str, int, int, int]) -> dict:
         write_atomic_bytes(ckpt, blob)
         info.write_text(f"{time.perf_counter() - t0:.1f}\n")
     train_s = float(info.read_text())
-    run_dir = RunDir.create_or_open(ROOT / "eval", "benchmarks/physical_learning.py")
+    # one run directory per job: a run directory has one writer at a time
+    run_dir = RunDir.create_or_open(ROOT / "eval" / f"{task}_{method}",
+                                    "benchmarks/physical_learning.py")
     s = main_summary(evaluate_main(task, str(ckpt), rollouts, run_dir))
     return {"task": task, "method": method, "train_s": round(train_s, 1),
             "success": s["success"].as_dict(),
