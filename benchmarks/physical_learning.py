@@ -3,8 +3,9 @@ intervals) on the evaluation seeds, against the scripted expert's.
 
 Usage:  python benchmarks/physical_learning.py [--tasks all] [--methods chunk,dagger,joint]
             [--demos 50] [--steps 5000] [--rollouts 100] [--workers 2]
-Writes benchmarks/results/physical_learning.json and .md (demonstrations, checkpoints and
-evaluation runs under runs/physical_learning; a finished cell is not trained again).
+Writes benchmarks/results/physical_learning.json and .md (`--stem` names others;
+demonstrations, checkpoints and evaluation runs under runs/physical_learning; a finished
+cell is not trained again).
 
 Methods (every one on state observations, local scope, one network per robot unless noted):
 - bc:    single-step behaviour cloning (MLP), the classic baseline.
@@ -13,7 +14,8 @@ Methods (every one on state observations, local scope, one network per robot unl
 - joint: the multi-agent baseline: one centralized network over both/all robots'
          observations predicting every robot's chunk, temporally ensembled as chunk.
 - act:   the ACT-style CVAE transformer (chunk 20, 10 executed): slow on a CPU.
-- dagger: chunk, plus DAgger rounds labelled by the scripted expert.
+- dagger: chunk, plus 3 DAgger rounds (16 learner rollouts each) labelled by the scripted
+         expert; dagger8: 8 rounds.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ METHODS = {
     "act": ("act", {}),
     "dagger": ("bc", {"chunk": 20, "execute": 1, "ensemble": 0.1, "dagger": 3,
                       "dagger_episodes": 16}),
+    "dagger8": ("bc", {"chunk": 20, "execute": 1, "ensemble": 0.1, "dagger": 8,
+                       "dagger_episodes": 16}),
 }
 
 
@@ -84,6 +88,7 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=5000)
     ap.add_argument("--rollouts", type=int, default=100)
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--stem", default="physical_learning", help="results file name")
     args = ap.parse_args()
     tasks = list(TASKS) if args.tasks == "all" else args.tasks.split(",")
     methods = args.methods.split(",")
@@ -121,7 +126,7 @@ def report(args: argparse.Namespace, tasks: list[str], rows: list[dict], wall: f
     for r in rows:
         lines.append(f"| {r['task']} | {r['method']} | {r['train_s']:.0f} | " +
                      " | ".join(fmt(r[k]) for k in ("success", "p1", "p2", "p3")) + " |")
-    write_results("physical_learning", {"meta": vars(args) | {"wall_s": round(wall, 1)},
+    write_results(args.stem, {"meta": vars(args) | {"wall_s": round(wall, 1)},
                                         "rows": rows}, lines)
 
 
