@@ -216,3 +216,20 @@ def test_train_bad_input_is_one_line(tmp_path, args, msg):
                        "--n-demos" if "--n-demos" not in args and "--demos" not in args
                        else "--steps", "1", *args], tmp_path)
     assert msg in line
+
+
+def test_a_carrier_releases_only_once_its_torso_is_down():
+    from dataclasses import replace
+
+    from coordbench.envs.physical.expert import LOWERED, CarryExpert
+
+    env = PhysicalEnv(get_task("CoCarry"))
+    env.reset(2)
+    ex = CarryExpert(np.random.default_rng(0), 0.0)
+    ex.stage, ex.lift, ex.t_stage = "lower", 0.0, 5.0  # its target is down, long ago
+    s = env.sense(0)
+    up = replace(s, joints=np.r_[0.1, s.joints[1:]])
+    assert ex.act(up, 0.02)[8] == 1.0 and ex.stage == "lower"  # still held up: keep it
+    down = replace(s, joints=np.r_[LOWERED / 2, s.joints[1:]])
+    ex.act(down, 0.02)
+    assert ex.stage == "release"

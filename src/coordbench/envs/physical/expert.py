@@ -21,6 +21,7 @@ from .scene import CONTROL_DT
 
 STANDOFF = 0.62  # base-to-grasp-point distance while holding (m)
 LIFT = 0.15  # torso rise that lifts the object (m)
+LOWERED = 0.02  # torso height (m) below which a carried object counts as set down
 
 
 def wrap(a: float) -> float:
@@ -135,7 +136,9 @@ class CarryExpert(Operator):
         elif self.stage == "lower":
             grip = 1.0
             self.lift = max(0.0, self.lift - 0.25 * self.speed * dt)
-            if self.lift <= 0.0 and self._ready(0.4):
+            # the torso itself must be down, not only its target: a phase machine labelling
+            # another policy's robot (DAgger) would otherwise release what is still held up
+            if self.lift <= 0.0 and s.joints[0] < LOWERED and self._ready(0.4):
                 self._go("release")
         elif self.stage == "release":
             if self._ready(0.4):
