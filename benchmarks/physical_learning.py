@@ -15,7 +15,7 @@ Methods (every one on state observations, local scope, one network per robot unl
          observations predicting every robot's chunk, temporally ensembled as chunk.
 - act:   the ACT-style CVAE transformer (chunk 20, 10 executed): slow on a CPU.
 - dagger: chunk, plus 3 DAgger rounds (16 learner rollouts each) labelled by the scripted
-         expert; dagger8: 8 rounds.
+         expert; dagger8: 8 rounds; joint_dagger: joint plus 4 rounds.
 """
 
 from __future__ import annotations
@@ -40,6 +40,8 @@ METHODS = {
                       "dagger_episodes": 16}),
     "dagger8": ("bc", {"chunk": 20, "execute": 1, "ensemble": 0.1, "dagger": 8,
                        "dagger_episodes": 16}),
+    "joint_dagger": ("joint", {"execute": 1, "ensemble": 0.1, "dagger": 4,
+                               "dagger_episodes": 16}),
 }
 
 
@@ -89,12 +91,19 @@ def main() -> None:
     ap.add_argument("--rollouts", type=int, default=100)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--stem", default="physical_learning", help="results file name")
+    ap.add_argument("--cells", default=None, help="TASK:METHOD,... instead of every task x "
+                                                  "method")
     args = ap.parse_args()
     tasks = list(TASKS) if args.tasks == "all" else args.tasks.split(",")
     methods = args.methods.split(",")
+    pairs = [(t, m) for m in methods for t in tasks]
+    if args.cells:
+        pairs = [tuple(c.split(":")) for c in args.cells.split(",")]
+        tasks = list(dict.fromkeys(t for t, _ in pairs))
+        methods = list(dict.fromkeys(m for _, m in pairs))
     (ROOT / "policies").mkdir(parents=True, exist_ok=True)
     # method-major: every task's first method finishes before the next method starts
-    jobs = [(t, m, args.demos, args.steps, args.rollouts) for m in methods for t in tasks]
+    jobs = [(t, m, args.demos, args.steps, args.rollouts) for t, m in pairs]
     start = time.perf_counter()
     rows: list[dict] = []
     with ProcessPoolExecutor(args.workers) as ex:
@@ -111,8 +120,10 @@ def report(args: argparse.Namespace, tasks: list[str], rows: list[dict], wall: f
             for t in tasks if any(r["task"] == t for r in rows)}
     reached = sorted(t for t, r in best.items() if r["success"]["mean"] >= 0.5)
     lines = ["# Physical suite: learned baselines per task", "",
-             f"`python benchmarks/physical_learning.py --tasks {args.tasks} --methods "
-             f"{args.methods} --demos {args.demos} --steps {args.steps} --rollouts "
+             f"`python benchmarks/physical_learning.py "
+             + (f"--cells {args.cells}" if args.cells else
+                f"--tasks {args.tasks} --methods {args.methods}")
+             + f" --demos {args.demos} --steps {args.steps} --rollouts "
              f"{args.rollouts}`: {args.demos} noisy-expert training demonstrations per task, "
              f"{args.steps} gradient steps per network (one CPU thread), evaluated on seeds "
              f"1-{args.rollouts} from a fresh reset. Rates are cumulative phase rates with "
