@@ -120,7 +120,7 @@ def report(args: argparse.Namespace, tasks: list[str], rows: list[dict], wall: f
             for t in tasks if any(r["task"] == t for r in rows)}
     reached = sorted(t for t, r in best.items() if r["success"]["mean"] >= 0.5)
     lines = ["# Physical suite: learned baselines per task", "",
-             f"`python benchmarks/physical_learning.py "
+             "`python benchmarks/physical_learning.py "
              + (f"--cells {args.cells}" if args.cells else
                 f"--tasks {args.tasks} --methods {args.methods}")
              + f" --demos {args.demos} --steps {args.steps} --rollouts "
