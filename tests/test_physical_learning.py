@@ -100,7 +100,8 @@ def test_temporal_ensembling_weights_older_chunks_more():
 
 def test_joint_policy_is_one_network_acting_for_every_robot(tmp_path, demos):
     cfg = default_config("CoCarry", "joint", 2, steps=3, batch=8, hidden=32)
-    assert (cfg.scope, cfg.sharing, cfg.chunk) == ("global", "joint", 20)
+    assert (cfg.scope, cfg.sharing, cfg.chunk, cfg.execute) == ("global", "joint", 20, 1)
+    assert cfg.ensemble == 0.1  # the measured recipe: a query every step, ensembled
     train_policy(cfg, demos, tmp_path / "j.pt")
     pol = load_policy(tmp_path / "j.pt")
     assert len(pol.nets) == 1 and pol.nets[0].head.out_features == 20 * 18
@@ -206,6 +207,7 @@ def test_train_records_demos_trains_and_evaluates(tmp_path):
     (["--history", "2", "--obs", "image"], "--history applies to state observations only"),
     (["--chunk", "4", "--execute", "5"], "--execute must be >= 1 and <= --chunk"),
     (["--dagger", "-1"], "--dagger must be >= 0"),
+    (["--ensemble", "-1"], "--ensemble must be >= 0"),
     (["--n-demos", "0"], "--n-demos must be >= 1"),
 ])
 def test_train_bad_input_is_one_line(tmp_path, args, msg):

@@ -32,6 +32,7 @@ MAX_BATCH = 65_536
 MAX_DAGGER = 1000
 MAX_HISTORY = 50
 MAX_CHUNK = 500
+MAX_ENSEMBLE = 100.0
 MAX_VIDEO = 2048  # pixels of a video frame side (a CPU renderer: a 4K frame takes seconds)
 
 app = typer.Typer(no_args_is_help=True,
@@ -284,6 +285,11 @@ def physical_train(
                                                 "20)."),
     execute: int | None = typer.Option(None, help="Actions executed per query (default: the "
                                                   "algorithm's)."),
+    ensemble: float | None = typer.Option(None, help="Query every step and execute ACT's "
+                                                     "temporal ensemble of the live chunks "
+                                                     "with weight exp(-m i) (0: execute "
+                                                     "open loop; default: joint 0.1, "
+                                                     "others 0)."),
     history: int = typer.Option(0, help="Past observations (every 10 control steps) stacked "
                                         "onto the current one (state only)."),
     dagger: int = typer.Option(0, help="DAgger rounds after the first fit: the policy drives, "
@@ -354,7 +360,10 @@ def physical_train(
                           "dagger_episodes": dagger_episodes}
     if algo != "joint":
         kw.update(scope=scope or "local", sharing=share)
-    kw.update({k: v for k, v in (("chunk", chunk), ("execute", execute)) if v is not None})
+    if ensemble is not None:
+        check_range("--ensemble", ensemble, 0, MAX_ENSEMBLE)
+    kw.update({k: v for k, v in (("chunk", chunk), ("execute", execute),
+                                 ("ensemble", ensemble)) if v is not None})
     cfgs = [default_config(name, algo, get_task(name).n_robots, **kw) for name in names]
     cfg0 = cfgs[0]
     tag = (f"{algo}_{obs}_{cfg0.scope}_{cfg0.sharing}{'_id' if agent_id else ''}"
