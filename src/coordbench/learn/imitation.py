@@ -562,9 +562,9 @@ class LearnedPolicy:
 
     def _state(self, env) -> np.ndarray:
         """Return the environment's (n, obs_dim) observation, or (n, 1 + history, obs_dim)."""
+        if not self.cfg.history:  # read at query time only, not every executed step
+            return env.local_obs()
         past = self.past[id(env)]
-        if not self.cfg.history:
-            return past[-1]
         lags = np.minimum(history_lags(self.cfg), len(past) - 1)
         return np.stack([past[-1 - k] for k in lags], axis=1)
 
@@ -572,7 +572,8 @@ class LearnedPolicy:
         """Return one (n, 9) action per environment: the next of the queued chunk (a new
         query where the queue is empty), or with `ensemble` the temporal ensemble of every
         chunk predicted for this step (a query every step)."""
-        self._observe(envs)
+        if self.cfg.history:  # past observations are kept only where the policy reads them
+            self._observe(envs)
         if self.cfg.ensemble > 0:
             chunk = self._predict(envs)
             return [self._ensembled(env, chunk[k]) for k, env in enumerate(envs)]
