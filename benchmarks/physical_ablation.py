@@ -1,7 +1,7 @@
 """The paper's ablation of observation scope x policy sharing, on our physical tasks.
 
-Usage:  python benchmarks/physical_ablation.py [--tasks Handover,CoCarry] [--method chunk]
-            [--steps 5000] [--demos 60] [--rollouts 100]
+Usage:  python benchmarks/physical_ablation.py [--tasks CoCarry,CoPouring] [--method chunk]
+            [--steps 5000] [--demos 60] [--rollouts 100] [--workers 2] [--keep]
 Writes benchmarks/results/physical_ablation.json and .md (runs, demonstrations and checkpoints
 under runs/ablation; everything resumes).
 
@@ -16,10 +16,11 @@ policy with temporal ensembling; bc: single-step cloning; dp: the diffusion poli
 from __future__ import annotations
 
 import argparse
+import json
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from results_io import write_results
+from results_io import RESULTS, write_results
 
 from coordbench.core.rundir import RunDir
 from coordbench.envs.physical.tasks import get_task
@@ -69,12 +70,15 @@ def cell_row(job: tuple) -> tuple[str, int, dict]:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--tasks", default="Handover,CoCarry")
+    ap.add_argument("--tasks", default="CoCarry,CoPouring")
     ap.add_argument("--method", default="chunk", choices=[m for m in METHODS if m != "joint"])
     ap.add_argument("--steps", type=int, default=5000)
     ap.add_argument("--demos", type=int, default=60)
     ap.add_argument("--rollouts", type=int, default=100)
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--keep", action="store_true",
+                    help="keep the tasks already in the results that were measured with the "
+                         "same method, steps, demonstrations and rollouts")
     args = ap.parse_args()
     tasks = args.tasks.split(",")
     demos = Path("runs/ablation/demos")
@@ -89,11 +93,18 @@ def main() -> None:
         for task, k, r in ex.map(cell_row, jobs):
             found[task, k] = r
             print(task, r["policy"], r["success"], flush=True)
-    results = {t: [found[t, k] for k in range(len(whos))] for t in tasks}
     meta = {"method": args.method, "steps": args.steps, "demos": args.demos,
             "rollouts": args.rollouts}
+    results = {}
+    earlier = RESULTS / "physical_ablation.json"
+    if args.keep and earlier.is_file():
+        old = json.loads(earlier.read_text())
+        if old["meta"] == meta:
+            results = {t: rows for t, rows in old["tasks"].items() if t not in tasks}
+    results.update({t: [found[t, k] for k in range(len(whos))] for t in tasks})
+    shown = ",".join(results)
     lines = ["# Physical suite: observation scope x policy sharing", "",
-             f"`python benchmarks/physical_ablation.py --tasks {args.tasks} --method "
+             f"`python benchmarks/physical_ablation.py --tasks {shown} --method "
              f"{args.method} --steps {args.steps} --demos {args.demos} --rollouts "
              f"{args.rollouts}`: {args.method} on state observations, {args.demos} "
              f"noisy-expert demonstrations "

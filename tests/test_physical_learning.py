@@ -199,6 +199,18 @@ def test_train_records_demos_trains_and_evaluates(tmp_path):
     assert (tmp_path / out["eval_run"]).is_dir()
 
 
+def test_train_on_images_records_frames_first(tmp_path):
+    res = cli("physical", "train", "--task", "CoCarry", "--algo", "act", "--obs", "image",
+              "--n-demos", "1", "--steps", "2", "--rollouts", "1", "--json", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    assert out["success"]["n"] == 1 and out["obs"] == "image"
+    with np.load(tmp_path / "runs/demos/n1_img64/CoCarry_train.npz") as d:
+        assert d["frames"].shape[-3:] == (64, 64, 3) and d["frames"].dtype == np.uint8
+    # state demonstrations of the same count stay a folder of their own
+    assert not (tmp_path / "runs/demos/n1").exists()
+
+
 @pytest.mark.parametrize("args,msg", [
     (["--demos", "{tmp}", "--n-demos", "3"], "give --demos DIR or --n-demos N, not both"),
     (["--sharing", "team"], "--sharing must be one of separate, shared, shared_id"),

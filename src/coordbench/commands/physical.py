@@ -243,18 +243,20 @@ def _train_one(job: tuple) -> tuple[str, dict[str, Any], bytes]:
 
 
 def _generated_demos(names: list[str], n: int, root: Path, executor: str,
-                     workers: int) -> Path:
+                     workers: int, image_size: int | None = None) -> Path:
     """Return the folder of `n` training demonstrations per task (plus n // 5, at least one,
     for validation), recording those not there yet; the seeds are fixed, so a folder made
-    once serves every later run with the same count."""
+    once serves every later run with the same count. With `image_size` the demonstrations
+    also hold egocentric frames of that size (a folder of their own)."""
     from coordbench.runner import make_executor
     from coordbench.suites.physical.demos import write_demos
 
-    folder = root / f"n{n}"
+    folder = root / (f"n{n}" if image_size is None else f"n{n}_img{image_size}")
     todo = [t for t in names if not (folder / f"{t}_train.npz").is_file()]
     if todo:
+        images, size = image_size is not None, image_size or 64
         with make_executor(executor, min(workers, len(todo))) as ex:
-            for name, meta, files in ex.map(_demos_one, [(t, n + max(1, n // 5), False, 64,
+            for name, meta, files in ex.map(_demos_one, [(t, n + max(1, n // 5), images, size,
                                                           n) for t in todo]):
                 write_demos(folder, files)
                 err.print(f"{name}: {meta['episodes']['train']} training demonstrations "
@@ -369,7 +371,8 @@ def physical_train(
     tag = (f"{algo}_{obs}_{cfg0.scope}_{cfg0.sharing}{'_id' if agent_id else ''}"
            f"{f'_dagger{dagger}' if dagger else ''}_seed{seed}")
     if demos is None:
-        demos = _generated_demos(names, n_demos or 50, Path("runs/demos"), executor, workers)
+        demos = _generated_demos(names, n_demos or 50, Path("runs/demos"), executor, workers,
+                                 cfg0.image_size if obs == "image" else None)
     jobs = []
     for cfg in cfgs:
         if out_path is not None and len(names) == 1:

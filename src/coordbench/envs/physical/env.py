@@ -68,6 +68,11 @@ class PhysicalEnv:
         self.tcp = [m.site(f"r{i}_tcp").id for i in range(self.n)]
         self.robot_geoms = [np.array([g for g in range(m.ngeom) if m.body(m.geom_bodyid[g]).name
                                       .startswith(f"r{i}_")]) for i in range(self.n)]
+        self._owner = np.full(m.ngeom, -1)  # geom -> robot, or -1
+        for i, gs in enumerate(self.robot_geoms):
+            self._owner[gs] = i
+        self._partner_tcp = [[self.tcp[j] for j in range(self.n) if j != i]
+                             for i in range(self.n)]
         self.fingers = np.array([[m.geom(f"r{i}_fl").id, m.geom(f"r{i}_fr").id]
                                  for i in range(self.n)])
         self.grasp_geoms = [np.array([m.geom(g).id for g in names]) for names in task.grasp_geoms()]
@@ -159,8 +164,12 @@ class PhysicalEnv:
     # -- physical state -----------------------------------------------------------------------
     def holds(self) -> np.ndarray:
         """Return (n,) bools: both of robot i's fingers touch its designated grasp part."""
-        if self._holds is not None:  # experts, scoring and monitors all ask every step
-            return self._holds.copy()
+        return self._held().copy()
+
+    def _held(self) -> np.ndarray:
+        # experts, scoring and monitors all ask every step: computed once per step
+        if self._holds is not None:
+            return self._holds
         d = self.data
         touch = np.zeros(2 * self.n, dtype=bool)
         if d.ncon:
@@ -171,17 +180,15 @@ class PhysicalEnv:
                 ok = self._grasp_mask[f[hit] // 2, other[hit]]
                 touch[f[hit][ok]] = True
         self._holds = touch.reshape(self.n, 2).all(axis=1)
-        return self._holds.copy()
+        return self._holds
 
     def robot_contacts(self) -> int:
         """Return the number of contacts between bodies of different robots (collisions)."""
         d = self.data
         if not d.ncon:
             return 0
-        owner = np.full(self.model.ngeom, -1)
-        for i, gs in enumerate(self.robot_geoms):
-            owner[gs] = i
-        a, b = owner[d.contact.geom[:d.ncon, 0]], owner[d.contact.geom[:d.ncon, 1]]
+        g = d.contact.geom[:d.ncon]
+        a, b = self._owner[g[:, 0]], self._owner[g[:, 1]]
         return int(((a >= 0) & (b >= 0) & (a != b)).sum())
 
     def obj_tilt_deg(self) -> float:
@@ -205,9 +212,9 @@ class PhysicalEnv:
             obj_pos=d.xpos[self.obj].copy(), obj_up=d.xmat[self.obj].reshape(3, 3)[:, 2].copy(),
             obj_lift=float(d.xpos[self.obj][2] - self.obj_z0),
             goal=np.array(self.task.robot_goal(self, i), dtype=float),
-            holding=bool(self.holds()[i]), t=self.t,
+            holding=bool(self._held()[i]), t=self.t,
             hand=d.site_xpos[self.tcp[i]].copy(),
-            partner_hands=np.array([d.site_xpos[self.tcp[j]] for j in range(self.n) if j != i]),
+            partner_hands=d.site_xpos[self._partner_tcp[i]],
             extras=d.xpos[self.extras].copy(), obj_x=d.xmat[self.obj].reshape(3, 3)[:, 0].copy(),
             goal_yaw=self.goal_yaw)
 
