@@ -69,7 +69,7 @@ def one(job: tuple[str, str, int, int, int]) -> dict:
         info.write_text(f"{time.perf_counter() - t0:.1f}\n")
     train_s = float(info.read_text())
     # one run directory per job: a run directory has one writer at a time
-    run_dir = RunDir.create_or_open(ROOT / "eval" / f"{task}_{method}",
+    run_dir = RunDir.create_or_open(ROOT / "eval" / f"{task}_{method}_n{n_demos}_s{steps}",
                                     "benchmarks/physical_learning.py")
     s = main_summary(evaluate_main(task, str(ckpt), rollouts, run_dir))
     return {"task": task, "method": method, "train_s": round(train_s, 1),
