@@ -47,6 +47,81 @@ def breaker_option() -> Any:
                                        "a row (the circuit breaker).")
 
 
+def models_option() -> Any:
+    """Return the --models option (a model registry file)."""
+    return typer.Option(None, help="Model registry file (YAML).")
+
+
+def max_connections_option() -> Any:
+    """Return the --max-connections option."""
+    return typer.Option(None, help="Cap concurrent calls per model.")
+
+
+def cache_option() -> Any:
+    """Return the --cache/--no-cache option."""
+    return typer.Option(True, "--cache/--no-cache", help="Reuse cached replies.")
+
+
+def cache_path_option() -> Any:
+    """Return the --cache-path option."""
+    return typer.Option(None, help="Response cache file (sqlite).")
+
+
+def max_tokens_per_episode_option() -> Any:
+    """Return the --max-tokens-per-episode option."""
+    return typer.Option(None, help="Stop an episode's team after this many model tokens.")
+
+
+def cost_limit_option() -> Any:
+    """Return the --cost-limit option."""
+    return typer.Option(None, help="Stop the run at this spend ($).")
+
+
+def max_reply_tokens_option() -> Any:
+    """Return the --max-reply-tokens option."""
+    return typer.Option(None, help="Cap tokens per model reply.")
+
+
+def check_model_limits(max_connections: int | None = None,
+                       max_tokens_per_episode: int | None = None,
+                       cost_limit: float | None = None,
+                       max_reply_tokens: int | None = None) -> None:
+    """Check the model options' ranges (one clear error each); return None."""
+    from coordbench.core.files import check_range
+
+    from .limits import MAX_CONNECTIONS, MAX_COST, MAX_REPLY_TOKENS, MAX_TOKENS
+
+    check_range("--max-connections", max_connections, 1, MAX_CONNECTIONS)
+    check_range("--max-tokens-per-episode", max_tokens_per_episode, 1, MAX_TOKENS)
+    check_range("--cost-limit", cost_limit, 0, MAX_COST, low_open=True)
+    check_range("--max-reply-tokens", max_reply_tokens, 1, MAX_REPLY_TOKENS)
+
+
+def harness_settings(models: Path | None, cache: bool, cache_path: Path | None,
+                     max_connections: int | None, seed: int | None, aliases: set[str],
+                     breaker: int = 5):
+    """Return harness settings after checking that every alias resolves (unknown alias or
+    missing key: one clear error before any work)."""
+    from coordbench.llm.client import HarnessSettings, harness_for
+
+    settings = HarnessSettings(str(models) if models else None, cache,
+                               str(cache_path) if cache_path else None, max_connections, seed,
+                               breaker=breaker)
+    harness = harness_for(settings)  # the same harness plays the run here (local executor)
+    for alias in sorted(aliases):
+        harness.provider(alias)
+    return settings
+
+
+def local_stats(settings, executor: str):
+    """Return this process's harness counters when the run plays here (else None)."""
+    if settings is None or executor != "local":
+        return None
+    from coordbench.llm.client import harness_for
+
+    return harness_for(settings).stats
+
+
 # provider-failure summaries of the commands of this invocation; the app's result callback
 # prints them and exits non-zero once the command has written what it finished
 PENDING_FAILURES: list[str] = []

@@ -11,15 +11,19 @@ from coordbench.errors import ConfigError
 
 from .common import (
     breaker_option,
+    cache_option,
     emit_json,
     executor_option,
     fail_fast_option,
+    harness_settings,
+    local_stats,
+    max_connections_option,
+    models_option,
     need_torch,
     out,
     play,
     workers_option,
 )
-from .household import harness_settings, local_stats
 from .limits import MAX_CONNECTIONS, MAX_EPISODES, MAX_SEED, MAX_WORKERS
 
 MAX_BUFFER_CAPACITY = 16  # a buffer never needs to hold more than an instance's items
@@ -45,7 +49,7 @@ def constructs_run(
     checkpoint: Path | None = typer.Option(None, help="A learned team's checkpoint "
                                                       "(`constructs train`; agents learned)."),
     model: str | None = typer.Option(None, help="Model alias (agents=llm)."),
-    models: Path | None = typer.Option(None, help="Model registry file (YAML)."),
+    models: Path | None = models_option(),
     observation: str = typer.Option("blind", help="image | blind"),
     order: str = typer.Option("index", help="Landing order within a step: index | reverse"),
     buffer_capacity: int | None = typer.Option(
@@ -55,8 +59,8 @@ def constructs_run(
              "condition."),
     limit: int | None = typer.Option(None, help="Play only the first K instances."),
     seed: int = typer.Option(0, help="Episode seed."),
-    cache: bool = typer.Option(True, "--cache/--no-cache", help="Reuse cached replies."),
-    max_connections: int | None = typer.Option(None, help="Cap concurrent calls per model."),
+    cache: bool = cache_option(),
+    max_connections: int | None = max_connections_option(),
     executor: str = executor_option(),
     workers: int = workers_option(),
     fail_fast: bool = fail_fast_option(),

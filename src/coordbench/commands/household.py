@@ -10,53 +10,34 @@ from coordbench.core.files import check_out_dir, check_out_file, check_range
 
 from .common import (
     breaker_option,
+    cache_option,
+    cache_path_option,
+    check_model_limits,
+    cost_limit_option,
     emit_json,
     err,
     executor_option,
     fail_fast_option,
+    harness_settings,
+    local_stats,
+    max_connections_option,
+    max_reply_tokens_option,
+    max_tokens_per_episode_option,
+    models_option,
     out,
     play,
     positive,
     workers_option,
 )
 from .limits import (
-    MAX_CONNECTIONS,
-    MAX_COST,
     MAX_EPISODES,
     MAX_IN_FLIGHT,
-    MAX_REPLY_TOKENS,
     MAX_SEED,
     MAX_STEPS,
-    MAX_TOKENS,
     MAX_WORKERS,
 )
 
 app = typer.Typer(no_args_is_help=True, help="MECoBench: household teams.")
-
-
-def harness_settings(models: Path | None, cache: bool, cache_path: Path | None,
-                     max_connections: int | None, seed: int | None, aliases: set[str],
-                     breaker: int = 5):
-    """Return harness settings after checking that every alias resolves (unknown alias or
-    missing key: one clear error before any work)."""
-    from coordbench.llm.client import HarnessSettings, harness_for
-
-    settings = HarnessSettings(str(models) if models else None, cache,
-                               str(cache_path) if cache_path else None, max_connections, seed,
-                               breaker=breaker)
-    harness = harness_for(settings)  # the same harness plays the run here (local executor)
-    for alias in sorted(aliases):
-        harness.provider(alias)
-    return settings
-
-
-def local_stats(settings, executor: str):
-    """Return this process's harness counters when the run plays here (else None)."""
-    if settings is None or executor != "local":
-        return None
-    from coordbench.llm.client import harness_for
-
-    return harness_for(settings).stats
 
 
 @app.command("run")
@@ -70,15 +51,14 @@ def mecobench_run(
     agents: str = typer.Option("rule", help="oracle | rule | llm"),
     model: str | None = typer.Option(None, help="Model alias of every agent (agents=llm)."),
     leader_model: str | None = typer.Option(None, help="Model alias of the leader (agent 0)."),
-    models: Path | None = typer.Option(None, help="Model registry file (YAML)."),
-    max_connections: int | None = typer.Option(None, help="Cap concurrent calls per model."),
-    cache: bool = typer.Option(True, "--cache/--no-cache", help="Reuse cached replies."),
-    cache_path: Path | None = typer.Option(None, help="Response cache file (sqlite)."),
-    max_tokens_per_episode: int | None = typer.Option(None, help="Stop an episode's team "
-                                                      "after this many model tokens."),
-    cost_limit: float | None = typer.Option(None, help="Stop the run at this spend ($)."),
+    models: Path | None = models_option(),
+    max_connections: int | None = max_connections_option(),
+    cache: bool = cache_option(),
+    cache_path: Path | None = cache_path_option(),
+    max_tokens_per_episode: int | None = max_tokens_per_episode_option(),
+    cost_limit: float | None = cost_limit_option(),
     max_steps: int | None = typer.Option(None, help="Cap team steps (short smoke runs)."),
-    max_reply_tokens: int | None = typer.Option(None, help="Cap tokens per model reply."),
+    max_reply_tokens: int | None = max_reply_tokens_option(),
     in_flight: int = typer.Option(8, help="Episodes played concurrently (agents=llm)."),
     prior: str = typer.Option("full", help="full|no_appearance|no_location|none|noisy"),
     conflict_set: str = typer.Option("paper", help="Same-step contention: paper (grab, open) "
@@ -115,11 +95,8 @@ def mecobench_run(
     check_range("--limit", limit, 1, MAX_EPISODES)
     check_range("--in-flight", in_flight, 1, MAX_IN_FLIGHT)
     check_range("--seed", seed, 0, MAX_SEED)
-    check_range("--max-connections", max_connections, 1, MAX_CONNECTIONS)
-    check_range("--max-tokens-per-episode", max_tokens_per_episode, 1, MAX_TOKENS)
-    check_range("--cost-limit", cost_limit, 0, MAX_COST, low_open=True)
+    check_model_limits(max_connections, max_tokens_per_episode, cost_limit, max_reply_tokens)
     check_range("--max-steps", max_steps, 1, MAX_STEPS)
-    check_range("--max-reply-tokens", max_reply_tokens, 1, MAX_REPLY_TOKENS)
     check_range("--workers", workers, 1, MAX_WORKERS)
     if out_dir is not None:
         check_out_dir(out_dir)

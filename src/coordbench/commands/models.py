@@ -8,13 +8,13 @@ import typer
 
 from coordbench.errors import ConfigError
 
-from .common import out
+from .common import models_option, out
 
 app = typer.Typer(no_args_is_help=True, help="Model registry: list and check aliases.")
 
 
 @app.command("list")
-def models_list(models: Path | None = typer.Option(None, help="Model registry file (YAML)."),
+def models_list(models: Path | None = models_option(),
                 ) -> None:
     """List the model aliases this run knows (built-ins plus the registry file)."""
     from rich.table import Table
@@ -32,7 +32,7 @@ def models_list(models: Path | None = typer.Option(None, help="Model registry fi
 
 @app.command("check")
 def models_check(alias: str = typer.Argument(..., help="Model alias."),
-                 models: Path | None = typer.Option(None, help="Model registry file (YAML)."),
+                 models: Path | None = models_option(),
                  ) -> None:
     """Make one ping call to a model; fail with one clear line if it cannot be reached."""
     import asyncio

@@ -14,6 +14,7 @@ from .common import (
     err,
     executor_option,
     fail_fast_option,
+    models_option,
     need_torch,
     out,
     play,
@@ -28,7 +29,7 @@ def reproduce(
     paper: str = typer.Argument(..., help="mecobench | cocobench | stat | cross | cohub"),
     model: str | None = typer.Option(None, help="Model alias that plays every model row "
                                                 "(default: the offline agents)."),
-    models: Path | None = typer.Option(None, help="Model registry file (YAML)."),
+    models: Path | None = models_option(),
     quick: bool = typer.Option(False, "--quick", help="A minutes-long subset."),
     limit: int | None = typer.Option(None, help="Play only the first K cases per condition."),
     max_steps: int | None = typer.Option(None, help="Cap team steps per household episode "

@@ -10,10 +10,18 @@ from coordbench.core.files import check_in_dir, check_out_dir, check_out_file, c
 
 from .common import (
     breaker_option,
+    cache_option,
+    cache_path_option,
+    check_model_limits,
+    cost_limit_option,
     emit_json,
     err,
     executor_option,
     fail_fast_option,
+    max_connections_option,
+    max_reply_tokens_option,
+    max_tokens_per_episode_option,
+    models_option,
     need_torch,
     out,
     play,
@@ -55,14 +63,13 @@ def stat_eval(
     model: str | None = typer.Option(None, help="Model alias of every agent (policy llm)."),
     protocol: str = typer.Option("none", help="policies llm and rule: none | broadcast | "
                                               "leader | shared_memory"),
-    models: Path | None = typer.Option(None, help="Model registry file (YAML)."),
-    max_connections: int | None = typer.Option(None, help="Cap concurrent calls per model."),
-    cache: bool = typer.Option(True, "--cache/--no-cache", help="Reuse cached replies."),
-    cache_path: Path | None = typer.Option(None, help="Response cache file (sqlite)."),
-    max_tokens_per_episode: int | None = typer.Option(None, help="Stop an episode's team "
-                                                      "after this many model tokens."),
-    cost_limit: float | None = typer.Option(None, help="Stop the run at this spend ($)."),
-    max_reply_tokens: int | None = typer.Option(None, help="Cap tokens per model reply."),
+    models: Path | None = models_option(),
+    max_connections: int | None = max_connections_option(),
+    cache: bool = cache_option(),
+    cache_path: Path | None = cache_path_option(),
+    max_tokens_per_episode: int | None = max_tokens_per_episode_option(),
+    cost_limit: float | None = cost_limit_option(),
+    max_reply_tokens: int | None = max_reply_tokens_option(),
     in_flight: int = typer.Option(8, help="Episodes played concurrently (policy llm)."),
     fail_fast: bool = fail_fast_option(),
     breaker: int = breaker_option(),
@@ -87,13 +94,9 @@ def stat_eval(
         condition_metrics,
     )
 
-    from .household import harness_settings, local_stats
+    from .common import harness_settings, local_stats
     from .limits import (
-        MAX_CONNECTIONS,
-        MAX_COST,
         MAX_IN_FLIGHT,
-        MAX_REPLY_TOKENS,
-        MAX_TOKENS,
     )
 
     check_range("--episodes", episodes, 1, MAX_EPISODES)
@@ -101,10 +104,7 @@ def stat_eval(
     check_range("--episode-limit", episode_limit, 1, MAX_STEPS)
     check_range("--workers", workers, 1, MAX_WORKERS)
     check_range("--in-flight", in_flight, 1, MAX_IN_FLIGHT)
-    check_range("--max-connections", max_connections, 1, MAX_CONNECTIONS)
-    check_range("--max-tokens-per-episode", max_tokens_per_episode, 1, MAX_TOKENS)
-    check_range("--cost-limit", cost_limit, 0, MAX_COST, low_open=True)
-    check_range("--max-reply-tokens", max_reply_tokens, 1, MAX_REPLY_TOKENS)
+    check_model_limits(max_connections, max_tokens_per_episode, cost_limit, max_reply_tokens)
     if out_dir is not None:
         check_out_dir(out_dir)
     if models is not None:
