@@ -26,7 +26,8 @@ from coordbench.core.rundir import RunDir
 from coordbench.envs.physical.tasks import get_task
 from coordbench.learn.imitation import default_config, train_policy
 from coordbench.report.physical_report import main_summary
-from coordbench.reproduce.cohub import METHODS
+from coordbench.reproduce.cohub import METHODS, PAPER_T3, table3_findings
+from coordbench.reproduce.study import show
 from coordbench.suites.physical.demos import make_demos
 from coordbench.suites.physical.suite import evaluate_main
 
@@ -118,7 +119,36 @@ def main() -> None:
             lines.append(f"| {r['policy']} | " + " | ".join(cells) +
                          f" | {r['drops']['mean']:.2f} |")
         lines.append("")
-    write_results("physical_ablation", {"meta": meta, "tasks": results}, lines)
+    findings = paper_comparison(results, args.method, lines)
+    write_results("physical_ablation", {"meta": meta, "tasks": results,
+                                        "findings": [f.as_json() for f in findings]}, lines)
+
+
+def paper_comparison(results: dict[str, list[dict]], method: str, lines: list[str]) -> list:
+    """Append the cells pooled over every task beside the paper's Table 3, and its findings
+    checked on them (as `coordbench reproduce cohub` does); return the findings."""
+    tasks = list(results)
+    pooled: dict[str, tuple[int, int]] = {}
+    for sc, sh, aid in CELLS:
+        label = f"{method} {cell_name(sc, sh, aid)}"
+        rs = [r for rows in results.values() for r in rows if r["policy"] == label]
+        pooled[cell_name(sc, sh, aid)] = (sum(round(r["success"]["mean"] * r["success"]["n"])
+                                              for r in rs),
+                                          sum(r["success"]["n"] for r in rs))
+    lines += [f"## Pooled over {', '.join(tasks)}, beside the paper's Table 3", "",
+              "| cell | ours (success, pooled) | paper ACT | paper DP |", "|---|---|---|---|"]
+    for sc, sh, aid in CELLS:
+        cell = cell_name(sc, sh, aid)
+        paper = None if aid else PAPER_T3.get((sc, sh))
+        k, n = pooled[cell]
+        lines.append(f"| {cell} | {100 * k / n:.0f}% ({k}/{n}) | "
+                     + (" | ".join(f"{x}%" for x in paper) if paper else "— | —") + " |")
+    findings = table3_findings(pooled, tasks)
+    lines += ["", "| finding | claim | paper | ours | holds |", "|---|---|---|---|---|"]
+    for f in findings:
+        lines.append(f"| {f.id} | {f.claim} | {f.paper_value} | {f.coordbench_value} | "
+                     f"{show(f.holds)} |")
+    return findings
 
 
 def fmt(est: dict) -> str:
