@@ -18,7 +18,9 @@ from coordbench.learn.imitation import (
     Trainer,
     concat_episodes,
     default_config,
+    load_nets,
     load_policy,
+    obs_features,
     stacked_obs,
     train_policy,
 )
@@ -114,6 +116,40 @@ def test_joint_policy_is_one_network_acting_for_every_robot(tmp_path, demos):
         default_config("CoCarry", "joint", 2, scope="local")
     with pytest.raises(ConfigError, match="state observations only"):
         default_config("CoCarry", "joint", 2, obs="image")
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_global_observation_puts_the_robots_own_row_first(n):
+    rng = np.random.default_rng(0)
+    obs = rng.normal(size=(4, n, 40)).astype(np.float32)
+    shared = default_config("CoCarry", "bc", n, scope="global", sharing="shared")
+    rows = [obs_features(shared, obs, r) for r in range(n)]
+    width = rows[0].shape[1] // n
+    for r in range(n):
+        # own observation first, then the others in turn: inputs differ between robots, so one
+        # shared network can tell them apart
+        np.testing.assert_array_equal(rows[r][:, :width], obs_features(
+            default_config("CoCarry", "bc", n), obs, r))
+        np.testing.assert_array_equal(np.sort(rows[r], axis=1), np.sort(rows[0], axis=1))
+    assert not np.array_equal(rows[0], rows[1])
+    # robot order (old checkpoints) and the joint network: the same input for every robot
+    fixed = default_config("CoCarry", "bc", n, scope="global", global_order="fixed")
+    joint = default_config("CoCarry", "joint", n)
+    for cfg in (fixed, joint):
+        assert all(np.array_equal(obs_features(cfg, obs, r), obs_features(cfg, obs, 0))
+                   for r in range(n))
+
+
+def test_checkpoints_without_an_order_keep_robot_order(tmp_path, demos):
+    import torch
+
+    cfg = default_config("CoCarry", "bc", 2, scope="global", steps=2, batch=8, hidden=16)
+    train_policy(cfg, demos, tmp_path / "g.pt")
+    assert load_nets(tmp_path / "g.pt")[0].global_order == "own_first"
+    blob = torch.load(tmp_path / "g.pt", weights_only=True)
+    del blob["config"]["global_order"]
+    torch.save(blob, tmp_path / "old.pt")
+    assert load_nets(tmp_path / "old.pt")[0].global_order == "fixed"
 
 
 def test_the_dagger_labeller_resyncs_when_the_learner_already_holds():

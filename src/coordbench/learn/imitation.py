@@ -13,8 +13,10 @@
 
 Observations (the paper's ablation): `scope` local = the robot's own observation (state: its
 `local_obs` row; image: its own egocentric frame plus its proprioception), global = every
-robot's local observation concatenated; `sharing` separate = one network per robot, shared =
-one network for all robots (with or without a one-hot agent id).
+robot's local observation concatenated, the robot's own first and then the others in turn
+(so that one shared network still knows which robot it drives: in robot order every robot
+would give it the same input); `sharing` separate = one network per robot, shared = one
+network for all robots (with or without a one-hot agent id).
 """
 
 from __future__ import annotations
@@ -71,6 +73,9 @@ class PolicyConfig:
     dagger: int = 0  # DAgger rounds after the first fit (the scripted expert labels)
     dagger_episodes: int = 16  # learner rollouts per round
     dagger_steps: int = 0  # gradient steps per round (0: steps // 2)
+    # global scope: "own_first" (the robot's own observation, then the others in turn) or
+    # "fixed" (robot order for every robot: checkpoints written before this field)
+    global_order: str = "own_first"
 
     @property
     def joint(self) -> bool:
@@ -112,6 +117,8 @@ class PolicyConfig:
             raise ConfigError("--history must be >= 0")
         if self.dagger < 0 or self.dagger_episodes < 1:
             raise ConfigError("--dagger must be >= 0 and DAgger episodes >= 1")
+        if self.global_order not in ("own_first", "fixed"):
+            raise ConfigError(f"unknown global observation order {self.global_order!r}")
 
 
 def default_config(task: str, algo: str, n_robots: int, **kw: Any) -> PolicyConfig:
@@ -138,13 +145,21 @@ def positions(obs_dim: int) -> np.ndarray:
     return np.r_[0:PROPRIO_DIM // 2, PROPRIO_DIM:obs_dim]
 
 
+def robot_order(cfg: PolicyConfig, robot: int) -> list[int]:
+    """Return the order of the robots' observations in robot `robot`'s global input."""
+    if cfg.global_order == "fixed" or cfg.joint:
+        return list(range(cfg.n_robots))
+    return [(robot + k) % cfg.n_robots for k in range(cfg.n_robots)]
+
+
 def obs_features(cfg: PolicyConfig, state_obs: np.ndarray, robot: int) -> np.ndarray:
     """Return robot `robot`'s state input (B, D) from local observations (B, n, obs_dim),
     or (B, n, 1 + history, obs_dim) with past observations stacked."""
     state_obs = state_obs[..., positions(state_obs.shape[-1])]
     if state_obs.ndim == 4:
         state_obs = state_obs.reshape(*state_obs.shape[:2], -1)
-    x = state_obs[:, robot] if cfg.scope == "local" else state_obs.reshape(len(state_obs), -1)
+    x = state_obs[:, robot] if cfg.scope == "local" else \
+        state_obs[:, robot_order(cfg, robot)].reshape(len(state_obs), -1)
     if cfg.agent_id:
         x = np.concatenate([x, np.tile(np.eye(cfg.n_robots)[robot], (len(x), 1))], axis=1)
     return x.astype(np.float32)
@@ -157,8 +172,9 @@ def image_features(cfg: PolicyConfig, frames: np.ndarray, state_obs: np.ndarray,
         img = frames[:, robot]
         pro = state_obs[:, robot, :PROPRIO_DIM // 2]
     else:
-        img = np.concatenate([frames[:, i] for i in range(cfg.n_robots)], axis=-1)
-        pro = state_obs[:, :, :PROPRIO_DIM // 2].reshape(len(state_obs), -1)
+        order = robot_order(cfg, robot)
+        img = np.concatenate([frames[:, i] for i in order], axis=-1)
+        pro = state_obs[:, order, :PROPRIO_DIM // 2].reshape(len(state_obs), -1)
     if cfg.agent_id:
         pro = np.concatenate([pro, np.tile(np.eye(cfg.n_robots)[robot], (len(pro), 1))], 1)
     return np.moveaxis(img, -1, 1), pro.astype(np.float32)
@@ -522,7 +538,8 @@ def load_nets(path: Path) -> tuple[PolicyConfig, list[nn.Module]]:
     blob = read_checkpoint(path, FORMAT, "coordbench physical policy", PolicyCheckpointError)
     try:
         known = {f.name for f in fields(PolicyConfig)}
-        cfg = PolicyConfig(**{k: v for k, v in blob["config"].items() if k in known})
+        saved = {"global_order": "fixed", **blob["config"]}  # older files: robot order
+        cfg = PolicyConfig(**{k: v for k, v in saved.items() if k in known})
         nets = []
         for sd, dim, ch in zip(blob["nets"], blob["dims"], blob["channels"], strict=True):
             net = build(cfg, dim, ch)
