@@ -54,12 +54,15 @@ def cell_row(job: tuple) -> tuple[str, int, dict]:
     parallel processes."""
     task, k, who, method, steps, rollouts = job
     root = Path("runs/ablation")
-    run_dir = RunDir.create_or_open(root / "eval" / f"{task}_{k}", "physical_ablation.py")
+    # global cells read the robot's own observation first (files from before kept robot order)
+    suffix = "_own_first" if not isinstance(who, str) and who[0] == "global" else ""
+    run_dir = RunDir.create_or_open(root / "eval" / f"{task}_{k}{suffix}",
+                                    "physical_ablation.py")
     if isinstance(who, str):
         return task, k, row(who, evaluate_main(task, who, rollouts, run_dir))
     scope, sharing, agent_id = who
     ckpt = root / "policies" / f"{task}_{method}_{scope}_{sharing}" \
-        f"{'_id' if agent_id else ''}_{steps}.pt"
+        f"{'_id' if agent_id else ''}_{steps}{suffix}.pt"
     if not ckpt.is_file():
         algo, kw = METHODS[method]
         cfg = default_config(task, algo, get_task(task).n_robots, scope=scope,
@@ -77,6 +80,9 @@ def main() -> None:
     ap.add_argument("--demos", type=int, default=60)
     ap.add_argument("--rollouts", type=int, default=100)
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--only", default=None,
+                    help="comma-separated cells (e.g. global/shared,global/shared+id) to "
+                         "measure again; the task's other rows come from the kept results")
     ap.add_argument("--keep", action="store_true",
                     help="keep the tasks already in the results that were measured with the "
                          "same method, steps, demonstrations and rollouts")
@@ -87,8 +93,15 @@ def main() -> None:
         if not (demos / f"{task}_train.npz").is_file():
             make_demos(task, args.demos, demos)
     whos: list = ["expert", "expert_noisy", *CELLS]
+    only = None if args.only is None else set(args.only.split(","))
+    if only is not None:
+        unknown = only - {cell_name(*c) for c in CELLS}
+        if unknown or not args.keep:
+            raise SystemExit(f"--only takes cells of {[cell_name(*c) for c in CELLS]} and "
+                             f"needs --keep (got {sorted(unknown) or args.only})")
     jobs = [(t, k, w, args.method, args.steps, args.rollouts) for t in tasks
-            for k, w in enumerate(whos)]
+            for k, w in enumerate(whos)
+            if only is None or (not isinstance(w, str) and cell_name(*w) in only)]
     found: dict[tuple[str, int], dict] = {}
     with ProcessPoolExecutor(args.workers) as ex:
         for task, k, r in ex.map(cell_row, jobs):
@@ -96,13 +109,15 @@ def main() -> None:
             print(task, r["policy"], r["success"], flush=True)
     meta = {"method": args.method, "steps": args.steps, "demos": args.demos,
             "rollouts": args.rollouts}
-    results = {}
+    results: dict[str, list[dict]] = {}
     earlier = RESULTS / "physical_ablation.json"
     if args.keep and earlier.is_file():
         old = json.loads(earlier.read_text())
         if old["meta"] == meta:
-            results = {t: rows for t, rows in old["tasks"].items() if t not in tasks}
-    results.update({t: [found[t, k] for k in range(len(whos))] for t in tasks})
+            results = old["tasks"]
+    for t in tasks:
+        kept = results.get(t, [])
+        results[t] = [found.get((t, k)) or kept[k] for k in range(len(whos))]
     shown = ",".join(results)
     lines = ["# Physical suite: observation scope x policy sharing", "",
              f"`python benchmarks/physical_ablation.py --tasks {shown} --method "
