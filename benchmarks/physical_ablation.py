@@ -117,6 +117,9 @@ def main() -> None:
             results = old["tasks"]
     for t in tasks:
         kept = results.get(t, [])
+        if only is not None and len(kept) != len(whos):
+            raise SystemExit(f"--only: no earlier results of {t} with these settings to "
+                             "complete; run its every cell first")
         results[t] = [found.get((t, k)) or kept[k] for k in range(len(whos))]
     shown = ",".join(results)
     lines = ["# Physical suite: observation scope x policy sharing", "",
