@@ -88,10 +88,6 @@ def main() -> None:
                          "same method, steps, demonstrations and rollouts")
     args = ap.parse_args()
     tasks = args.tasks.split(",")
-    demos = Path("runs/ablation/demos")
-    for task in tasks:
-        if not (demos / f"{task}_train.npz").is_file():
-            make_demos(task, args.demos, demos)
     whos: list = ["expert", "expert_noisy", *CELLS]
     only = None if args.only is None else set(args.only.split(","))
     if only is not None:
@@ -99,14 +95,6 @@ def main() -> None:
         if unknown or not args.keep:
             raise SystemExit(f"--only takes cells of {[cell_name(*c) for c in CELLS]} and "
                              f"needs --keep (got {sorted(unknown) or args.only})")
-    jobs = [(t, k, w, args.method, args.steps, args.rollouts) for t in tasks
-            for k, w in enumerate(whos)
-            if only is None or (not isinstance(w, str) and cell_name(*w) in only)]
-    found: dict[tuple[str, int], dict] = {}
-    with ProcessPoolExecutor(args.workers) as ex:
-        for task, k, r in ex.map(cell_row, jobs):
-            found[task, k] = r
-            print(task, r["policy"], r["success"], flush=True)
     meta = {"method": args.method, "steps": args.steps, "demos": args.demos,
             "rollouts": args.rollouts}
     results: dict[str, list[dict]] = {}
@@ -115,11 +103,25 @@ def main() -> None:
         old = json.loads(earlier.read_text())
         if old["meta"] == meta:
             results = old["tasks"]
+    if only is not None:
+        for t in tasks:
+            if len(results.get(t, [])) != len(whos):
+                raise SystemExit(f"--only: no earlier results of {t} with these settings to "
+                                 "complete; run its every cell first")
+    demos = Path("runs/ablation/demos")
+    for task in tasks:
+        if not (demos / f"{task}_train.npz").is_file():
+            make_demos(task, args.demos, demos)
+    jobs = [(t, k, w, args.method, args.steps, args.rollouts) for t in tasks
+            for k, w in enumerate(whos)
+            if only is None or (not isinstance(w, str) and cell_name(*w) in only)]
+    found: dict[tuple[str, int], dict] = {}
+    with ProcessPoolExecutor(args.workers) as ex:
+        for task, k, r in ex.map(cell_row, jobs):
+            found[task, k] = r
+            print(task, r["policy"], r["success"], flush=True)
     for t in tasks:
         kept = results.get(t, [])
-        if only is not None and len(kept) != len(whos):
-            raise SystemExit(f"--only: no earlier results of {t} with these settings to "
-                             "complete; run its every cell first")
         results[t] = [found.get((t, k)) or kept[k] for k in range(len(whos))]
     shown = ",".join(results)
     lines = ["# Physical suite: observation scope x policy sharing", "",
