@@ -154,16 +154,23 @@ def test_auto_reset_keeps_final_obs_and_starts_new_layout():
 
 
 @pytest.mark.parametrize("threaded", [False, True])
-@pytest.mark.parametrize("name", ["3A-6T-5x3", "5A-25T-50x30", "3A-12T-10x6"])
-def test_distance_bins_are_exact_at_bin_edges(name, threaded, monkeypatch):
+@pytest.mark.parametrize("name,num_bins", [("3A-6T-5x3", None), ("5A-25T-50x30", None),
+                                           ("3A-12T-10x6", None), ("3A-6T-10x6", 7),
+                                           ("5A-25T-50x30", 7)])
+def test_distance_bins_are_exact_at_bin_edges(name, num_bins, threaded, monkeypatch):
     """Tasks on the x axis seen from the origin lie at distance exactly x (sqrt(x*x) == x),
-    so x can sit on a bin edge k*w, one ULP either side, or where d * (1/w) and d / w floor
-    differently; the kernel's bins must equal Python's `min(d // w, top)` (the reference)."""
+    so x can sit on a bin edge k*w, one ULP either side, where d * (1/w) and d / w floor
+    differently, or (7 bins: widths 10/7 and 50/7) where d / w rounds up to a whole number
+    that the exact quotient stays below; the kernel's bins must equal Python's
+    `min(d // w, top)` (the reference)."""
+    import dataclasses
     import math
     import random
 
     monkeypatch.setattr(vec_module, "PARALLEL_ROWS", 1 if threaded else 10**9)
     cfg = get_config(name)
+    if num_bins is not None:
+        cfg = dataclasses.replace(cfg, num_bins=num_bins)
     w = cfg.width / cfg.num_bins
     edges = [0.5, 1.0] + [k * w for k in range(1, cfg.num_bins + 1)]
     xs = [v for e in edges for v in (math.nextafter(e, 0.0), e, math.nextafter(e, math.inf))]
@@ -172,9 +179,18 @@ def test_distance_bins_are_exact_at_bin_edges(name, threaded, monkeypatch):
         x = rng.uniform(1.0, cfg.width - 1e-9)
         if math.floor(x * (1.0 / w)) != x // w or rng.random() < 0.02:
             xs.append(x)
+    for k in range(1, cfg.num_bins):  # quotients that round up to a whole number
+        for toward in (0.0, math.inf):
+            x = k * w
+            for _ in range(64):
+                if (x / w).is_integer() and x // w < x / w:
+                    xs.append(x)
+                x = math.nextafter(x, toward)
     xs = [x for x in xs if 0.0 < x < cfg.width]
-    if not math.log2(w).is_integer():  # 1/w is inexact: such quotients exist and are here
+    if num_bins is None and not math.log2(w).is_integer():  # such quotients exist and are here
         assert any(math.floor(x * (1.0 / w)) != x // w for x in xs)
+    if num_bins == 7:
+        assert any((x / w).is_integer() and x // w < x / w for x in xs)
     batch = -(-len(xs) // cfg.tasks)
     layouts = np.full((batch, cfg.tasks, 2), 0.25)
     layouts[:, :, 1] = 0.0

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import get_thread_id, njit, prange
 
 from .config import (
     ARRIVAL_RADIUS,
@@ -40,13 +40,15 @@ def _dist(ax: float, ay: float, bx: float, by: float) -> float:
 
 
 @njit(cache=True)
-def _move_toward(pos, b, i, tx, ty, speed, two):
-    """Move agent i one step toward (tx, ty) by the released code's formula; snap on overshoot.
+def _move_toward(pos, b, i, tx, ty, two):
+    """Move agent i one unit step toward (tx, ty) by the released code's formula; snap on
+    overshoot.
 
-    The release squares with Python's `**`, which calls the C library's pow(); x*x differs
-    from pow(x, 2.0) by one ULP for about 0.08% of inputs, so the squares here are
-    math.pow(x, two) with `two` = 2.0 passed in at run time (numba folds a literal 2.0 back
-    to x*x) and the positions agree bit for bit.
+    The release computes sqrt(speed**2 / (ratio**2 + 1)) with Python's `**`, which calls the
+    C library's pow(); x*x differs from pow(x, 2.0) by one ULP for about 0.08% of inputs, so
+    ratio's square here is math.pow(ratio, two) with `two` = 2.0 passed in at run time (numba
+    folds a literal 2.0 back to x*x) and the positions agree bit for bit. The speed is 1, whose
+    square is exactly 1 either way.
     """
     x1 = pos[b, i, 0]
     y1 = pos[b, i, 1]
@@ -54,12 +56,11 @@ def _move_toward(pos, b, i, tx, ty, speed, two):
     dx = tx - x1
     if dy != 0.0:
         ratio = dx / dy
-        ndy = math.sqrt(math.pow(speed, two) / (math.pow(ratio, two) + 1.0)) * (
-            -1.0 if dy < 0 else 1.0)
+        ndy = math.sqrt(1.0 / (math.pow(ratio, two) + 1.0)) * (-1.0 if dy < 0 else 1.0)
         ndx = abs(ratio * ndy) * (-1.0 if dx < 0 else 1.0)
     else:
         ndy = 0.0
-        ndx = speed * (-1.0 if dx < 0 else 1.0)
+        ndx = -1.0 if dx < 0 else 1.0
     if abs(ndx) > abs(tx - x1) or abs(ndy) > abs(ty - y1):
         pos[b, i, 0] = tx
         pos[b, i, 1] = ty
@@ -83,56 +84,45 @@ def _choose_target(pos, target, mode, counter, task_pos, selected, assignee, b, 
     selected[b, j] = True
     assignee[b, j] = i
     mode[b, i] = MODE_MOVING
-    _move_toward(pos, b, i, task_pos[b, j, 0], task_pos[b, j, 1], 1.0, two)
+    _move_toward(pos, b, i, task_pos[b, j, 0], task_pos[b, j, 1], two)
     if _at_target(pos, task_pos, target, b, i):
         counter[b, i] = EXECUTE_STEPS - 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _decision_active(target, completed, selected, b):
     """Return how many agents have more than one valid action (no target, >= 2 selectable tasks)."""
-    m = completed.shape[1]
     free = 0
-    for j in range(m):
-        if not (completed[b, j] or selected[b, j]):
-            free += 1
-    if free < 2:
-        return 0
+    for j in range(completed.shape[1]):  # counted without branches: short loops mispredict
+        free += 1 - (completed[b, j] | selected[b, j])
     count = 0
     for i in range(target.shape[1]):
-        if target[b, i] < 0:
-            count += 1
-    return count
+        count += target[b, i] < 0
+    return count if free >= 2 else 0
 
 
-def _step_rows(pos, target, mode, counter, task_pos, completed, selected, assignee, t, n_done,
-                active, actions, episode_limit,
-                final_actions, rewards, conflicts, forced_idle, unique_assigned, da_pre, da_post,
-                completed_task, terminated, truncated, team_reward, two):
-    """Advance every active environment by one joint step, in place.
-
-    Outputs (per env b): final_actions[b] after conflict resolution, per-agent rewards[b],
-    conflicts[b] (tasks picked by > 1 agent before resolution), forced_idle[b], unique_assigned[b]
-    (distinct tasks among final picks), da_pre[b] / da_post[b] (decision-active agents before and
-    after the step), completed_task[b, i] (task agent i completed, or -1), terminated[b] (all
-    tasks completed), truncated[b] (step count reached episode_limit first) and team_reward[b]
-    (the agents' rewards added in agent order from 0.0, as the release's sum does; numpy's
-    pairwise sum differs by one ULP from 8 agents on). `two` is 2.0 (see `_move_toward`).
-    """
-    B, n = actions.shape
+@njit(cache=True, inline="always")
+def _step_env(b, pos, target, mode, counter, task_pos, completed, selected, assignee, t, n_done,
+              actions, episode_limit, final_actions, rewards, conflicts, forced_idle,
+              unique_assigned, da_pre, da_post, completed_task, terminated, truncated,
+              team_reward, two):
+    """Advance environment b by one joint step, in place (outputs as in `_step_observe_rows`)."""
+    n = actions.shape[1]
     m = task_pos.shape[1]
-    for b in prange(B):  # environments are independent: safe to split across threads
-        if not active[b]:
-            continue
-        # --- diagnostics before the step
-        da_pre[b] = _decision_active(target, completed, selected, b)
-        # --- conflict resolution before anything moves: closest picker keeps it, ties to low index
-        n_conf = 0
-        n_forced = 0
+    # --- diagnostics before the step
+    da_pre[b] = _decision_active(target, completed, selected, b)
+    # --- conflict resolution before anything moves: closest picker keeps it, ties to low index
+    n_pick = 0
+    for i in range(n):
+        final_actions[b, i] = actions[b, i]
+        completed_task[b, i] = -1
+        n_pick += actions[b, i] >= SELECT0
+    n_conf = 0
+    n_forced = 0
+    uniq = n_pick
+    if n_pick >= 2:  # one pick or none cannot conflict
         for i in range(n):
             a = actions[b, i]
-            final_actions[b, i] = a
-            completed_task[b, i] = -1
             if a < SELECT0:
                 continue
             j = a - SELECT0
@@ -154,8 +144,6 @@ def _step_rows(pos, target, mode, counter, task_pos, completed, selected, assign
             if lose:
                 final_actions[b, i] = IDLE
                 n_forced += 1
-        conflicts[b] = n_conf
-        forced_idle[b] = n_forced
         # distinct final picks
         uniq = 0
         for i in range(n):
@@ -168,184 +156,213 @@ def _step_rows(pos, target, mode, counter, task_pos, completed, selected, assign
                     seen = True
             if not seen:
                 uniq += 1
-        unique_assigned[b] = uniq
+    conflicts[b] = n_conf
+    forced_idle[b] = n_forced
+    unique_assigned[b] = uniq
 
-        n_sel = 0
-        for j in range(m):
-            if selected[b, j]:
-                n_sel += 1
-        tb = t[b]
-        decay = DECAY_PER_10_STEPS * (tb // 10)
-        # --- agents act in index order
-        for i in range(n):
-            a = final_actions[b, i]
-            tgt = target[b, i]
-            r = STEP_PENALTY
-            if a == IDLE:
-                if (n_done[b] == m or n_sel == m) and tgt < 0:
-                    mode[b, i] = MODE_IDLE
-                    r = 0.0
-            elif a == MOVE:
-                if mode[b, i] == MODE_IDLE and tgt >= 0 and not completed[b, tgt]:
-                    mode[b, i] = MODE_MOVING
-                    _move_toward(pos, b, i, task_pos[b, tgt, 0], task_pos[b, tgt, 1], 1.0, two)
+    n_sel = 0
+    for j in range(m):
+        n_sel += selected[b, j]
+    tb = t[b]
+    decay = DECAY_PER_10_STEPS * (tb // 10)
+    # --- agents act in index order
+    for i in range(n):
+        a = final_actions[b, i]
+        tgt = target[b, i]
+        r = STEP_PENALTY
+        if a == IDLE:
+            if (n_done[b] == m or n_sel == m) and tgt < 0:
+                mode[b, i] = MODE_IDLE
+                r = 0.0
+        elif a == MOVE:
+            if mode[b, i] == MODE_IDLE and tgt >= 0 and not completed[b, tgt]:
+                mode[b, i] = MODE_MOVING
+                _move_toward(pos, b, i, task_pos[b, tgt, 0], task_pos[b, tgt, 1], two)
+                if _at_target(pos, task_pos, target, b, i):
+                    counter[b, i] = EXECUTE_STEPS - 1
+            elif mode[b, i] == MODE_MOVING and tgt >= 0 and not completed[b, tgt]:
+                if _at_target(pos, task_pos, target, b, i):
+                    r = INVALID_MOVE_EXECUTE - decay
+                else:
+                    _move_toward(pos, b, i, task_pos[b, tgt, 0], task_pos[b, tgt, 1], two)
                     if _at_target(pos, task_pos, target, b, i):
                         counter[b, i] = EXECUTE_STEPS - 1
-                elif mode[b, i] == MODE_MOVING and tgt >= 0 and not completed[b, tgt]:
-                    if _at_target(pos, task_pos, target, b, i):
-                        r = INVALID_MOVE_EXECUTE - decay
-                    else:
-                        _move_toward(pos, b, i, task_pos[b, tgt, 0], task_pos[b, tgt, 1], 1.0,
-                                     two)
-                        if _at_target(pos, task_pos, target, b, i):
-                            counter[b, i] = EXECUTE_STEPS - 1
-                else:
-                    r = INVALID_MOVE_EXECUTE - decay
-            elif a == EXECUTE:
-                at = _at_target(pos, task_pos, target, b, i)
-                if mode[b, i] == MODE_MOVING and at and not completed[b, tgt]:
-                    mode[b, i] = MODE_EXECUTING
-                    counter[b, i] -= 1
-                elif mode[b, i] == MODE_EXECUTING and at and not completed[b, tgt]:
-                    if counter[b, i] == 0:
-                        completed[b, tgt] = True
-                        n_done[b] += 1
-                        completed_task[b, i] = tgt
-                        target[b, i] = -1
-                        mode[b, i] = MODE_IDLE
-                        counter[b, i] = EXECUTE_STEPS
-                        r = (BASE_REWARD - decay) * (1.0 + COMPLETION_BONUS * n_done[b])
-                    else:
-                        counter[b, i] -= 1
-                else:
-                    r = INVALID_MOVE_EXECUTE - decay
-            else:  # SELECT(j)
-                j = a - SELECT0
-                if mode[b, i] == MODE_EXECUTING and tgt >= 0 and not completed[b, tgt]:
-                    r = INVALID_SELECT - decay
-                elif (mode[b, i] == MODE_IDLE or mode[b, i] == MODE_MOVING) and not completed[b, j]:
-                    if not selected[b, j]:
-                        n_sel += 1
-                    else:
-                        # off-mask re-selection of an assigned task (the released code's legacy
-                        # branch): the old assignee keeps its target if it is near the task
-                        old = assignee[b, j]
-                        if old >= 0 and _dist(pos[b, old, 0], pos[b, old, 1], task_pos[b, j, 0],
-                                              task_pos[b, j, 1]) >= STEAL_RADIUS:
-                            target[b, old] = -1
-                            mode[b, old] = MODE_IDLE
-                            counter[b, old] = EXECUTE_STEPS
-                    _choose_target(pos, target, mode, counter, task_pos, selected, assignee,
-                                   b, i, j, two)
-                else:
-                    r = INVALID_SELECT - decay
-            rewards[b, i] = r
-        total = 0.0
-        for i in range(n):
-            total += rewards[b, i]
-        team_reward[b] = total
-        t[b] = tb + 1
-        terminated[b] = n_done[b] == m
-        truncated[b] = (not terminated[b]) and t[b] >= episode_limit
-        da_post[b] = _decision_active(target, completed, selected, b)
-
-
-def _mask_rows(idx, pos, target, task_pos, completed, selected, out):
-    """Write the valid-action masks of envs idx[k] into out[b, n, 3 + m] (docs/stat.md, Masks)."""
-    n = target.shape[1]
-    m = task_pos.shape[1]
-    for kk in prange(idx.shape[0]):
-        b = idx[kk]
-        free = 0
-        for j in range(m):
-            if not (completed[b, j] or selected[b, j]):
-                free += 1
-        for i in range(n):
-            for a in range(SELECT0 + m):
-                out[b, i, a] = False
-            if target[b, i] >= 0:
-                if _at_target(pos, task_pos, target, b, i):
-                    out[b, i, EXECUTE] = True
-                else:
-                    out[b, i, MOVE] = True
-            elif free == 0:
-                out[b, i, IDLE] = True
             else:
-                for j in range(m):
-                    if not (completed[b, j] or selected[b, j]):
-                        out[b, i, SELECT0 + j] = True
+                r = INVALID_MOVE_EXECUTE - decay
+        elif a == EXECUTE:
+            at = _at_target(pos, task_pos, target, b, i)
+            if mode[b, i] == MODE_MOVING and at and not completed[b, tgt]:
+                mode[b, i] = MODE_EXECUTING
+                counter[b, i] -= 1
+            elif mode[b, i] == MODE_EXECUTING and at and not completed[b, tgt]:
+                if counter[b, i] == 0:
+                    completed[b, tgt] = True
+                    n_done[b] += 1
+                    completed_task[b, i] = tgt
+                    target[b, i] = -1
+                    mode[b, i] = MODE_IDLE
+                    counter[b, i] = EXECUTE_STEPS
+                    r = (BASE_REWARD - decay) * (1.0 + COMPLETION_BONUS * n_done[b])
+                else:
+                    counter[b, i] -= 1
+            else:
+                r = INVALID_MOVE_EXECUTE - decay
+        else:  # SELECT(j)
+            j = a - SELECT0
+            if mode[b, i] == MODE_EXECUTING and tgt >= 0 and not completed[b, tgt]:
+                r = INVALID_SELECT - decay
+            elif (mode[b, i] == MODE_IDLE or mode[b, i] == MODE_MOVING) and not completed[b, j]:
+                if not selected[b, j]:
+                    n_sel += 1
+                else:
+                    # off-mask re-selection of an assigned task (the released code's legacy
+                    # branch): the old assignee keeps its target if it is near the task
+                    old = assignee[b, j]
+                    if old >= 0 and _dist(pos[b, old, 0], pos[b, old, 1], task_pos[b, j, 0],
+                                          task_pos[b, j, 1]) >= STEAL_RADIUS:
+                        target[b, old] = -1
+                        mode[b, old] = MODE_IDLE
+                        counter[b, old] = EXECUTE_STEPS
+                _choose_target(pos, target, mode, counter, task_pos, selected, assignee,
+                               b, i, j, two)
+            else:
+                r = INVALID_SELECT - decay
+        rewards[b, i] = r
+    total = 0.0
+    for i in range(n):
+        total += rewards[b, i]
+    team_reward[b] = total
+    t[b] = tb + 1
+    terminated[b] = n_done[b] == m
+    truncated[b] = (not terminated[b]) and t[b] >= episode_limit
+    da_post[b] = _decision_active(target, completed, selected, b)
 
 
 @njit(cache=True, inline="always")
-def _py_floordiv(x: float, w: float) -> int:
-    """Return Python's `x // w` for x, w > 0, fast away from bin boundaries and exact near them."""
-    q = x / w
-    f = math.floor(q)
-    if q - f > 1e-9 and f + 1.0 - q > 1e-9:
-        return int(f)
-    return int(x // w)  # Python semantics (exact remainder first); slow, so only near edges
+def _mask_env(b, pos, target, task_pos, completed, selected, out):
+    """Write env b's valid-action masks into out[b, n, 3 + m] (docs/stat.md, Masks)."""
+    n = target.shape[1]
+    m = task_pos.shape[1]
+    free = 0
+    for j in range(m):
+        free += not (completed[b, j] or selected[b, j])
+    for i in range(n):  # direct indexing: a view per row costs two atomic refcount updates
+        tgt = target[b, i]
+        out[b, i, IDLE] = tgt < 0 and free == 0
+        if tgt >= 0:
+            at = _at_target(pos, task_pos, target, b, i)
+            out[b, i, MOVE] = not at
+            out[b, i, EXECUTE] = at
+            for j in range(m):
+                out[b, i, SELECT0 + j] = False
+        else:
+            out[b, i, MOVE] = False
+            out[b, i, EXECUTE] = False
+            for j in range(m):
+                out[b, i, SELECT0 + j] = not (completed[b, j] or selected[b, j])
 
 
-def _obs_rows(idx, pos, mode, task_pos, completed, selected, width, num_bins, out, scratch):
-    """Write the global state [bins(n*m), modes(n), completed(m), selected(m)] of envs idx[k].
+@njit(cache=True)
+def _py_floordiv(x: float, w: float) -> float:
+    """Return Python's `x // w` (the floor of the exact quotient; fmod first, so slower)."""
+    return x // w
 
-    Distance bins: d < 0.5 -> 0; d < 1 -> 1; else min(floor(d / (W / num_bins)), num_bins - 1).
-    Each agent's row is built in three branch-free passes the compiler vectorizes (distances;
-    bins from d * (1 / w) in place of d / w; the distance of each quotient to the nearest bin
-    edge). Only where a quotient lies within 1e-9 of an edge can the two floor differently,
-    so only such a row is recomputed with Python's exact `//` (`_py_floordiv`). scratch
-    (B, 2, m) float64 holds an env's distances and quotient fractions between passes.
+
+@njit(cache=True, inline="always")
+def _obs_env(b, pos, mode, task_pos, completed, selected, bin_w, top, out, scratch, tid):
+    """Write env b's global state [bins(n*m), modes(n), completed(m), selected(m)] into out[b].
+
+    Distance bins: d < 0.5 -> 0; d < 1 -> 1; else min(d // w, num_bins - 1) with Python's `//`,
+    which is the floor of the exact quotient. The correctly rounded q = d / w floors the same
+    unless q is a whole number (rounding can reach an integer but never cross one), so only
+    such a bin is redone with Python's slower `//` (`_py_floordiv`); the bins agree bit for
+    bit. The distances go through scratch[tid] (n*m floats per numba thread, negated where
+    the quotient is whole) so that the binning pass is one branch-free loop the compiler
+    vectorizes. No array views are made here: each would cost two atomic refcount updates per
+    environment.
     """
     n = mode.shape[1]
     m = task_pos.shape[1]
-    bin_w = width / num_bins
-    inv_w = 1.0 / bin_w
-    top = float(num_bins - 1)
+    nm = n * m
+    for i in range(n):
+        px = pos[b, i, 0]
+        py = pos[b, i, 1]
+        for j in range(m):
+            dx = task_pos[b, j, 0] - px
+            dy = task_pos[b, j, 1] - py
+            scratch[tid, i * m + j] = dx * dx + dy * dy
+    whole = 0
+    for e in range(nm):
+        d = math.sqrt(scratch[tid, e])
+        q = d / bin_w
+        f = math.floor(q)
+        redo = (f == q) & (d >= 1.0)
+        whole += 1 if redo else 0
+        scratch[tid, e] = -d if redo else d
+        v = f if f < top else top
+        v = v if d >= 1.0 else 1.0
+        out[b, e] = v if d >= 0.5 else 0.0
+    if whole:
+        for e in range(nm):
+            if scratch[tid, e] < 0.0:
+                out[b, e] = min(_py_floordiv(-scratch[tid, e], bin_w), top)
+    for i in range(n):
+        out[b, nm + i] = mode[b, i]
+    k = nm + n
+    for j in range(m):
+        out[b, k + j] = completed[b, j]
+        out[b, k + m + j] = selected[b, j]
+
+
+def _step_observe_rows(pos, target, mode, counter, task_pos, completed, selected, assignee, t,
+                       n_done, active, actions, episode_limit,
+                       final_actions, rewards, conflicts, forced_idle, unique_assigned, da_pre,
+                       da_post, completed_task, terminated, truncated, team_reward, two,
+                       masks, with_obs, bin_w, top, obs, scratch):
+    """Advance every active environment by one joint step, in place, and refresh its masks
+    (and, if `with_obs`, its observation row) while its state is still in cache.
+
+    Outputs (per env b): final_actions[b] after conflict resolution, per-agent rewards[b],
+    conflicts[b] (tasks picked by > 1 agent before resolution), forced_idle[b], unique_assigned[b]
+    (distinct tasks among final picks), da_pre[b] / da_post[b] (decision-active agents before and
+    after the step), completed_task[b, i] (task agent i completed, or -1), terminated[b] (all
+    tasks completed), truncated[b] (step count reached episode_limit first) and team_reward[b]
+    (the agents' rewards added in agent order from 0.0, as the release's sum does; numpy's
+    pairwise sum differs by one ULP from 8 agents on). `two` is 2.0 (see `_move_toward`);
+    bin_w is the distance-bin width and top the highest bin (`_obs_env`); scratch holds one
+    (n*m) row per numba thread. Inactive envs are left as they are, masks and observation
+    included.
+    """
+    for b in prange(actions.shape[0]):  # environments are independent: safe to split
+        if not active[b]:
+            continue
+        _step_env(b, pos, target, mode, counter, task_pos, completed, selected, assignee, t,
+                  n_done, actions, episode_limit, final_actions, rewards, conflicts,
+                  forced_idle, unique_assigned, da_pre, da_post, completed_task, terminated,
+                  truncated, team_reward, two)
+        _mask_env(b, pos, target, task_pos, completed, selected, masks)
+        if with_obs:
+            _obs_env(b, pos, mode, task_pos, completed, selected, bin_w, top, obs, scratch,
+                     get_thread_id())
+
+
+def _observe_rows(idx, pos, target, mode, task_pos, completed, selected, masks, with_obs, bin_w,
+                  top, obs, scratch):
+    """Refresh the masks (and, if `with_obs`, the observation rows) of envs idx[k]."""
     for kk in prange(idx.shape[0]):  # rows are independent: safe to split across threads
         b = idx[kk]
-        dist = scratch[b, 0]
-        frac = scratch[b, 1]
-        k = 0
-        for i in range(n):
-            px = pos[b, i, 0]
-            py = pos[b, i, 1]
-            for j in range(m):
-                dist[j] = _dist(px, py, task_pos[b, j, 0], task_pos[b, j, 1])
-            for j in range(m):
-                d = dist[j]
-                q = d * inv_w
-                f = math.floor(q)
-                v = f if f < top else top
-                v = v if d >= 1.0 else 1.0
-                out[b, k + j] = v if d >= 0.5 else 0.0
-                frac[j] = q - f if d >= 1.0 else 0.5  # below 1 the quotient is not used
-            near_edge = 0
-            for j in range(m):
-                near_edge += (frac[j] <= 1e-9) | (frac[j] >= 1.0 - 1e-9)
-            if near_edge:
-                for j in range(m):
-                    if dist[j] >= 1.0:
-                        out[b, k + j] = min(_py_floordiv(dist[j], bin_w), num_bins - 1)
-            k += m
-        for i in range(n):
-            out[b, k] = mode[b, i]
-            k += 1
-        for j in range(m):
-            out[b, k] = 1.0 if completed[b, j] else 0.0
-            k += 1
-        for j in range(m):
-            out[b, k] = 1.0 if selected[b, j] else 0.0
-            k += 1
+        _mask_env(b, pos, target, task_pos, completed, selected, masks)
+        if with_obs:
+            _obs_env(b, pos, mode, task_pos, completed, selected, bin_w, top, obs, scratch,
+                     get_thread_id())
 
 
 # Each kernel is compiled twice: serially (small batches, where thread dispatch costs more than
 # it saves) and split over numba's threads (large batches). Rows never share state.
-step_kernel = njit(cache=True)(_step_rows)
-step_kernel_parallel = njit(cache=True, parallel=True)(_step_rows)
-masks_kernel = njit(cache=True)(_mask_rows)
-masks_kernel_parallel = njit(cache=True, parallel=True)(_mask_rows)
-obs_kernel = njit(cache=True)(_obs_rows)
-obs_kernel_parallel = njit(cache=True, parallel=True)(_obs_rows)
+step_kernel = njit(cache=True)(_step_observe_rows)
+step_kernel_parallel = njit(cache=True, parallel=True)(_step_observe_rows)
+observe_kernel = njit(cache=True)(_observe_rows)
+observe_kernel_parallel = njit(cache=True, parallel=True)(_observe_rows)
 
 
 @njit(cache=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
+import numba
 import numpy as np
 
 from coordbench.errors import ActionError, ConfigError
@@ -150,7 +151,10 @@ class StatVecEnv:
         self._two = 2.0
         self.masks = np.zeros((self.batch, cfg.agents, cfg.num_actions), dtype=np.bool_)
         self.obs = np.zeros((self.batch, cfg.obs_dim), dtype=np.float32)
-        self._obs_scratch = np.empty((self.batch, 2, cfg.tasks))  # the obs kernel's passes
+        self._bin_w = cfg.width / cfg.num_bins
+        self._top_bin = float(cfg.num_bins - 1)
+        # one row of squared distances per numba thread for the observation kernel
+        self._scratch = np.empty((numba.config.NUMBA_NUM_THREADS, cfg.agents * cfg.tasks))
         self._all = np.arange(self.batch, dtype=np.int64)
 
     # -- state access -------------------------------------------------------------------------
@@ -174,13 +178,11 @@ class StatVecEnv:
     def _observe(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Refresh masks (and observations) of envs `idx`; return the full arrays."""
         s = self.state
-        many = len(idx) >= PARALLEL_ROWS
-        masks = kernels.masks_kernel_parallel if many else kernels.masks_kernel
-        masks(idx, s.pos, s.target, s.task_pos, s.completed, s.selected, self.masks)
-        if self.compute_obs:
-            obs = kernels.obs_kernel_parallel if many else kernels.obs_kernel
-            obs(idx, s.pos, s.mode, s.task_pos, s.completed, s.selected, float(self.cfg.width),
-                self.cfg.num_bins, self.obs, self._obs_scratch)
+        observe = (kernels.observe_kernel_parallel if len(idx) >= PARALLEL_ROWS
+                   else kernels.observe_kernel)
+        observe(idx, s.pos, s.target, s.mode, s.task_pos, s.completed, s.selected, self.masks,
+                self.compute_obs, self._bin_w, self._top_bin, self.obs,
+                self._scratch)
         return self.obs, self.masks
 
     # -- stepping -----------------------------------------------------------------------------
@@ -217,11 +219,13 @@ class StatVecEnv:
             s.t, s.n_done, self.active, a, self.cfg.episode_limit,
             info.final_actions, info.agent_rewards, info.conflicts, info.forced_idle,
             info.unique_assigned, info.decision_pre, info.decision_post, info.completed_task,
-            info.terminated, info.truncated, self._team_reward, self._two)
+            info.terminated, info.truncated, self._team_reward, self._two,
+            self.masks, self.compute_obs, self._bin_w, self._top_bin,
+            self.obs, self._scratch)
         reward = self._team_reward.copy()
         done = (info.terminated | info.truncated) & self.active
         info.final_obs = info.final_masks = FinalRows()
-        obs, masks = self._observe(self._all)
+        obs, masks = self.obs, self.masks
         if done.any():
             idx = np.flatnonzero(done)
             if self.auto_reset:
