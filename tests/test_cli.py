@@ -40,6 +40,8 @@ def test_stat_speed_json():
     assert res.exit_code == 0, res.output
     payload = json.loads(res.stdout)
     assert payload["steps_per_s"] > 0 and payload["batch"] == 64
+    # the step alone is a part of the loop that also draws the actions
+    assert payload["step_only_per_s"] > payload["steps_per_s"]
 
 
 def test_run_and_report_write_a_run_directory(tmp_path):

@@ -340,5 +340,6 @@ def stat_speed(
         emit_json(asdict(res))
     else:
         out.print(f"{res.config} batch {res.batch}: {res.steps_per_s:,.0f} joint steps/s "
+                  f"with random valid actions, {res.step_only_per_s:,.0f} inside step() "
                   f"({res.steps:,} steps, {res.episodes:,} episodes in {res.seconds:.1f} s"
                   f"{'' if res.with_obs else ', no observations'}, {res.threads} thread(s))")

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 from numba import get_thread_id, njit, prange
 
 from .config import (
@@ -39,10 +38,10 @@ def _dist(ax: float, ay: float, bx: float, by: float) -> float:
     return math.sqrt((bx - ax) ** 2 + (by - ay) ** 2)
 
 
-@njit(cache=True)
-def _move_toward(pos, b, i, tx, ty, two):
-    """Move agent i one unit step toward (tx, ty) by the released code's formula; snap on
-    overshoot.
+@njit(cache=True, inline="always")
+def _step_toward(x1: float, y1: float, tx: float, ty: float, two: float) -> tuple[float, float]:
+    """Return the position one unit step from (x1, y1) toward (tx, ty) by the released code's
+    formula, snapped to (tx, ty) on overshoot.
 
     The release computes sqrt(speed**2 / (ratio**2 + 1)) with Python's `**`, which calls the
     C library's pow(); x*x differs from pow(x, 2.0) by one ULP for about 0.08% of inputs, so
@@ -50,8 +49,6 @@ def _move_toward(pos, b, i, tx, ty, two):
     folds a literal 2.0 back to x*x) and the positions agree bit for bit. The speed is 1, whose
     square is exactly 1 either way.
     """
-    x1 = pos[b, i, 0]
-    y1 = pos[b, i, 1]
     dy = ty - y1
     dx = tx - x1
     if dy != 0.0:
@@ -62,204 +59,14 @@ def _move_toward(pos, b, i, tx, ty, two):
         ndy = 0.0
         ndx = -1.0 if dx < 0 else 1.0
     if abs(ndx) > abs(tx - x1) or abs(ndy) > abs(ty - y1):
-        pos[b, i, 0] = tx
-        pos[b, i, 1] = ty
-    else:
-        pos[b, i, 0] = x1 + ndx
-        pos[b, i, 1] = y1 + ndy
+        return tx, ty
+    return x1 + ndx, y1 + ndy
 
 
 @njit(cache=True, inline="always")
-def _at_target(pos, task_pos, target, b, i):
-    j = target[b, i]
-    if j < 0:
-        return False
-    return _dist(pos[b, i, 0], pos[b, i, 1], task_pos[b, j, 0], task_pos[b, j, 1]) < ARRIVAL_RADIUS
-
-
-@njit(cache=True)
-def _choose_target(pos, target, mode, counter, task_pos, selected, assignee, b, i, j, two):
-    """SELECT(j): commit, mark selected, and move one step immediately (research/stat.md 1.5)."""
-    target[b, i] = j
-    selected[b, j] = True
-    assignee[b, j] = i
-    mode[b, i] = MODE_MOVING
-    _move_toward(pos, b, i, task_pos[b, j, 0], task_pos[b, j, 1], two)
-    if _at_target(pos, task_pos, target, b, i):
-        counter[b, i] = EXECUTE_STEPS - 1
-
-
-@njit(cache=True, inline="always")
-def _decision_active(target, completed, selected, b):
-    """Return how many agents have more than one valid action (no target, >= 2 selectable tasks)."""
-    free = 0
-    for j in range(completed.shape[1]):  # counted without branches: short loops mispredict
-        free += 1 - (completed[b, j] | selected[b, j])
-    count = 0
-    for i in range(target.shape[1]):
-        count += target[b, i] < 0
-    return count if free >= 2 else 0
-
-
-@njit(cache=True, inline="always")
-def _step_env(b, pos, target, mode, counter, task_pos, completed, selected, assignee, t, n_done,
-              actions, episode_limit, final_actions, rewards, conflicts, forced_idle,
-              unique_assigned, da_pre, da_post, completed_task, terminated, truncated,
-              team_reward, two):
-    """Advance environment b by one joint step, in place (outputs as in `_step_observe_rows`)."""
-    n = actions.shape[1]
-    m = task_pos.shape[1]
-    # --- diagnostics before the step
-    da_pre[b] = _decision_active(target, completed, selected, b)
-    # --- conflict resolution before anything moves: closest picker keeps it, ties to low index
-    n_pick = 0
-    for i in range(n):
-        final_actions[b, i] = actions[b, i]
-        completed_task[b, i] = -1
-        n_pick += actions[b, i] >= SELECT0
-    n_conf = 0
-    n_forced = 0
-    uniq = n_pick
-    if n_pick >= 2:  # one pick or none cannot conflict
-        for i in range(n):
-            a = actions[b, i]
-            if a < SELECT0:
-                continue
-            j = a - SELECT0
-            di = _dist(pos[b, i, 0], pos[b, i, 1], task_pos[b, j, 0], task_pos[b, j, 1])
-            first = True
-            others = False
-            lose = False
-            for k in range(n):
-                if k == i or actions[b, k] != a:
-                    continue
-                others = True
-                if k < i:
-                    first = False
-                dk = _dist(pos[b, k, 0], pos[b, k, 1], task_pos[b, j, 0], task_pos[b, j, 1])
-                if dk < di or (dk == di and k < i):
-                    lose = True
-            if others and first:
-                n_conf += 1
-            if lose:
-                final_actions[b, i] = IDLE
-                n_forced += 1
-        # distinct final picks
-        uniq = 0
-        for i in range(n):
-            a = final_actions[b, i]
-            if a < SELECT0:
-                continue
-            seen = False
-            for k in range(i):
-                if final_actions[b, k] == a:
-                    seen = True
-            if not seen:
-                uniq += 1
-    conflicts[b] = n_conf
-    forced_idle[b] = n_forced
-    unique_assigned[b] = uniq
-
-    n_sel = 0
-    for j in range(m):
-        n_sel += selected[b, j]
-    tb = t[b]
-    decay = DECAY_PER_10_STEPS * (tb // 10)
-    # --- agents act in index order
-    for i in range(n):
-        a = final_actions[b, i]
-        tgt = target[b, i]
-        r = STEP_PENALTY
-        if a == IDLE:
-            if (n_done[b] == m or n_sel == m) and tgt < 0:
-                mode[b, i] = MODE_IDLE
-                r = 0.0
-        elif a == MOVE:
-            if mode[b, i] == MODE_IDLE and tgt >= 0 and not completed[b, tgt]:
-                mode[b, i] = MODE_MOVING
-                _move_toward(pos, b, i, task_pos[b, tgt, 0], task_pos[b, tgt, 1], two)
-                if _at_target(pos, task_pos, target, b, i):
-                    counter[b, i] = EXECUTE_STEPS - 1
-            elif mode[b, i] == MODE_MOVING and tgt >= 0 and not completed[b, tgt]:
-                if _at_target(pos, task_pos, target, b, i):
-                    r = INVALID_MOVE_EXECUTE - decay
-                else:
-                    _move_toward(pos, b, i, task_pos[b, tgt, 0], task_pos[b, tgt, 1], two)
-                    if _at_target(pos, task_pos, target, b, i):
-                        counter[b, i] = EXECUTE_STEPS - 1
-            else:
-                r = INVALID_MOVE_EXECUTE - decay
-        elif a == EXECUTE:
-            at = _at_target(pos, task_pos, target, b, i)
-            if mode[b, i] == MODE_MOVING and at and not completed[b, tgt]:
-                mode[b, i] = MODE_EXECUTING
-                counter[b, i] -= 1
-            elif mode[b, i] == MODE_EXECUTING and at and not completed[b, tgt]:
-                if counter[b, i] == 0:
-                    completed[b, tgt] = True
-                    n_done[b] += 1
-                    completed_task[b, i] = tgt
-                    target[b, i] = -1
-                    mode[b, i] = MODE_IDLE
-                    counter[b, i] = EXECUTE_STEPS
-                    r = (BASE_REWARD - decay) * (1.0 + COMPLETION_BONUS * n_done[b])
-                else:
-                    counter[b, i] -= 1
-            else:
-                r = INVALID_MOVE_EXECUTE - decay
-        else:  # SELECT(j)
-            j = a - SELECT0
-            if mode[b, i] == MODE_EXECUTING and tgt >= 0 and not completed[b, tgt]:
-                r = INVALID_SELECT - decay
-            elif (mode[b, i] == MODE_IDLE or mode[b, i] == MODE_MOVING) and not completed[b, j]:
-                if not selected[b, j]:
-                    n_sel += 1
-                else:
-                    # off-mask re-selection of an assigned task (the released code's legacy
-                    # branch): the old assignee keeps its target if it is near the task
-                    old = assignee[b, j]
-                    if old >= 0 and _dist(pos[b, old, 0], pos[b, old, 1], task_pos[b, j, 0],
-                                          task_pos[b, j, 1]) >= STEAL_RADIUS:
-                        target[b, old] = -1
-                        mode[b, old] = MODE_IDLE
-                        counter[b, old] = EXECUTE_STEPS
-                _choose_target(pos, target, mode, counter, task_pos, selected, assignee,
-                               b, i, j, two)
-            else:
-                r = INVALID_SELECT - decay
-        rewards[b, i] = r
-    total = 0.0
-    for i in range(n):
-        total += rewards[b, i]
-    team_reward[b] = total
-    t[b] = tb + 1
-    terminated[b] = n_done[b] == m
-    truncated[b] = (not terminated[b]) and t[b] >= episode_limit
-    da_post[b] = _decision_active(target, completed, selected, b)
-
-
-@njit(cache=True, inline="always")
-def _mask_env(b, pos, target, task_pos, completed, selected, out):
-    """Write env b's valid-action masks into out[b, n, 3 + m] (docs/stat.md, Masks)."""
-    n = target.shape[1]
-    m = task_pos.shape[1]
-    free = 0
-    for j in range(m):
-        free += not (completed[b, j] or selected[b, j])
-    for i in range(n):  # direct indexing: a view per row costs two atomic refcount updates
-        tgt = target[b, i]
-        out[b, i, IDLE] = tgt < 0 and free == 0
-        if tgt >= 0:
-            at = _at_target(pos, task_pos, target, b, i)
-            out[b, i, MOVE] = not at
-            out[b, i, EXECUTE] = at
-            for j in range(m):
-                out[b, i, SELECT0 + j] = False
-        else:
-            out[b, i, MOVE] = False
-            out[b, i, EXECUTE] = False
-            for j in range(m):
-                out[b, i, SELECT0 + j] = not (completed[b, j] or selected[b, j])
+def _arrived(px: float, py: float, tx: float, ty: float) -> bool:
+    """Return whether (px, py) lies within the arrival radius of (tx, ty)."""
+    return _dist(px, py, tx, ty) < ARRIVAL_RADIUS
 
 
 @njit(cache=True)
@@ -268,101 +75,250 @@ def _py_floordiv(x: float, w: float) -> float:
     return x // w
 
 
-@njit(cache=True, inline="always")
-def _obs_env(b, pos, mode, task_pos, completed, selected, bin_w, top, out, scratch, tid):
-    """Write env b's global state [bins(n*m), modes(n), completed(m), selected(m)] into out[b].
-
-    Distance bins: d < 0.5 -> 0; d < 1 -> 1; else min(d // w, num_bins - 1) with Python's `//`,
-    which is the floor of the exact quotient. The correctly rounded q = d / w floors the same
-    unless q is a whole number (rounding can reach an integer but never cross one), so only
-    such a bin is redone with Python's slower `//` (`_py_floordiv`); the bins agree bit for
-    bit. The distances go through scratch[tid] (n*m floats per numba thread, negated where
-    the quotient is whole) so that the binning pass is one branch-free loop the compiler
-    vectorizes. No array views are made here: each would cost two atomic refcount updates per
-    environment.
-    """
-    n = mode.shape[1]
-    m = task_pos.shape[1]
-    nm = n * m
-    for i in range(n):
-        px = pos[b, i, 0]
-        py = pos[b, i, 1]
-        for j in range(m):
-            dx = task_pos[b, j, 0] - px
-            dy = task_pos[b, j, 1] - py
-            scratch[tid, i * m + j] = dx * dx + dy * dy
-    whole = 0
-    for e in range(nm):
-        d = math.sqrt(scratch[tid, e])
-        q = d / bin_w
-        f = math.floor(q)
-        redo = (f == q) & (d >= 1.0)
-        whole += 1 if redo else 0
-        scratch[tid, e] = -d if redo else d
-        v = f if f < top else top
-        v = v if d >= 1.0 else 1.0
-        out[b, e] = v if d >= 0.5 else 0.0
-    if whole:
-        for e in range(nm):
-            if scratch[tid, e] < 0.0:
-                out[b, e] = min(_py_floordiv(-scratch[tid, e], bin_w), top)
-    for i in range(n):
-        out[b, nm + i] = mode[b, i]
-    k = nm + n
-    for j in range(m):
-        out[b, k + j] = completed[b, j]
-        out[b, k + m + j] = selected[b, j]
-
-
-def _step_observe_rows(pos, target, mode, counter, task_pos, completed, selected, assignee, t,
-                       n_done, active, actions, episode_limit,
+def _step_observe_rows(idx, stepping, pos, target, mode, counter, task_pos, completed, selected,
+                       assignee, t, n_done, active, actions, episode_limit,
                        final_actions, rewards, conflicts, forced_idle, unique_assigned, da_pre,
                        da_post, completed_task, terminated, truncated, team_reward, two,
                        masks, with_obs, bin_w, top, obs, scratch):
-    """Advance every active environment by one joint step, in place, and refresh its masks
-    (and, if `with_obs`, its observation row) while its state is still in cache.
+    """For each env b = idx[k]: if `stepping`, advance it by one joint step in place (when
+    active); then refresh its masks and, if `with_obs`, its observation row while its state is
+    still in cache. Inactive envs are left as they are, masks and observation included.
 
-    Outputs (per env b): final_actions[b] after conflict resolution, per-agent rewards[b],
+    Step outputs (per env b): final_actions[b] after conflict resolution, per-agent rewards[b],
     conflicts[b] (tasks picked by > 1 agent before resolution), forced_idle[b], unique_assigned[b]
     (distinct tasks among final picks), da_pre[b] / da_post[b] (decision-active agents before and
-    after the step), completed_task[b, i] (task agent i completed, or -1), terminated[b] (all
-    tasks completed), truncated[b] (step count reached episode_limit first) and team_reward[b]
-    (the agents' rewards added in agent order from 0.0, as the release's sum does; numpy's
-    pairwise sum differs by one ULP from 8 agents on). `two` is 2.0 (see `_move_toward`);
-    bin_w is the distance-bin width and top the highest bin (`_obs_env`); scratch holds one
-    (n*m) row per numba thread. Inactive envs are left as they are, masks and observation
-    included.
+    after the step: no target and >= 2 selectable tasks), completed_task[b, i] (task agent i
+    completed, or -1), terminated[b] (all tasks completed), truncated[b] (step count reached
+    episode_limit first) and team_reward[b] (the agents' rewards added in agent order from 0.0,
+    as the release's sum does; numpy's pairwise sum differs by one ULP from 8 agents on). `two`
+    is 2.0 (see `_step_toward`).
+
+    Masks: out[b, i, a] as in docs/stat.md. Observation: [bins(n*m), modes(n), completed(m),
+    selected(m)] with bins d < 0.5 -> 0; d < 1 -> 1; else min(d // w, top) with Python's `//`,
+    which is the floor of the exact quotient. The correctly rounded q = d / w floors the same
+    unless q is a whole number (rounding can reach an integer but never cross one), so only
+    such a bin is redone with Python's slower `//` (`_py_floordiv`); the bins agree bit for
+    bit. The distances go through scratch[thread] (n*m floats per numba thread, negated where
+    the quotient is whole) so that the binning pass is one branch-free loop the compiler
+    vectorizes.
+
+    All of it is one loop body on purpose: a helper taking arrays, inlined or not, costs atomic
+    reference-count updates per call and environment, more than the work of a small env. Short
+    counting loops are written without branches, which mispredict at these lengths.
     """
-    for b in prange(actions.shape[0]):  # environments are independent: safe to split
-        if not active[b]:
-            continue
-        _step_env(b, pos, target, mode, counter, task_pos, completed, selected, assignee, t,
-                  n_done, actions, episode_limit, final_actions, rewards, conflicts,
-                  forced_idle, unique_assigned, da_pre, da_post, completed_task, terminated,
-                  truncated, team_reward, two)
-        _mask_env(b, pos, target, task_pos, completed, selected, masks)
-        if with_obs:
-            _obs_env(b, pos, mode, task_pos, completed, selected, bin_w, top, obs, scratch,
-                     get_thread_id())
-
-
-def _observe_rows(idx, pos, target, mode, task_pos, completed, selected, masks, with_obs, bin_w,
-                  top, obs, scratch):
-    """Refresh the masks (and, if `with_obs`, the observation rows) of envs idx[k]."""
-    for kk in prange(idx.shape[0]):  # rows are independent: safe to split across threads
+    n = target.shape[1]
+    m = task_pos.shape[1]
+    nm = n * m
+    for kk in prange(idx.shape[0]):  # environments are independent: safe to split
         b = idx[kk]
-        _mask_env(b, pos, target, task_pos, completed, selected, masks)
+        if stepping:
+            if not active[b]:
+                continue
+            # --- diagnostics before the step
+            free = 0
+            for j in range(m):
+                free += 1 - (completed[b, j] | selected[b, j])
+            idle = 0
+            for i in range(n):
+                idle += target[b, i] < 0
+            da_pre[b] = idle if free >= 2 else 0
+            # --- conflict resolution before anything moves: closest picker keeps it, ties to
+            # the lower index
+            n_pick = 0
+            for i in range(n):
+                final_actions[b, i] = actions[b, i]
+                completed_task[b, i] = -1
+                n_pick += actions[b, i] >= SELECT0
+            n_conf = 0
+            n_forced = 0
+            uniq = n_pick
+            if n_pick >= 2:  # one pick or none cannot conflict
+                for i in range(n):
+                    a = actions[b, i]
+                    if a < SELECT0:
+                        continue
+                    j = a - SELECT0
+                    di = _dist(pos[b, i, 0], pos[b, i, 1], task_pos[b, j, 0], task_pos[b, j, 1])
+                    first = True
+                    others = False
+                    lose = False
+                    for k in range(n):
+                        if k == i or actions[b, k] != a:
+                            continue
+                        others = True
+                        if k < i:
+                            first = False
+                        dk = _dist(pos[b, k, 0], pos[b, k, 1], task_pos[b, j, 0],
+                                   task_pos[b, j, 1])
+                        if dk < di or (dk == di and k < i):
+                            lose = True
+                    if others and first:
+                        n_conf += 1
+                    if lose:
+                        final_actions[b, i] = IDLE
+                        n_forced += 1
+                uniq = 0  # distinct final picks
+                for i in range(n):
+                    a = final_actions[b, i]
+                    if a < SELECT0:
+                        continue
+                    seen = False
+                    for k in range(i):
+                        if final_actions[b, k] == a:
+                            seen = True
+                    if not seen:
+                        uniq += 1
+            conflicts[b] = n_conf
+            forced_idle[b] = n_forced
+            unique_assigned[b] = uniq
+
+            n_sel = 0
+            for j in range(m):
+                n_sel += selected[b, j]
+            tb = t[b]
+            decay = DECAY_PER_10_STEPS * (tb // 10)
+            # --- agents act in index order
+            for i in range(n):
+                a = final_actions[b, i]
+                tgt = target[b, i]
+                r = STEP_PENALTY
+                if a == IDLE:
+                    if (n_done[b] == m or n_sel == m) and tgt < 0:
+                        mode[b, i] = MODE_IDLE
+                        r = 0.0
+                elif a == MOVE:
+                    movable = tgt >= 0 and not completed[b, tgt]
+                    if movable and mode[b, i] == MODE_MOVING and _arrived(
+                            pos[b, i, 0], pos[b, i, 1], task_pos[b, tgt, 0], task_pos[b, tgt, 1]):
+                        r = INVALID_MOVE_EXECUTE - decay
+                    elif movable and (mode[b, i] == MODE_IDLE or mode[b, i] == MODE_MOVING):
+                        mode[b, i] = MODE_MOVING
+                        x, y = _step_toward(pos[b, i, 0], pos[b, i, 1], task_pos[b, tgt, 0],
+                                            task_pos[b, tgt, 1], two)
+                        pos[b, i, 0] = x
+                        pos[b, i, 1] = y
+                        if _arrived(x, y, task_pos[b, tgt, 0], task_pos[b, tgt, 1]):
+                            counter[b, i] = EXECUTE_STEPS - 1
+                    else:
+                        r = INVALID_MOVE_EXECUTE - decay
+                elif a == EXECUTE:
+                    at = tgt >= 0 and _arrived(pos[b, i, 0], pos[b, i, 1], task_pos[b, tgt, 0],
+                                               task_pos[b, tgt, 1])
+                    if mode[b, i] == MODE_MOVING and at and not completed[b, tgt]:
+                        mode[b, i] = MODE_EXECUTING
+                        counter[b, i] -= 1
+                    elif mode[b, i] == MODE_EXECUTING and at and not completed[b, tgt]:
+                        if counter[b, i] == 0:
+                            completed[b, tgt] = True
+                            n_done[b] += 1
+                            completed_task[b, i] = tgt
+                            target[b, i] = -1
+                            mode[b, i] = MODE_IDLE
+                            counter[b, i] = EXECUTE_STEPS
+                            r = (BASE_REWARD - decay) * (1.0 + COMPLETION_BONUS * n_done[b])
+                        else:
+                            counter[b, i] -= 1
+                    else:
+                        r = INVALID_MOVE_EXECUTE - decay
+                else:  # SELECT(j)
+                    j = a - SELECT0
+                    if mode[b, i] == MODE_EXECUTING and tgt >= 0 and not completed[b, tgt]:
+                        r = INVALID_SELECT - decay
+                    elif ((mode[b, i] == MODE_IDLE or mode[b, i] == MODE_MOVING)
+                          and not completed[b, j]):
+                        if not selected[b, j]:
+                            n_sel += 1
+                        else:
+                            # off-mask re-selection of an assigned task (the released code's
+                            # legacy branch): the old assignee keeps its target if it is near
+                            old = assignee[b, j]
+                            if old >= 0 and _dist(pos[b, old, 0], pos[b, old, 1],
+                                                  task_pos[b, j, 0],
+                                                  task_pos[b, j, 1]) >= STEAL_RADIUS:
+                                target[b, old] = -1
+                                mode[b, old] = MODE_IDLE
+                                counter[b, old] = EXECUTE_STEPS
+                        # commit, mark selected, and move one step at once (research/stat.md 1.5)
+                        target[b, i] = j
+                        selected[b, j] = True
+                        assignee[b, j] = i
+                        mode[b, i] = MODE_MOVING
+                        x, y = _step_toward(pos[b, i, 0], pos[b, i, 1], task_pos[b, j, 0],
+                                            task_pos[b, j, 1], two)
+                        pos[b, i, 0] = x
+                        pos[b, i, 1] = y
+                        if _arrived(x, y, task_pos[b, j, 0], task_pos[b, j, 1]):
+                            counter[b, i] = EXECUTE_STEPS - 1
+                    else:
+                        r = INVALID_SELECT - decay
+                rewards[b, i] = r
+            total = 0.0
+            for i in range(n):
+                total += rewards[b, i]
+            team_reward[b] = total
+            t[b] = tb + 1
+            terminated[b] = n_done[b] == m
+            truncated[b] = (not terminated[b]) and t[b] >= episode_limit
+
+        # --- masks (and the decision-active count after the step)
+        free = 0
+        for j in range(m):
+            free += 1 - (completed[b, j] | selected[b, j])
+        idle = 0
+        for i in range(n):
+            tgt = target[b, i]
+            idle += tgt < 0
+            masks[b, i, IDLE] = tgt < 0 and free == 0
+            if tgt >= 0:
+                at = _arrived(pos[b, i, 0], pos[b, i, 1], task_pos[b, tgt, 0], task_pos[b, tgt, 1])
+                masks[b, i, MOVE] = not at
+                masks[b, i, EXECUTE] = at
+                for j in range(m):
+                    masks[b, i, SELECT0 + j] = False
+            else:
+                masks[b, i, MOVE] = False
+                masks[b, i, EXECUTE] = False
+                for j in range(m):
+                    masks[b, i, SELECT0 + j] = not (completed[b, j] or selected[b, j])
+        if stepping:
+            da_post[b] = idle if free >= 2 else 0
+
+        # --- observation
         if with_obs:
-            _obs_env(b, pos, mode, task_pos, completed, selected, bin_w, top, obs, scratch,
-                     get_thread_id())
+            tid = get_thread_id()
+            for i in range(n):
+                px = pos[b, i, 0]
+                py = pos[b, i, 1]
+                for j in range(m):
+                    dx = task_pos[b, j, 0] - px
+                    dy = task_pos[b, j, 1] - py
+                    scratch[tid, i * m + j] = dx * dx + dy * dy
+            whole = 0
+            for e in range(nm):
+                d = math.sqrt(scratch[tid, e])
+                q = d / bin_w
+                f = math.floor(q)
+                redo = (f == q) & (d >= 1.0)
+                whole += 1 if redo else 0
+                scratch[tid, e] = -d if redo else d
+                v = f if f < top else top
+                v = v if d >= 1.0 else 1.0
+                obs[b, e] = v if d >= 0.5 else 0.0
+            if whole:
+                for e in range(nm):
+                    if scratch[tid, e] < 0.0:
+                        obs[b, e] = min(_py_floordiv(-scratch[tid, e], bin_w), top)
+            for i in range(n):
+                obs[b, nm + i] = mode[b, i]
+            for j in range(m):
+                obs[b, nm + n + j] = completed[b, j]
+                obs[b, nm + n + m + j] = selected[b, j]
 
 
-# Each kernel is compiled twice: serially (small batches, where thread dispatch costs more than
-# it saves) and split over numba's threads (large batches). Rows never share state.
+# Compiled twice: serially (small batches, where thread dispatch costs more than it saves) and
+# split over numba's threads (large batches). Rows never share state.
 step_kernel = njit(cache=True)(_step_observe_rows)
 step_kernel_parallel = njit(cache=True, parallel=True)(_step_observe_rows)
-observe_kernel = njit(cache=True)(_observe_rows)
-observe_kernel_parallel = njit(cache=True, parallel=True)(_observe_rows)
 
 
 @njit(cache=True)
@@ -403,8 +359,10 @@ def forced_actions_kernel(pos, target, task_pos, completed, selected, out, free_
             if f:
                 free += 1
         for i in range(n):
-            if target[b, i] >= 0:
-                out[b, i] = EXECUTE if _at_target(pos, task_pos, target, b, i) else MOVE
+            tgt = target[b, i]
+            if tgt >= 0:
+                at = _arrived(pos[b, i, 0], pos[b, i, 1], task_pos[b, tgt, 0], task_pos[b, tgt, 1])
+                out[b, i] = EXECUTE if at else MOVE
             elif free == 0:
                 out[b, i] = IDLE
             else:
@@ -416,19 +374,22 @@ def random_valid_kernel(pos, target, task_pos, completed, selected, u, out):
     """Write a uniformly random valid action per agent into out[B, n], using uniforms u[B, n]."""
     B, n = target.shape
     m = task_pos.shape[1]
-    free_mask = np.empty((B, m), dtype=np.bool_)
-    forced_actions_kernel(pos, target, task_pos, completed, selected, out, free_mask)
     for b in range(B):
         free = 0
         for j in range(m):
-            free += free_mask[b, j]
+            free += 1 - (completed[b, j] | selected[b, j])
         for i in range(n):
-            if out[b, i] != -1:
-                continue
-            pick = min(int(u[b, i] * free), free - 1)
-            for j in range(m):
-                if free_mask[b, j]:
-                    if pick == 0:
-                        out[b, i] = SELECT0 + j
-                        break
-                    pick -= 1
+            tgt = target[b, i]
+            if tgt >= 0:
+                at = _arrived(pos[b, i, 0], pos[b, i, 1], task_pos[b, tgt, 0], task_pos[b, tgt, 1])
+                out[b, i] = EXECUTE if at else MOVE
+            elif free == 0:
+                out[b, i] = IDLE
+            else:
+                pick = min(int(u[b, i] * free), free - 1)
+                for j in range(m):
+                    if not (completed[b, j] or selected[b, j]):
+                        if pick == 0:
+                            out[b, i] = SELECT0 + j
+                            break
+                        pick -= 1

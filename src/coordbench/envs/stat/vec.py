@@ -147,7 +147,7 @@ class StatVecEnv:
         self.info = StepInfo.empty(self.batch, cfg.agents)
         self._team_reward = np.zeros(self.batch)
         # the squares of the movement formula are pow(x, 2.0) as in the release; passed at run
-        # time so that numba cannot fold them into x*x (kernels._move_toward)
+        # time so that numba cannot fold them into x*x (kernels._step_toward)
         self._two = 2.0
         self.masks = np.zeros((self.batch, cfg.agents, cfg.num_actions), dtype=np.bool_)
         self.obs = np.zeros((self.batch, cfg.obs_dim), dtype=np.float32)
@@ -177,13 +177,21 @@ class StatVecEnv:
 
     def _observe(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Refresh masks (and observations) of envs `idx`; return the full arrays."""
-        s = self.state
-        observe = (kernels.observe_kernel_parallel if len(idx) >= PARALLEL_ROWS
-                   else kernels.observe_kernel)
-        observe(idx, s.pos, s.target, s.mode, s.task_pos, s.completed, s.selected, self.masks,
-                self.compute_obs, self._bin_w, self._top_bin, self.obs,
-                self._scratch)
+        self._run_kernel(idx, stepping=False, actions=self.info.final_actions)
         return self.obs, self.masks
+
+    def _run_kernel(self, idx: np.ndarray, stepping: bool, actions: np.ndarray) -> None:
+        """Step (if `stepping`) and re-observe envs `idx` with the fused kernel."""
+        s, info = self.state, self.info
+        kernel = (kernels.step_kernel_parallel if len(idx) >= PARALLEL_ROWS
+                  else kernels.step_kernel)
+        kernel(
+            idx, stepping, s.pos, s.target, s.mode, s.counter, s.task_pos, s.completed,
+            s.selected, s.assignee, s.t, s.n_done, self.active, actions, self.cfg.episode_limit,
+            info.final_actions, info.agent_rewards, info.conflicts, info.forced_idle,
+            info.unique_assigned, info.decision_pre, info.decision_post, info.completed_task,
+            info.terminated, info.truncated, self._team_reward, self._two,
+            self.masks, self.compute_obs, self._bin_w, self._top_bin, self.obs, self._scratch)
 
     # -- stepping -----------------------------------------------------------------------------
     def check_actions(self, actions: np.ndarray) -> np.ndarray:
@@ -209,19 +217,10 @@ class StatVecEnv:
         and get reward 0.
         """
         a = self.check_actions(actions)
-        s, info = self.state, self.info
+        info = self.info
         info.agent_rewards[:] = 0.0
         self._team_reward[:] = 0.0
-        step = (kernels.step_kernel_parallel if self.batch >= PARALLEL_ROWS
-                else kernels.step_kernel)
-        step(
-            s.pos, s.target, s.mode, s.counter, s.task_pos, s.completed, s.selected, s.assignee,
-            s.t, s.n_done, self.active, a, self.cfg.episode_limit,
-            info.final_actions, info.agent_rewards, info.conflicts, info.forced_idle,
-            info.unique_assigned, info.decision_pre, info.decision_post, info.completed_task,
-            info.terminated, info.truncated, self._team_reward, self._two,
-            self.masks, self.compute_obs, self._bin_w, self._top_bin,
-            self.obs, self._scratch)
+        self._run_kernel(self._all, stepping=True, actions=a)
         reward = self._team_reward.copy()
         done = (info.terminated | info.truncated) & self.active
         info.final_obs = info.final_masks = FinalRows()
