@@ -124,6 +124,11 @@ def test_actions_out_of_range_raise():
     env = make([(1.0, 1.0)])
     with pytest.raises(ActionError, match="out of range"):
         env.step(np.array([[4]]))
+    # the message names the offending index, whatever the integer type
+    for bad, dtype in ((4, np.int64), (-1, np.int64), (9, np.int32), (-2, np.int8)):
+        with pytest.raises(ActionError, match=f"action index {bad} out of range"):
+            env.step(np.array([[bad]], dtype=dtype))
+    assert env.state.t[0] == 0  # nothing was stepped
     with pytest.raises(ActionError, match="shape"):
         env.step(np.array([0, 0]))
     with pytest.raises(ActionError, match="integers"):

@@ -82,7 +82,8 @@ def _step_observe_rows(idx, stepping, pos, target, mode, counter, task_pos, comp
                        masks, with_obs, bin_w, top, obs, scratch):
     """For each env b = idx[k]: if `stepping`, advance it by one joint step in place (when
     active); then refresh its masks and, if `with_obs`, its observation row while its state is
-    still in cache. Inactive envs are left as they are, masks and observation included.
+    still in cache. Inactive envs are left as they are, masks and observation included; a step
+    gives them rewards 0.
 
     Step outputs (per env b): final_actions[b] after conflict resolution, per-agent rewards[b],
     conflicts[b] (tasks picked by > 1 agent before resolution), forced_idle[b], unique_assigned[b]
@@ -113,6 +114,9 @@ def _step_observe_rows(idx, stepping, pos, target, mode, counter, task_pos, comp
         b = idx[kk]
         if stepping:
             if not active[b]:
+                team_reward[b] = 0.0
+                for i in range(n):
+                    rewards[b, i] = 0.0
                 continue
             # --- diagnostics before the step
             free = 0
@@ -320,6 +324,19 @@ def _step_observe_rows(idx, stepping, pos, target, mode, counter, task_pos, comp
 # split over numba's threads (large batches). Rows never share state.
 step_kernel = njit(cache=True)(_step_observe_rows)
 step_kernel_parallel = njit(cache=True, parallel=True)(_step_observe_rows)
+
+
+@njit(cache=True)
+def action_range(actions):
+    """Return the (smallest, largest) entry of an int64 (B, n) action array in one pass."""
+    lo = actions[0, 0]
+    hi = lo
+    for b in range(actions.shape[0]):
+        for i in range(actions.shape[1]):
+            a = actions[b, i]
+            lo = min(lo, a)
+            hi = max(hi, a)
+    return lo, hi
 
 
 @njit(cache=True)

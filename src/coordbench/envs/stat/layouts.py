@@ -83,12 +83,14 @@ class LayoutStream:
         self.kind = kind
         self._rng = np.random.default_rng(seed)
         self._next_seed = seed
+        self._scale = np.array([cfg.width, cfg.height])
 
     def draw(self, k: int) -> np.ndarray:
         """Return the next `k` layouts as a (k, m, 2) array."""
         if self.kind == "uniform":
-            return self._rng.random((k, self.cfg.tasks, 2)) * np.array(
-                [self.cfg.width, self.cfg.height])
+            out = self._rng.random((k, self.cfg.tasks, 2))
+            out *= self._scale
+            return out
         seeds = range(self._next_seed, self._next_seed + k)
         self._next_seed += k
         return np.stack([paper_layout(self.cfg, s) for s in seeds]) if k else np.empty(

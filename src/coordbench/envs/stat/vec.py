@@ -202,8 +202,11 @@ class StatVecEnv:
             raise ActionError(f"actions must have shape {shape}, got {a.shape}")
         if not np.issubdtype(a.dtype, np.integer):
             raise ActionError(f"actions must be integers, got dtype {a.dtype}")
-        if a.size and (a.min() < 0 or a.max() >= self.cfg.num_actions):
-            bad = int(a.max()) if a.max() >= self.cfg.num_actions else int(a.min())
+        if not a.size:
+            return a.astype(np.int64, copy=False)
+        lo, hi = (kernels.action_range(a) if a.dtype == np.int64 else (a.min(), a.max()))
+        if lo < 0 or hi >= self.cfg.num_actions:
+            bad = int(hi) if hi >= self.cfg.num_actions else int(lo)
             raise ActionError(
                 f"action index {bad} out of range: valid indices are 0..{self.cfg.num_actions - 1} "
                 f"(0 idle, 1 move, 2 execute, 3+j select task j)")
@@ -218,8 +221,6 @@ class StatVecEnv:
         """
         a = self.check_actions(actions)
         info = self.info
-        info.agent_rewards[:] = 0.0
-        self._team_reward[:] = 0.0
         self._run_kernel(self._all, stepping=True, actions=a)
         reward = self._team_reward.copy()
         done = (info.terminated | info.truncated) & self.active
