@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from numba import get_thread_id, njit, prange
 
 from .config import (
@@ -39,9 +40,17 @@ def _dist(ax: float, ay: float, bx: float, by: float) -> float:
 
 
 @njit(cache=True, inline="always")
-def _step_toward(x1: float, y1: float, tx: float, ty: float, two: float) -> tuple[float, float]:
-    """Return the position one unit step from (x1, y1) toward (tx, ty) by the released code's
-    formula, snapped to (tx, ty) on overshoot.
+def _arrived(px: float, py: float, tx: float, ty: float) -> bool:
+    """Return whether (px, py) lies within the arrival radius of (tx, ty)."""
+    return _dist(px, py, tx, ty) < ARRIVAL_RADIUS
+
+
+@njit(cache=True, inline="always")
+def _step_toward(x1: float, y1: float, tx: float, ty: float,
+                 two: float) -> tuple[float, float, bool]:
+    """Return (x, y, arrived): the position one unit step from (x1, y1) toward (tx, ty) by the
+    released code's formula, snapped to (tx, ty) on overshoot, and whether it lies within the
+    arrival radius of (tx, ty).
 
     The release computes sqrt(speed**2 / (ratio**2 + 1)) with Python's `**`, which calls the
     C library's pow(); x*x differs from pow(x, 2.0) by one ULP for about 0.08% of inputs, so
@@ -59,14 +68,10 @@ def _step_toward(x1: float, y1: float, tx: float, ty: float, two: float) -> tupl
         ndy = 0.0
         ndx = -1.0 if dx < 0 else 1.0
     if abs(ndx) > abs(tx - x1) or abs(ndy) > abs(ty - y1):
-        return tx, ty
-    return x1 + ndx, y1 + ndy
-
-
-@njit(cache=True, inline="always")
-def _arrived(px: float, py: float, tx: float, ty: float) -> bool:
-    """Return whether (px, py) lies within the arrival radius of (tx, ty)."""
-    return _dist(px, py, tx, ty) < ARRIVAL_RADIUS
+        x, y = tx, ty
+    else:
+        x, y = x1 + ndx, y1 + ndy
+    return x, y, _arrived(x, y, tx, ty)
 
 
 @njit(cache=True)
@@ -186,6 +191,7 @@ def _step_observe_rows(idx, stepping, pos, target, mode, counter, task_pos, comp
                 a = final_actions[b, i]
                 tgt = target[b, i]
                 r = STEP_PENALTY
+                goal = -1
                 if a == IDLE:
                     if (n_done[b] == m or n_sel == m) and tgt < 0:
                         mode[b, i] = MODE_IDLE
@@ -196,13 +202,7 @@ def _step_observe_rows(idx, stepping, pos, target, mode, counter, task_pos, comp
                             pos[b, i, 0], pos[b, i, 1], task_pos[b, tgt, 0], task_pos[b, tgt, 1]):
                         r = INVALID_MOVE_EXECUTE - decay
                     elif movable and (mode[b, i] == MODE_IDLE or mode[b, i] == MODE_MOVING):
-                        mode[b, i] = MODE_MOVING
-                        x, y = _step_toward(pos[b, i, 0], pos[b, i, 1], task_pos[b, tgt, 0],
-                                            task_pos[b, tgt, 1], two)
-                        pos[b, i, 0] = x
-                        pos[b, i, 1] = y
-                        if _arrived(x, y, task_pos[b, tgt, 0], task_pos[b, tgt, 1]):
-                            counter[b, i] = EXECUTE_STEPS - 1
+                        goal = tgt
                     else:
                         r = INVALID_MOVE_EXECUTE - decay
                 elif a == EXECUTE:
@@ -246,15 +246,16 @@ def _step_observe_rows(idx, stepping, pos, target, mode, counter, task_pos, comp
                         target[b, i] = j
                         selected[b, j] = True
                         assignee[b, j] = i
-                        mode[b, i] = MODE_MOVING
-                        x, y = _step_toward(pos[b, i, 0], pos[b, i, 1], task_pos[b, j, 0],
-                                            task_pos[b, j, 1], two)
-                        pos[b, i, 0] = x
-                        pos[b, i, 1] = y
-                        if _arrived(x, y, task_pos[b, j, 0], task_pos[b, j, 1]):
-                            counter[b, i] = EXECUTE_STEPS - 1
+                        goal = j
                     else:
                         r = INVALID_SELECT - decay
+                if goal >= 0:  # a valid MOVE or SELECT: one unit step toward the goal
+                    mode[b, i] = MODE_MOVING
+                    x, y, arrived = _step_toward(pos[b, i, 0], pos[b, i, 1], task_pos[b, goal, 0],
+                                                 task_pos[b, goal, 1], two)
+                    pos[b, i, 0], pos[b, i, 1] = x, y
+                    if arrived:
+                        counter[b, i] = EXECUTE_STEPS - 1
                 rewards[b, i] = r
             total = 0.0
             for i in range(n):
@@ -392,22 +393,19 @@ def random_valid_kernel(pos, target, task_pos, completed, selected, u, out):
     """Write a uniformly random valid action per agent into out[B, n], using uniforms u[B, n]."""
     B, n = target.shape
     m = task_pos.shape[1]
+    free_mask = np.empty((B, m), dtype=np.bool_)
+    forced_actions_kernel(pos, target, task_pos, completed, selected, out, free_mask)
     for b in range(B):
         free = 0
         for j in range(m):
-            free += 1 - (completed[b, j] | selected[b, j])
+            free += free_mask[b, j]
         for i in range(n):
-            tgt = target[b, i]
-            if tgt >= 0:
-                at = _arrived(pos[b, i, 0], pos[b, i, 1], task_pos[b, tgt, 0], task_pos[b, tgt, 1])
-                out[b, i] = EXECUTE if at else MOVE
-            elif free == 0:
-                out[b, i] = IDLE
-            else:
-                pick = min(int(u[b, i] * free), free - 1)
-                for j in range(m):
-                    if not (completed[b, j] or selected[b, j]):
-                        if pick == 0:
-                            out[b, i] = SELECT0 + j
-                            break
-                        pick -= 1
+            if out[b, i] != -1:
+                continue
+            pick = min(int(u[b, i] * free), free - 1)
+            for j in range(m):
+                if free_mask[b, j]:
+                    if pick == 0:
+                        out[b, i] = SELECT0 + j
+                        break
+                    pick -= 1
