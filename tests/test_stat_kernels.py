@@ -201,3 +201,29 @@ def test_distance_bins_are_exact_at_bin_edges(name, num_bins, threaded, monkeypa
         ref = ReferenceStatEnv(cfg)
         ref.reset(layouts[b])
         assert obs[b].tolist() == ref.observation(), b
+
+
+def test_cached_kernels_run_in_a_new_process(tmp_path):
+    """The kernels are cached on disk (cache=True); a second process loads them instead of
+    compiling. Code that cannot survive that (numba's get_thread_id did: the reloaded kernel
+    crashed) must fail here, not on a user's second run."""
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "import numpy as np\n"
+        "from coordbench.envs.stat.config import get_config\n"
+        "from coordbench.envs.stat.vec import StatVecEnv\n"
+        "env = StatVecEnv(get_config('3A-6T-5x3'), 2, auto_reset=False)\n"
+        "env.reset()\n"
+        "rng = np.random.default_rng(0)\n"
+        "while env.active.any():\n"
+        "    env.step(env.random_valid_actions(rng))\n"
+        "print(int(env.state.n_done.sum()))\n")
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+    runs = [subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                           text=True, timeout=600) for _ in range(2)]
+    assert [r.returncode for r in runs] == [0, 0], runs[1].stderr[-2000:]
+    assert runs[0].stdout == runs[1].stdout == "12\n"  # both episodes complete every task
+    assert any(tmp_path.rglob("*.nbi"))  # the second process had a cache to load

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import get_thread_id, njit, prange
+from numba import njit, prange
 
 from .config import (
     ARRIVAL_RADIUS,
@@ -104,9 +104,10 @@ def _step_observe_rows(idx, stepping, pos, target, mode, counter, task_pos, comp
     which is the floor of the exact quotient. The correctly rounded q = d / w floors the same
     unless q is a whole number (rounding can reach an integer but never cross one), so only
     such a bin is redone with Python's slower `//` (`_py_floordiv`); the bins agree bit for
-    bit. The distances go through scratch[thread] (n*m floats per numba thread, negated where
-    the quotient is whole) so that the binning pass is one branch-free loop the compiler
-    vectorizes.
+    bit. The distances go through scratch[b] (n*m floats per env, negated where the quotient
+    is whole) so that the binning pass is one branch-free loop the compiler vectorizes. (A row
+    per thread would need numba's get_thread_id, whose cached code crashes when a new process
+    loads it.)
 
     All of it is one loop body on purpose: a helper taking arrays, inlined or not, costs atomic
     reference-count updates per call and environment, more than the work of a small env. Short
@@ -290,29 +291,28 @@ def _step_observe_rows(idx, stepping, pos, target, mode, counter, task_pos, comp
 
         # --- observation
         if with_obs:
-            tid = get_thread_id()
             for i in range(n):
                 px = pos[b, i, 0]
                 py = pos[b, i, 1]
                 for j in range(m):
                     dx = task_pos[b, j, 0] - px
                     dy = task_pos[b, j, 1] - py
-                    scratch[tid, i * m + j] = dx * dx + dy * dy
+                    scratch[b, i * m + j] = dx * dx + dy * dy
             whole = 0
             for e in range(nm):
-                d = math.sqrt(scratch[tid, e])
+                d = math.sqrt(scratch[b, e])
                 q = d / bin_w
                 f = math.floor(q)
                 redo = (f == q) & (d >= 1.0)
                 whole += 1 if redo else 0
-                scratch[tid, e] = -d if redo else d
+                scratch[b, e] = -d if redo else d
                 v = f if f < top else top
                 v = v if d >= 1.0 else 1.0
                 obs[b, e] = v if d >= 0.5 else 0.0
             if whole:
                 for e in range(nm):
-                    if scratch[tid, e] < 0.0:
-                        obs[b, e] = min(_py_floordiv(-scratch[tid, e], bin_w), top)
+                    if scratch[b, e] < 0.0:
+                        obs[b, e] = min(_py_floordiv(-scratch[b, e], bin_w), top)
             for i in range(n):
                 obs[b, nm + i] = mode[b, i]
             for j in range(m):  # one array per loop: interleaved, these run 5x slower

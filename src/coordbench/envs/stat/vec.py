@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
-import numba
 import numpy as np
 
 from coordbench.errors import ActionError, ConfigError
@@ -153,8 +152,8 @@ class StatVecEnv:
         self.obs = np.zeros((self.batch, cfg.obs_dim), dtype=np.float32)
         self._bin_w = cfg.width / cfg.num_bins
         self._top_bin = float(cfg.num_bins - 1)
-        # one row of squared distances per numba thread for the observation kernel
-        self._scratch = np.empty((numba.config.NUMBA_NUM_THREADS, cfg.agents * cfg.tasks))
+        # one row of squared distances per environment for the observation pass
+        self._scratch = np.empty((self.batch, cfg.agents * cfg.tasks))
         self._all = np.arange(self.batch, dtype=np.int64)
 
     # -- state access -------------------------------------------------------------------------
