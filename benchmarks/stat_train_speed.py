@@ -1,6 +1,8 @@
 """End-to-end training throughput of the STAT learners (environment steps per second).
 
-Usage:  python benchmarks/stat_train_speed.py [--steps 40000] [--qmix-full]   (make bench runs it)
+Usage:  python benchmarks/stat_train_speed.py [--steps 40000] [--qmix-full | --qmix-full-only]
+(make bench runs it; --qmix-full-only re-times only the 2M-step QMIX job and keeps the other
+rows from the last results file, saying so)
 Writes benchmarks/results/stat_train_speed.json and .md.
 
 Each figure is one training run of `--steps` environment steps in this process, one after
@@ -56,9 +58,16 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=40_000)
     ap.add_argument("--qmix-full", action="store_true")
+    ap.add_argument("--qmix-full-only", action="store_true")
     args = ap.parse_args()
-    rows = []
-    for algo, config in PAIRS:
+    out = Path(__file__).parent / "results"
+    rows: list[dict] = []
+    kept_from = None
+    if args.qmix_full_only:
+        old = json.loads((out / "stat_train_speed.json").read_text())
+        rows, kept_from = old["rows"], old["meta"]
+        args.qmix_full = True
+    for algo, config in ([] if args.qmix_full_only else PAIRS):
         for utd in ((8.0,) if algo == "coma" else (8.0, 1.0)):
             row = measure(algo, config, args.steps, utd)
             rows.append(row)
@@ -69,19 +78,23 @@ def main() -> None:
     if args.qmix_full:
         full = measure("qmix", "3A-6T-10x6", 2_000_000, 8.0)
         print(f"QMIX 2M steps on 3A-6T-10x6 (utd 8): {full['wall_s'] / 60:.1f} min", flush=True)
-    out = Path(__file__).parent / "results"
     out.mkdir(exist_ok=True)
     meta = {"python": platform.python_version(), "machine": platform.machine(),
-            "steps_per_run": args.steps}
+            "steps_per_run": args.steps if kept_from is None else kept_from["steps_per_run"],
+            "date": time.strftime("%Y-%m-%d")}
+    if kept_from is not None:
+        meta["rows_date"] = kept_from.get("date", "an earlier run")
     (out / "stat_train_speed.json").write_text(json.dumps(
         {"meta": meta, "rows": rows, "qmix_2m_3A-6T-10x6": full}, indent=1) + "\n")
     lines = ["# STAT training throughput", "",
-             f"`python benchmarks/stat_train_speed.py --steps {args.steps}"
+             f"`python benchmarks/stat_train_speed.py --steps {meta['steps_per_run']}"
              f"{' --qmix-full' if args.qmix_full else ''}`; one process, one math thread, "
              f"Python {meta['python']}. End to end: acting, replay, updates at the given "
              "utd (transitions replayed per transition collected; COMA is on-policy), and "
              "greedy evaluation every 10k steps. Hours for the paper's budget (2M steps "
-             "Baseline, 20M Extreme) are extrapolated from the measured rate.", "",
+             "Baseline, 20M Extreme) are extrapolated from the measured rate."
+             + (f" The rows are from {meta['rows_date']}; only the full QMIX run below was "
+                f"re-timed on {meta['date']}." if kept_from is not None else ""), "",
              "| method | config | utd | steps/s | paper budget | our hours | paper hours "
              "(Table 11, A100) |", "|---|---|---|---|---|---|---|"]
     for r in rows:
