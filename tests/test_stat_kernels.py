@@ -227,3 +227,25 @@ def test_cached_kernels_run_in_a_new_process(tmp_path):
     assert [r.returncode for r in runs] == [0, 0], runs[1].stderr[-2000:]
     assert runs[0].stdout == runs[1].stdout == "12\n"  # both episodes complete every task
     assert any(tmp_path.rglob("*.nbi"))  # the second process had a cache to load
+
+
+def test_strided_actions_step_like_contiguous_ones():
+    """Actions may be any integer view (a strided slice, Fortran order); the env steps them as
+    the same values, through the one compiled kernel signature."""
+    from coordbench.envs.stat import kernels
+
+    cfg = get_config("3A-6T-5x3")
+    layouts = make_layouts(cfg, "paper", 0, [0, 1, 2, 3])
+    envs = [StatVecEnv(cfg, 4, auto_reset=False) for _ in range(2)]
+    for e in envs:
+        e.reset(layouts)
+    rng = np.random.default_rng(5)
+    while envs[0].active.any():
+        acts = envs[0].random_valid_actions(rng)
+        wide = np.zeros((4, 2 * cfg.agents), dtype=np.int32)
+        wide[:, ::2] = acts
+        _, _, r0, _ = envs[0].step(acts)
+        _, _, r1, _ = envs[1].step(np.asfortranarray(wide[:, ::2]))
+        np.testing.assert_array_equal(r0, r1)
+        np.testing.assert_array_equal(envs[0].state.pos, envs[1].state.pos)
+    assert len(kernels.step_kernel.signatures) == 1

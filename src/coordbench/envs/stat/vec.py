@@ -194,7 +194,8 @@ class StatVecEnv:
 
     # -- stepping -----------------------------------------------------------------------------
     def check_actions(self, actions: np.ndarray) -> np.ndarray:
-        """Return `actions` as an int64 (B, n) array, or raise ActionError if out of range."""
+        """Return `actions` as a C-contiguous int64 (B, n) array, or raise ActionError if out of
+        range."""
         a = np.asarray(actions)
         shape = (self.batch, self.cfg.agents)
         if a.shape != shape:
@@ -202,14 +203,15 @@ class StatVecEnv:
         if not np.issubdtype(a.dtype, np.integer):
             raise ActionError(f"actions must be integers, got dtype {a.dtype}")
         if not a.size:
-            return a.astype(np.int64, copy=False)
+            return np.ascontiguousarray(a, dtype=np.int64)
         lo, hi = (kernels.action_range(a) if a.dtype == np.int64 else (a.min(), a.max()))
         if lo < 0 or hi >= self.cfg.num_actions:
             bad = int(hi) if hi >= self.cfg.num_actions else int(lo)
             raise ActionError(
                 f"action index {bad} out of range: valid indices are 0..{self.cfg.num_actions - 1} "
                 f"(0 idle, 1 move, 2 execute, 3+j select task j)")
-        return a.astype(np.int64, copy=False)
+        # one memory layout, so the kernel has one compiled (and cached) signature
+        return np.ascontiguousarray(a, dtype=np.int64)
 
     def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, StepInfo]:
         """Apply one joint action per environment; return (obs, masks, team_reward, info).
