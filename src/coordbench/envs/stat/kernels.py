@@ -99,7 +99,7 @@ def _step_observe_rows(idx, stepping, pos, target, mode, counter, task_pos, comp
     as the release's sum does; numpy's pairwise sum differs by one ULP from 8 agents on). `two`
     is 2.0 (see `_step_toward`).
 
-    Masks: out[b, i, a] as in docs/stat.md. Observation: [bins(n*m), modes(n), completed(m),
+    Masks: masks[b, i, a] as in docs/stat.md. Observation: [bins(n*m), modes(n), completed(m),
     selected(m)] with bins d < 0.5 -> 0; d < 1 -> 1; else min(d // w, top) with Python's `//`,
     which is the floor of the exact quotient. The correctly rounded q = d / w floors the same
     unless q is a whole number (rounding can reach an integer but never cross one), so only
