@@ -46,9 +46,6 @@ CONFIGS = ["3A-6T-10x6", "5A-25T-50x30", "5A-100T-50x30"]
 # Documented step() rates of the released environment on one core of this machine kind (the
 # higher of two measurements; see the module docstring).
 RELEASED_ENV = {"3A-6T-10x6": 5065, "5A-25T-50x30": 2004, "5A-100T-50x30": 626}
-# The python reference's rate measured beside those release figures on the same day: the
-# release ran 4.7-5.7x slower than the reference, a ratio that holds when the machine drifts.
-REFERENCE_THAT_DAY = {"3A-6T-10x6": 25225, "5A-25T-50x30": 9442, "5A-100T-50x30": 3586}
 
 
 def _timed(loop, seconds: float) -> float:
@@ -124,10 +121,6 @@ def main() -> None:
         one = measure_speed(cfg, 1, args.seconds, threads=1).steps_per_s
         gym_ = gym_rate(name, args.seconds)
         released = RELEASED_ENV[name]
-        # per round: the core against the reference beside it, scaled by that day's
-        # reference / release ratio
-        implied = [(v / r) * REFERENCE_THAT_DAY[name] / released
-                   for v, r in zip(steps, refs, strict=True)]
         row = {"config": name, "python_reference": ref, "vec_obs": vec,
                "vec_obs_step_only": vec_step, "vec_obs_all_threads": vec_mt,
                "vec_masks_step_only": vec_masks, "batch1": one, "gym_wrapper": gym_,
@@ -136,8 +129,6 @@ def main() -> None:
                "gym_over_reference": gym_ / ref,
                "vec_obs_step_only_over_released": vec_step / released,
                "vec_obs_step_only_over_released_per_round": [x / released for x in steps],
-               "vec_obs_step_only_over_released_via_reference": statistics.median(implied),
-               "vec_obs_step_only_over_released_via_reference_per_round": implied,
                "python_reference_per_round": refs, "vec_obs_step_only_per_round": steps,
                "vec_obs_over_released": vec / released,
                "vec_obs_all_threads_over_released": vec_mt / released}
@@ -158,26 +149,21 @@ def main() -> None:
         f"are medians of {args.rounds} alternating rounds. loop = drawing random valid actions "
         "and stepping; step() = the time inside StatVecEnv.step() alone. The released "
         "environment is not run here: its step() rates are documented measurements on this "
-        "machine kind (benchmarks/stat_speed.py says which). \"via reference\" scales each "
-        "round's core/reference ratio by the reference/release ratio measured side by side on "
-        "the day of those figures, which cancels this machine's drift.", "",
+        "machine kind (benchmarks/stat_speed.py says which).", "",
         f"| config | python reference | vec B={args.batch} +obs 1t loop | +obs 1t step() | "
         "+obs all loop | masks only 1t step() | batch 1 | gym wrapper | vec 1t loop/ref | "
         "released env step() (documented) | vec 1t step()/released (per round) | "
-        "via reference (per round) | vec 1t loop/released | vec all loop/released |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "vec 1t loop/released | vec all loop/released |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         per_round = ", ".join(f"{x:,.0f}" for x in r["vec_obs_step_only_over_released_per_round"])
-        via = ", ".join(f"{x:,.0f}" for x in
-                        r["vec_obs_step_only_over_released_via_reference_per_round"])
         lines.append(
             f"| {r['config']} | {r['python_reference']:,.0f} | {r['vec_obs']:,.0f} | "
             f"{r['vec_obs_step_only']:,.0f} | {r['vec_obs_all_threads']:,.0f} | "
             f"{r['vec_masks_step_only']:,.0f} | {r['batch1']:,.0f} | {r['gym_wrapper']:,.0f} | "
             f"{r['vec_obs_over_reference']:,.0f}x | {r['released_env_documented']:,} | "
             f"**{r['vec_obs_step_only_over_released']:,.0f}x** ({per_round}) | "
-            f"{r['vec_obs_step_only_over_released_via_reference']:,.0f}x ({via}) | "
             f"{r['vec_obs_over_released']:,.0f}x | "
             f"{r['vec_obs_all_threads_over_released']:,.0f}x |")
     (args.out / "stat_speed.md").write_text("\n".join(lines) + "\n")

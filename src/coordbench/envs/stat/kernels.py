@@ -328,19 +328,6 @@ step_kernel_parallel = njit(cache=True, parallel=True)(_step_observe_rows)
 
 
 @njit(cache=True)
-def action_range(actions):
-    """Return the (smallest, largest) entry of an int64 (B, n) action array in one pass."""
-    lo = actions[0, 0]
-    hi = lo
-    for b in range(actions.shape[0]):
-        for i in range(actions.shape[1]):
-            a = actions[b, i]
-            lo = min(lo, a)
-            hi = max(hi, a)
-    return lo, hi
-
-
-@njit(cache=True)
 def reset_kernel(idx, new_task_pos, pos, target, mode, counter, task_pos, completed, selected,
                  assignee, t, n_done):
     """Reset environments idx[k] to layout new_task_pos[k]: agents at (0, 0), nothing selected."""
