@@ -54,6 +54,7 @@ bench: install-dev
 	@# pinned 2019-2021 dependencies are not needed (the executor uses only numpy)
 	$(BIN)/pip install -q --no-deps virtualhome==2.3.0
 	$(BIN)/python benchmarks/household_speed.py
+	$(BIN)/python benchmarks/household_pettingzoo_speed.py
 	$(BIN)/python benchmarks/llm_harness.py
 	$(BIN)/python benchmarks/stat_train_speed.py --qmix-full
 	$(BIN)/python benchmarks/stat_dqn_update.py

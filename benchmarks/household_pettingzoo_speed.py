@@ -7,6 +7,10 @@ A random policy over the masks plays the wrapper (`HouseholdParallelEnv`: every 
 entry features and masks built after each step) on two families, household v1 parallel tasks
 and construct D1 instances, teams of 2; its joint actions are recorded and replayed by
 `HouseholdEnv.step` alone (the native rate). Figures are agent-steps per second, one process.
+
+Batched: `HouseholdVecEnv` on the same tasks, the same observations (entry features and
+masks, or masks only), random masked play drawn from its own masks, batch 1 and `--batch`,
+one thread; `step()` is timed (observation building included), drawing the actions is not.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
+    ap.add_argument("--batch", type=int, default=4096)
     args = ap.parse_args()
     rows = []
     for name, (eps, conflicts, household) in families().items():
@@ -69,7 +74,8 @@ def main() -> None:
                 native.step(joint)
         engine = 2 * steps / (time.perf_counter() - start)
         rows.append({"family": name, "menu_size": env.size, "wrapper_agent_steps_per_s": wrapper,
-                     "engine_agent_steps_per_s": engine, "ratio": engine / wrapper})
+                     "engine_agent_steps_per_s": engine, "ratio": engine / wrapper,
+                     **batched(eps, conflicts, household, args.batch, args.seconds)})
         print(json.dumps(rows[-1]))
     meta = {"python": platform.python_version(), "date": time.strftime("%Y-%m-%d"),
             "seconds": args.seconds}
@@ -85,8 +91,48 @@ def main() -> None:
         lines.append(f"| {r['family']} | {r['menu_size']} | "
                      f"{r['wrapper_agent_steps_per_s']:,.0f} | "
                      f"{r['engine_agent_steps_per_s']:,.0f} | {r['ratio']:.0f}x |")
+    lines += ["", "## The batched engine (HouseholdVecEnv), one thread, same observations", "",
+              "Agent-steps per second of `step()` (observations rebuilt after every step), "
+              "random masked play; the last column divides by the wrapper's rate above.", "",
+              "| family | observation | batch | agent-steps / s | vs wrapper |",
+              "|---|---|---|---|---|"]
+    for r in rows:
+        for key, rate in r["batched"].items():
+            observe, batch = key.split("@")
+            lines.append(f"| {r['family']} | {observe} | {int(batch):,} | {rate:,.0f} | "
+                         f"{rate / r['wrapper_agent_steps_per_s']:,.0f}x |")
     (args.out / "household_pettingzoo_speed.md").write_text("\n".join(lines) + "\n")
     print(f"wrote {args.out / 'household_pettingzoo_speed.md'}")
+
+
+def batched(eps, conflicts: str, household: bool, batch: int, seconds: float) -> dict:
+    """Return {"batched": {"OBSERVE@BATCH": agent-steps per second}} of `HouseholdVecEnv`
+    on one thread (features at batch 1 and `batch`, masks only at `batch`)."""
+    import numba
+
+    from coordbench.envs.household.vec import HouseholdVecEnv
+
+    threads = numba.get_num_threads()
+    numba.set_num_threads(1)
+    out = {}
+    try:
+        for observe, b in (("features", 1), ("features", batch), ("masks", batch)):
+            env = HouseholdVecEnv(eps, 2, batch=b, seed=0, conflict_set=conflicts,
+                                  household=household, observe=observe)
+            env.reset()
+            rng = np.random.default_rng(0)
+            env.step(env.random_valid_actions(rng))
+            steps, spent = 0, 0.0
+            while spent < seconds:
+                acts = env.random_valid_actions(rng)
+                start = time.perf_counter()
+                env.step(acts)
+                spent += time.perf_counter() - start
+                steps += 1
+            out[f"{observe}@{b}"] = 2 * b * steps / spent
+    finally:
+        numba.set_num_threads(threads)
+    return {"batched": out}
 
 
 if __name__ == "__main__":

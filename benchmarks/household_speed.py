@@ -10,6 +10,11 @@ Writes benchmarks/results/household_speed.json and benchmarks/results/household_
 - oracle loop: the privileged oracle team's episode loop.
 One agent-action = one agent's action in one team step.
 
+Batched: `HouseholdVecEnv` (the numba kernels, bit-identical to `HouseholdEnv`) replays the
+same recorded example episodes in a batch of `--batch` copies (each env one example, its menu
+the actions its agents played), observations off, on one thread (`numba.set_num_threads(1)`):
+the step a learner's batch takes, counted over the same VirtualHome-replayable actions.
+
 VirtualHome side by side: on the MECoBench example tasks (real apartments, 439 nodes), the
 rule team's recorded actions are replayed by coordbench's engine and by VirtualHome 2.3.0's
 evolving-graph executor (the symbolic executor MECoBench's agents act through; it runs
@@ -162,6 +167,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
+    ap.add_argument("--batch", type=int, default=4096)
     args = ap.parse_args()
     tasks = load_suite("v1")
     rows = []
@@ -195,7 +201,7 @@ def main() -> None:
                "oracle_loop_actions_per_s": _rate(lambda: loop("oracle"), args.seconds)}
         rows.append(row)
         print(json.dumps({k: round(v) if isinstance(v, float) else v for k, v in row.items()}))
-    side = side_by_side(args.seconds)
+    side = side_by_side(args.seconds, args.batch)
     meta = {"python": platform.python_version(), "seconds_per_figure": args.seconds,
             "date": time.strftime("%Y-%m-%d")}
     args.out.mkdir(parents=True, exist_ok=True)
@@ -218,20 +224,68 @@ def main() -> None:
                   f"(439-node apartments): {side['actions']} agent-actions, of which "
                   f"{side['replayed']} have a VirtualHome verb; VirtualHome refuses "
                   f"{side['refused_share']:.0%} of those (no doors or distances there).", "",
-                  "Both rates count only those replayed actions; coordbench also steps the "
-                  "rest (waits, receives, hand-overs) in the same time.", "",
-                  "| executor | agent-actions / s | coordbench engine / it |", "|---|---|---|",
-                  f"| coordbench engine | {side['coordbench']:,.0f} | 1x |"]
+                  "All rates count only those replayed actions; coordbench also steps the "
+                  "rest (waits, receives, hand-overs) in the same time. The batched engine "
+                  f"replays them in batches of {side['batch']:,} episodes on one thread "
+                  "(numba), with the same outcomes as the engine (tests/test_household_vec.py)."
+                  , "",
+                  "| executor | agent-actions / s | coordbench engine / it | "
+                  "coordbench batched / it |", "|---|---|---|---|",
+                  f"| coordbench batched engine (HouseholdVecEnv, one thread) | "
+                  f"{side['batched']:,.0f} | | 1x |",
+                  f"| coordbench engine | {side['coordbench']:,.0f} | 1x | "
+                  f"{side['batched'] / side['coordbench']:,.0f}x |"]
         for mode, rate in side["virtualhome"].items():
             lines.append(f"| VirtualHome 2.3.0, execute_one_step {mode} | {rate:,.0f} | "
-                         f"{side['coordbench'] / rate:,.0f}x |")
+                         f"{side['coordbench'] / rate:,.0f}x | {side['batched'] / rate:,.0f}x |")
     (args.out / "household_speed.md").write_text("\n".join(lines) + "\n")
     print(f"wrote {args.out / 'household_speed.md'}")
 
 
-def side_by_side(seconds: float) -> dict:
-    """Return coordbench's engine and VirtualHome's executor replaying the same recorded
-    rule-team episodes on the MECoBench example tasks (agent-actions per second)."""
+def batched_replay(examples, counted: list[int], batch: int):
+    """Return a function that replays the examples' recorded actions in `HouseholdVecEnv`
+    batches (each example in `batch / len(examples)` envs of its own, so that every env steps
+    exactly its episode; each agent's menu is what it played) and returns (actions counted,
+    seconds stepping)."""
+    import numba
+    import numpy as np
+
+    from coordbench.envs.household.vec import HouseholdVecEnv
+
+    rows = max(1, batch // len(examples))
+    prepared = []
+    for (_, task, spec, _, joint), count in zip(examples, counted, strict=True):
+        menu = [list(dict.fromkeys(step[i] for step in joint)) for i in range(spec.team)]
+        plan = np.array([[menu[i].index(a) for i, a in enumerate(step)] for step in joint],
+                        np.int64)
+        acts = np.ascontiguousarray(np.repeat(plan[:, None], rows, axis=1))
+        env = HouseholdVecEnv([(task, None)], spec.team, batch=rows, observe="none",
+                              menus=[menu], autoreset=False, conflict_set=spec.conflict_set)
+        prepared.append((env, acts, rows * count))
+
+    def replay() -> tuple[int, float]:
+        threads = numba.get_num_threads()
+        numba.set_num_threads(1)
+        try:
+            done, spent = 0, 0.0
+            for env, acts, count in prepared:
+                env.reset(tasks=np.zeros(env.batch, np.int64))
+                start = time.perf_counter()
+                for step in acts:
+                    env.step(step)
+                spent += time.perf_counter() - start
+                done += count
+            return done, spent
+        finally:
+            numba.set_num_threads(threads)
+
+    return replay
+
+
+def side_by_side(seconds: float, batch: int = 4096) -> dict:
+    """Return coordbench's engine, its batched engine and VirtualHome's executor replaying
+    the same recorded rule-team episodes on the MECoBench example tasks (agent-actions per
+    second)."""
     from coordbench.envs.household.task import task_from_dict
     from coordbench.suites.mecobench.instances import PARALLEL_EXAMPLES, SEQUENTIAL_EXAMPLES
 
@@ -264,6 +318,8 @@ def side_by_side(seconds: float) -> dict:
         return sum(counted), time.perf_counter() - start
 
     out: dict = {"tasks": len(examples), "coordbench": _stepping_rate(engine, seconds),
+                 "batched": _stepping_rate(batched_replay(examples, counted, batch), seconds),
+                 "batch": max(1, batch // len(examples)),
                  "actions": sum(len(s) for *_, joint in examples for s in joint)}
     vh = virtualhome()
     if vh is None:

@@ -13,7 +13,7 @@ namedtuples `vec.Tables` and `vec.State`; a kernel reads the rows of one environ
 Every helper that allocates nothing is compiled with `_nrt=False`: without it numba wraps
 each call in atomic reference-count updates of every array of the two namedtuples (about
 fifty), which made a visibility test cost 1.3 us instead of 12 ns and the masks 50x slower.
-Only the per-environment bodies, which allocate their scratch arrays, keep reference counting.
+Only the per-chunk bodies, which allocate their scratch arrays, keep reference counting.
 """
 
 from __future__ import annotations
@@ -580,19 +580,34 @@ def _in_place(tb, st, t: int, b: int, obj: int, g: int) -> bool:
 
 
 # Numba drops writes to a namedtuple's arrays made directly in a prange body (they land in a
-# copy), so each parallel loop body below is a function of its own.
+# copy), so each parallel loop body below is a function of its own. The bodies take chunks of
+# CHUNK environments, so that their scratch arrays are allocated once per chunk.
+CHUNK = 64
+
+
 @njit(cache=True)
-def _step_env(tb, st, b: int, acts: np.ndarray, draws: np.ndarray, step_cost: float,
-              shaping: float, outcome: np.ndarray, completed: np.ndarray,
-              conflicts: np.ndarray, reward: np.ndarray, cr: np.ndarray, term: np.ndarray,
-              trunc: np.ndarray) -> None:
-    t = st.task[b]
+def _step_chunk(tb, st, lo: int, hi: int, acts: np.ndarray, draws: np.ndarray,
+                active: np.ndarray, step_cost: float, shaping: float, outcome: np.ndarray,
+                completed: np.ndarray, conflicts: np.ndarray, reward: np.ndarray,
+                cr: np.ndarray, term: np.ndarray, trunc: np.ndarray) -> None:
     n_nodes = st.npar.shape[1]
     n_sg = tb.sg_kind.shape[1]
     stack = np.empty(n_nodes + 1, np.int64)
     seen = np.empty(n_nodes + 1, np.int64)
     before = np.empty(n_sg, np.int64)
     after = np.empty(n_sg, np.int64)
+    for b in range(lo, hi):
+        if active[b]:
+            _step_env(tb, st, b, acts, draws, step_cost, shaping, outcome, completed,
+                      conflicts, reward, cr, term, trunc, stack, seen, before, after)
+
+
+@njit(cache=True, _nrt=False)
+def _step_env(tb, st, b: int, acts: np.ndarray, draws: np.ndarray, step_cost: float,
+              shaping: float, outcome: np.ndarray, completed: np.ndarray,
+              conflicts: np.ndarray, reward: np.ndarray, cr: np.ndarray, term: np.ndarray,
+              trunc: np.ndarray, stack, seen, before, after) -> None:
+    t = st.task[b]
     conflicts[b] = step_one(tb, st, b, acts[b], draws[b], outcome[b], completed[b],
                             stack, seen, before, after)
     st.t[b] += 1
@@ -614,10 +629,11 @@ def step_kernel(tb, st, acts: np.ndarray, draws: np.ndarray, active: np.ndarray,
     """Step every active env one team step: outcomes, completed subgoals and conflicts per
     env, then the team reward (change of the potential minus `step_cost`), the completion rate,
     success (terminated) and the used budget (truncated), as `HouseholdParallelEnv.step`."""
-    for b in prange(acts.shape[0]):
-        if active[b]:
-            _step_env(tb, st, b, acts, draws, step_cost, shaping, outcome, completed,
-                      conflicts, reward, cr, term, trunc)
+    batch = acts.shape[0]
+    for c in prange((batch + CHUNK - 1) // CHUNK):
+        _step_chunk(tb, st, c * CHUNK, min(batch, (c + 1) * CHUNK), acts, draws, active,
+                    step_cost, shaping, outcome, completed, conflicts, reward, cr, term,
+                    trunc)
 
 
 @njit(cache=True)
@@ -699,18 +715,31 @@ def _plausible(tb, st, t: int, b: int, i: int, e: int, stack, seen, vis: np.ndar
 
 
 @njit(cache=True)
-def _observe_env(tb, st, b: int, progress: float, want_features: bool, mask: np.ndarray,
-                 feats: np.ndarray) -> None:
-    t = st.task[b]
+def _observe_chunk(tb, st, rows: np.ndarray, lo: int, hi: int, progress: np.ndarray,
+                   want_features: bool, mask: np.ndarray, feats: np.ndarray) -> None:
     n_nodes = st.npar.shape[1]
     stack = np.empty(n_nodes + 1, np.int64)
     seen = np.empty(n_nodes + 1, np.int64)
     vis = np.empty(n_nodes, np.int8)
     dist = np.empty(n_nodes)
+    loads = np.empty(n_nodes, np.int64)
+    sat = np.empty(tb.sg_kind.shape[1], np.int64)
+    for k in range(lo, hi):
+        b = rows[k]
+        _observe_env(tb, st, b, progress[b], want_features, mask, feats, stack, seen, vis,
+                     dist, loads, sat)
+
+
+@njit(cache=True, _nrt=False)
+def _observe_env(tb, st, b: int, progress: float, want_features: bool, mask: np.ndarray,
+                 feats: np.ndarray, stack, seen, vis, dist, loads, sat) -> None:
+    t = st.task[b]
+    n_nodes = st.npar.shape[1]
     cr = 0.0
-    loads = np.zeros(n_nodes, np.int64)  # objects resting on each node (buffer loads)
     if want_features:
-        cr = satisfied(tb, st, t, b, np.empty(tb.sg_kind.shape[1], np.int64)) / tb.need[t]
+        cr = satisfied(tb, st, t, b, sat) / tb.need[t]
+        for x in range(n_nodes):  # objects resting on each node (buffer loads)
+            loads[x] = 0
         for x in range(n_nodes):
             for q in range(st.npar[b, x]):
                 p = st.ppar[b, x, q]
@@ -721,8 +750,9 @@ def _observe_env(tb, st, b: int, progress: float, want_features: bool, mask: np.
                 if not dup:
                     loads[p] += 1
     for i in range(st.room.shape[1]):
-        vis[:] = -1
-        dist[:] = -1.0
+        for x in range(n_nodes):
+            vis[x] = -1
+            dist[x] = -1.0
         count = tb.e_count[t, i]
         for e in range(mask.shape[2]):
             mask[b, i, e] = 1 if e < count and _plausible(
@@ -737,8 +767,10 @@ def observe_kernel(tb, st, rows: np.ndarray, progress: np.ndarray, want_features
                    mask: np.ndarray, feats: np.ndarray) -> None:
     """Fill the strict masks (B, n, K) and, with `want_features`, the entry features
     (B, n, K, N_FEATURES) of the envs in `rows`, as `menu.observe_entries` builds them."""
-    for k in prange(rows.shape[0]):
-        _observe_env(tb, st, rows[k], progress[rows[k]], want_features, mask, feats)
+    m = rows.shape[0]
+    for c in prange((m + CHUNK - 1) // CHUNK):
+        _observe_chunk(tb, st, rows, c * CHUNK, min(m, (c + 1) * CHUNK), progress,
+                       want_features, mask, feats)
 
 
 @njit(cache=True, _nrt=False)
