@@ -13,13 +13,14 @@ import pytest
 from coordbench.envs.household import kernels as K
 from coordbench.envs.household.actions import ACTIONS, OUTCOMES, Action
 from coordbench.envs.household.engine import HouseholdEnv
-from coordbench.envs.household.menu import N_FEATURES, catalog, construct_nodes
+from coordbench.envs.household.menu import N_FEATURES, catalog
 from coordbench.envs.household.pettingzoo_env import HouseholdParallelEnv
 from coordbench.envs.household.vec import OUTCOME_CODES, HouseholdVecEnv
 from coordbench.errors import ActionError, ConfigError
 from coordbench.suites.constructs.instances import select
 from coordbench.suites.constructs.runner import load_instance
 from coordbench.suites.mecobench.instances import load_suite
+from tests.test_household_pettingzoo import _construct_eps
 
 
 class Draws:
@@ -39,14 +40,6 @@ class Draws:
 @pytest.fixture(scope="module")
 def v1():
     return load_suite("v1")
-
-
-def _construct_eps(construct: str, team: int, k: int = 5):
-    out = []
-    for raw in select("rep240", construct, team)[:k]:
-        task, info = load_instance(raw, "x")
-        out.append((task, construct_nodes(info)))
-    return out
 
 
 def assert_same_state(vec: HouseholdVecEnv, b: int, env: HouseholdEnv) -> None:
@@ -401,3 +394,33 @@ def test_outcome_codes_and_verbs_line_up_with_the_engine():
     assert OUTCOME_CODES == tuple(OUTCOMES)
     assert ACTIONS.index("handover") == K.HANDOVER and ACTIONS.index("toggle") == K.TOGGLE
     assert OUTCOME_CODES.index("receiver_hands_full") == K.RECEIVER_HANDS_FULL
+
+
+def test_finished_episodes_leave_their_last_view_and_inactive_envs_stay(v1):
+    eps = [(t, None) for t in v1 if t.structure == "parallel"][:3]
+    auto = HouseholdVecEnv(eps, 2, batch=4, seed=1)
+    keep = HouseholdVecEnv(eps, 2, batch=4, seed=1, autoreset=False)
+    tasks = np.array([0, 1, 2, 0])
+    auto.reset(tasks=tasks)
+    _, masks = keep.reset(tasks=tasks)
+    rng = np.random.default_rng(2)
+    seen_final = False
+    while not seen_final:
+        acts = keep.random_valid_actions(rng)
+        u = rng.random((4, 2))
+        _, _, _, info = auto.step(acts, u)
+        feats, masks, _, kinfo = keep.step(acts, u)
+        np.testing.assert_array_equal(info["outcome"], kinfo["outcome"])
+        if "final_rows" in info:
+            rows = info["final_rows"]
+            np.testing.assert_array_equal(info["final_features"], feats[rows])
+            np.testing.assert_array_equal(info["final_masks"], masks[rows])
+            seen_final = True
+    # an inactive env is not stepped: same state, reward 0, outcome -1
+    before = {k: getattr(keep.state, k).copy() for k in ("room", "pos", "holder", "t")}
+    active = np.array([True, False, True, False])
+    _, _, reward, info = keep.step(keep.random_valid_actions(rng), active=active)
+    for k, v in before.items():
+        np.testing.assert_array_equal(getattr(keep.state, k)[~active], v[~active])
+    assert (reward[~active] == 0).all() and (info["outcome"][~active] == -1).all()
+    assert (keep.state.t[active] == before["t"][active] + 1).all()

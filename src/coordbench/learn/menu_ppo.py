@@ -1,14 +1,16 @@
 """PPO for teams on the household engine (household and construct tasks), one readable file.
 
-The environment is `envs.household.pettingzoo_env.HouseholdParallelEnv`: each agent picks an
-entry of its action menu, seeing every entry's features (`envs.household.menu`). One network,
+The environment is `envs.household.vec.HouseholdVecEnv`, the batched household engine with
+`HouseholdParallelEnv`'s menus, masks, features and rewards: each agent picks an entry of its
+action menu, seeing every entry's features (`envs.household.menu`). One network,
 shared by every agent and every entry, scores an entry from its features (a pointer over the
 menu, so the same weights serve instances whose menus differ in size and order); masked
 entries get probability exactly 0. The critic embeds every entry, averages the embeddings of
 the agent's plausible entries and maps that to the value of the team reward, one value per
 agent (shared weights). Every agent is trained on the team reward.
 
-The loop (CleanRL style): roll out `rollout` team steps of `num_envs` environments sampling
+The loop (CleanRL style): roll out `rollout` team steps of `num_envs` environments (one batch)
+sampling
 from the policy; GAE(lambda) advantages (time-outs bootstrap from the last state's value,
 terminal states do not); `epochs` passes of clipped-surrogate updates over shuffled
 minibatches of agent-steps, with a value loss and an entropy bonus; Adam, gradients clipped.
@@ -31,7 +33,8 @@ import torch
 from torch import nn
 
 from coordbench.envs.household.menu import N_FEATURES
-from coordbench.envs.household.pettingzoo_env import Episode, HouseholdParallelEnv
+from coordbench.envs.household.pettingzoo_env import Episode
+from coordbench.envs.household.vec import HouseholdVecEnv
 from coordbench.errors import ConfigError
 
 
@@ -78,12 +81,6 @@ class EntryScorer(nn.Module):
         return logits, self.value(pooled).squeeze(-1)
 
 
-def _batch(obs: dict[str, dict[str, np.ndarray]], agents: list[str]
-           ) -> tuple[np.ndarray, np.ndarray]:
-    return (np.stack([obs[a]["observation"] for a in agents]),
-            np.stack([obs[a]["action_mask"] for a in agents]))
-
-
 def greedy_actions(net: EntryScorer, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """Return each agent's highest-scoring plausible entry (argmax of the masked logits)."""
     with torch.no_grad():
@@ -94,19 +91,20 @@ def greedy_actions(net: EntryScorer, obs: np.ndarray, mask: np.ndarray) -> np.nd
 def evaluate_each(net: EntryScorer, episodes: list[Episode], n_agents: int,
                   conflict_set: str, household: bool, seed: int = 0
                   ) -> tuple[list[float], list[float]]:
-    """Return (success, final completion) of one greedy episode per task of `episodes`."""
-    env = HouseholdParallelEnv(episodes, n_agents, seed, conflict_set, household=household)
-    ok, comp = [], []
-    for k in range(len(episodes)):
-        obs, _ = env.reset(options={"task": k})
-        agents = list(env.possible_agents)
-        while env.agents:
-            o, m = _batch(obs, agents)
-            acts = greedy_actions(net, o, m)
-            obs, *_ = env.step({a: int(acts[i]) for i, a in enumerate(agents)})
-        ok.append(float(env.env.success()))
-        comp.append(env.env.completion_rate())
-    return ok, comp
+    """Return (success, final completion) of one greedy episode per task of `episodes`, all
+    played at once in one batch."""
+    env = HouseholdVecEnv(episodes, n_agents, batch=len(episodes), seed=seed,
+                          conflict_set=conflict_set, household=household, autoreset=False)
+    obs, mask = env.reset(tasks=np.arange(len(episodes)))
+    ok, comp = np.zeros(len(episodes)), np.zeros(len(episodes))
+    live = np.ones(len(episodes), np.bool_)
+    while live.any():
+        obs, mask, _, info = env.step(greedy_actions(net, obs, mask), active=live)
+        ended = live & (info["terminated"] | info["truncated"])
+        ok[ended] = info["terminated"][ended]
+        comp[ended] = info["completion"][ended]
+        live &= ~ended
+    return ok.tolist(), comp.tolist()
 
 
 def evaluate(net: EntryScorer, episodes: list[Episode], n_agents: int, conflict_set: str,
@@ -122,13 +120,12 @@ def train(cfg: MenuPPOConfig, train_eps: list[Episode], eval_eps: list[Episode],
     """Train on `train_eps`; return (the network, {"curve", "final", "wall_s", ...})."""
     torch.manual_seed(cfg.seed)
     np.random.seed(cfg.seed)
-    envs = [HouseholdParallelEnv(train_eps, n_agents, cfg.seed * 1000 + e, conflict_set,
-                                 household=household, shaping=cfg.shaping,
-                                 budget_scale=cfg.budget_scale) for e in range(cfg.num_envs)]
-    agents = list(envs[0].possible_agents)
+    env = HouseholdVecEnv(train_eps, n_agents, batch=cfg.num_envs, seed=cfg.seed,
+                          conflict_set=conflict_set, household=household,
+                          shaping=cfg.shaping, budget_scale=cfg.budget_scale)
     net = EntryScorer(cfg.hidden)
     opt = torch.optim.Adam(net.parameters(), lr=cfg.lr, eps=1e-5)
-    E, T, n, K = cfg.num_envs, cfg.rollout, n_agents, max(e.size for e in envs)
+    E, T, n, K = cfg.num_envs, cfg.rollout, n_agents, env.size
     obs_buf = np.zeros((T, E, n, K, N_FEATURES), np.float32)
     mask_buf = np.zeros((T, E, n, K), np.int8)
     act_buf = np.zeros((T, E, n), np.int64)
@@ -139,22 +136,11 @@ def train(cfg: MenuPPOConfig, train_eps: list[Episode], eval_eps: list[Episode],
     cut_buf = np.zeros((T, E), np.float32)  # episode ended (time-out or terminal)
     boot_buf = np.zeros((T, E, n), np.float32)  # the value a time-out bootstraps from
 
-    def pad(o: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        if o.shape[1] == K:
-            return o, m
-        po = np.zeros((n, K, N_FEATURES), np.float32)
-        pm = np.zeros((n, K), np.int8)
-        po[:, :o.shape[1]], pm[:, :m.shape[1]] = o, m
-        return po, pm
-
-    current = [pad(*_batch(env.reset(seed=cfg.seed * 1000 + e)[0], agents))
-               for e, env in enumerate(envs)]
+    o, m = (x.copy() for x in env.reset())
     curve: list[dict[str, float]] = []
     start, done_steps, next_eval = time.perf_counter(), 0, cfg.eval_every
     while done_steps < cfg.steps:
         for t in range(T):
-            o = np.stack([c[0] for c in current])
-            m = np.stack([c[1] for c in current])
             with torch.no_grad():
                 logits, values = net(torch.from_numpy(o), torch.from_numpy(m))
                 dist = torch.distributions.Categorical(logits=logits)
@@ -162,23 +148,20 @@ def train(cfg: MenuPPOConfig, train_eps: list[Episode], eval_eps: list[Episode],
                 logp = dist.log_prob(acts)
             obs_buf[t], mask_buf[t], act_buf[t] = o, m, acts.numpy()
             logp_buf[t], val_buf[t] = logp.numpy(), values.numpy()
-            for e, env in enumerate(envs):
-                obs, rew, term, trunc, _ = env.step(
-                    {a: int(act_buf[t, e, i]) for i, a in enumerate(agents)})
-                rew_buf[t, e] = rew[agents[0]]
-                ended = term[agents[0]] or trunc[agents[0]]
-                done_buf[t, e] = float(term[agents[0]])
-                cut_buf[t, e] = float(ended)
-                nxt = pad(*_batch(obs, agents))
-                if trunc[agents[0]] and not term[agents[0]]:
-                    with torch.no_grad():
-                        _, v = net(torch.from_numpy(nxt[0]), torch.from_numpy(nxt[1]))
-                    boot_buf[t, e] = v.numpy()
-                current[e] = pad(*_batch(env.reset()[0], agents)) if ended else nxt
+            nxt_o, nxt_m, rew, info = env.step(act_buf[t])
+            rew_buf[t] = rew
+            done_buf[t] = info["terminated"]
+            cut_buf[t] = info["terminated"] | info["truncated"]
+            if info["truncated"].any():  # time-outs bootstrap from what they saw last
+                timed_out = info["truncated"][info["final_rows"]]
+                rows = info["final_rows"][timed_out]
+                with torch.no_grad():
+                    _, v = net(torch.from_numpy(info["final_features"][timed_out]),
+                               torch.from_numpy(info["final_masks"][timed_out]))
+                boot_buf[t, rows] = v.numpy()
+            o, m = nxt_o.copy(), nxt_m.copy()
         done_steps += T * E
         with torch.no_grad():
-            o = np.stack([c[0] for c in current])
-            m = np.stack([c[1] for c in current])
             _, last = net(torch.from_numpy(o), torch.from_numpy(m))
         adv = np.zeros((T, E, n), np.float32)
         gae = np.zeros((E, n), np.float32)

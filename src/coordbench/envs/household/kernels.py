@@ -296,6 +296,17 @@ def _buffer_load(st, b: int, nid: int) -> int:
 
 
 @njit(cache=True, _nrt=False)
+def _from_sources(tb, st, t: int, b: int, i: int, obj: int) -> bool:
+    """Return whether agent i's role may take `obj` from where it rests (no sources: yes)."""
+    if not tb.has_sources[t, i]:
+        return True
+    for q in range(st.npar[b, obj]):
+        if tb.sources[t, i, st.ppar[b, obj, q]]:
+            return True
+    return False
+
+
+@njit(cache=True, _nrt=False)
 def _release(st, b: int, i: int, obj: int) -> None:
     """Take `obj` out of agent i's hands, keeping the order of what it still holds."""
     h = st.nheld[b, i]
@@ -471,14 +482,8 @@ def _execute(tb, st, t: int, b: int, i: int, e: int, acts: np.ndarray,
             return HANDS_FULL, none
         if _protects(tb, st, t, b, obj):
             return PROTECTED, none
-        if tb.has_sources[t, i]:
-            ok = False
-            for q in range(st.npar[b, obj]):
-                if tb.sources[t, i, st.ppar[b, obj, q]]:
-                    ok = True
-                    break
-            if not ok:
-                return ILLEGAL_SKILL, none
+        if not _from_sources(tb, st, t, b, i, obj):
+            return ILLEGAL_SKILL, none
         st.held[b, i, st.nheld[b, i]] = obj
         st.nheld[b, i] += 1
         st.holder[b, obj] = i
@@ -679,14 +684,8 @@ def _plausible(tb, st, t: int, b: int, i: int, e: int, stack, seen, vis: np.ndar
     elif v == GRAB_V:
         if obj < 0 or st.holder[b, obj] >= 0 or st.nheld[b, i] >= MAX_HELD:
             return False
-        if tb.has_sources[t, i]:
-            ok = False
-            for q in range(st.npar[b, obj]):
-                if tb.sources[t, i, st.ppar[b, obj, q]]:
-                    ok = True
-                    break
-            if not ok:
-                return False
+        if not _from_sources(tb, st, t, b, i, obj):
+            return False
     elif v == SLICE:
         if obj >= 0 and tb.owner[t, obj] >= 0 and tb.owner[t, obj] != i:
             return False

@@ -79,6 +79,17 @@ def catalog(env: HouseholdEnv, nodes: list[int], household: bool = False
     return out
 
 
+def agent_menus(env: HouseholdEnv, nodes: list[int] | None, household: bool = True
+                ) -> list[list[Action]]:
+    """Return each agent's menu: its entries of the catalog over `nodes` (None: the task's
+    `household_nodes`), in catalog order."""
+    chosen = household_nodes(env) if nodes is None else nodes
+    per: list[list[Action]] = [[] for _ in range(env.n)]
+    for agent, act in catalog(env, chosen, household):
+        per[agent].append(act)
+    return per
+
+
 def plausible(env: HouseholdEnv, agent: int, act: Action, strict: bool = False) -> bool:
     """Return whether `act` makes sense for `agent` now: put, drop and hand over only what it
     holds, grab only what nobody holds with a free hand, walk to and use only what it sees,

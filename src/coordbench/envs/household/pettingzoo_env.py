@@ -32,7 +32,7 @@ from coordbench.errors import ActionError
 
 from .actions import WAIT, Action
 from .engine import HouseholdEnv
-from .menu import N_FEATURES, Goals, catalog, household_nodes, observe_entries
+from .menu import N_FEATURES, Goals, agent_menus, observe_entries
 from .task import HouseholdTask
 
 Episode = tuple[HouseholdTask, list[int] | None]  # a task, and its menu's nodes (None: all)
@@ -75,11 +75,7 @@ class HouseholdParallelEnv(ParallelEnv):
         return len(self._entries(env, nodes)[0])
 
     def _entries(self, env: HouseholdEnv, nodes: list[int] | None) -> list[list[Action]]:
-        chosen = household_nodes(env) if nodes is None else nodes
-        per: list[list[Action]] = [[] for _ in range(env.n)]
-        for agent, act in catalog(env, chosen, self.household):
-            per[agent].append(act)
-        return per
+        return agent_menus(env, nodes, self.household)
 
     def observation_space(self, agent: str) -> spaces.Dict:
         """Return the Dict space of one agent's entry features and action mask."""

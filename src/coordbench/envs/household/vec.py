@@ -27,7 +27,7 @@ from coordbench.errors import ActionError, ConfigError
 from . import kernels as K
 from .actions import ACTIONS, CONFLICT_SETS, OUTCOMES, Action
 from .engine import HouseholdEnv
-from .menu import N_FEATURES, VERBS, catalog, household_nodes
+from .menu import N_FEATURES, VERBS, agent_menus
 from .scene import NON_OBJECT_CATEGORIES
 from .task import HouseholdTask
 
@@ -71,7 +71,7 @@ class HouseholdTables:
         self.household = household
         engines = [HouseholdEnv(task, n_agents, 0, conflict_set) for task, _ in self.episodes]
         if menus is None:
-            self.menus = [self._menus(env, nodes)
+            self.menus = [agent_menus(env, nodes, household)
                           for env, (_, nodes) in zip(engines, self.episodes, strict=True)]
         else:
             if len(menus) != len(self.episodes) or any(len(m) != n_agents for m in menus):
@@ -144,14 +144,6 @@ class HouseholdTables:
         self.tables = Tables(**tb, **ent, conflicting=conflicting, feature_verb=feature_verb,
                              n_verbs=len(VERBS))
         self.init = init
-
-    def _menus(self, env: HouseholdEnv, nodes: list[int] | None) -> list[list[Action]]:
-        """Return each agent's menu, as `HouseholdParallelEnv` builds it."""
-        chosen = household_nodes(env) if nodes is None else nodes
-        per: list[list[Action]] = [[] for _ in range(env.n)]
-        for agent, act in catalog(env, chosen, self.household):
-            per[agent].append(act)
-        return per
 
     def _compile(self, t: int, env: HouseholdEnv, goal_classes: list[str], tb: dict,
                  ent: dict, init: dict) -> None:
@@ -333,15 +325,18 @@ class HouseholdVecEnv:
                          self.masks, self.features)
         return (self.features if self.observe == "features" else None), self.masks
 
-    def step(self, actions: np.ndarray, draws: np.ndarray | None = None
+    def step(self, actions: np.ndarray, draws: np.ndarray | None = None,
+             active: np.ndarray | None = None
              ) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray, dict]:
         """Apply every env's joint action (B, n) of menu entries; return (features, masks,
-        reward, info). Finished episodes are reset at once and observed afresh (unless
-        `autoreset` is off); `info`
-        has `terminated`, `truncated`, `outcome` (B, n codes into OUTCOME_CODES),
-        `completed` (B, n subgoal bitmasks), `conflicts` and `completion` of the step taken
-        (for a finished episode, its final completion rate). `draws` (B, n) in [0, 1) sets
-        the conflict winners (default: the env's generator)."""
+        reward, info). `info` has `terminated`, `truncated`, `outcome` (B, n codes into
+        OUTCOME_CODES), `completed` (B, n subgoal bitmasks), `conflicts` and `completion` of
+        the step taken. Finished episodes are reset at once and observed afresh (unless
+        `autoreset` is off); what they saw last is in `info["final_rows"]`,
+        `info["final_features"]` and `info["final_masks"]` (a time-out's bootstrap state).
+        `draws` (B, n) in [0, 1) sets the conflict winners (default: the env's generator);
+        `active` (B,) bool steps only those envs (the others keep their state; their reward
+        is 0 and their outcome -1)."""
         acts = np.ascontiguousarray(actions, dtype=np.int64)
         if acts.shape != (self.batch, self.n):
             raise ActionError(f"actions must have shape ({self.batch}, {self.n}), "
@@ -352,7 +347,21 @@ class HouseholdVecEnv:
                               f"{bad % self.n}) is not in 0..{self.size - 1}")
         if draws is None:
             draws = self.rng.random((self.batch, self.n))
-        K.step_kernel(self.tables.tables, self.state, acts, draws, self._all, self.step_cost,
+        elif np.shape(draws) != (self.batch, self.n):
+            raise ActionError(f"draws must have shape ({self.batch}, {self.n})")
+        if active is None:
+            active = self._all
+        else:
+            active = np.ascontiguousarray(active, dtype=np.bool_)
+            if active.shape != (self.batch,):
+                raise ActionError(f"active must have shape ({self.batch},)")
+            self.outcome[~active] = -1
+            self.completed[~active] = 0
+            self.reward[~active] = 0.0
+            self.terminated[~active] = False
+            self.truncated[~active] = False
+        K.step_kernel(self.tables.tables, self.state, acts,
+                      np.ascontiguousarray(draws, dtype=np.float64), active, self.step_cost,
                       self.shaping, self.outcome, self.completed, self.conflicts, self.reward,
                       self.completion, self.terminated, self.truncated)
         info = {"terminated": self.terminated.copy(), "truncated": self.truncated.copy(),
@@ -360,6 +369,10 @@ class HouseholdVecEnv:
                 "conflicts": self.conflicts.copy(), "completion": self.completion.copy()}
         done = np.flatnonzero(self.terminated | self.truncated)
         if len(done) and self.autoreset:
+            features, masks = self._observe(done)
+            info["final_rows"] = done
+            info["final_features"] = None if features is None else features[done]
+            info["final_masks"] = None if masks is None else masks[done]
             self._reset_rows(done)
         features, masks = self._observe(np.arange(self.batch))
         return features, masks, self.reward.copy(), info
