@@ -4,8 +4,11 @@ terminations, masks and entry features, on household and construct tasks."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
+from collections.abc import Sequence
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -13,7 +16,14 @@ import pytest
 from coordbench.envs.household import kernels as K
 from coordbench.envs.household.actions import ACTIONS, OUTCOMES, Action
 from coordbench.envs.household.engine import HouseholdEnv
-from coordbench.envs.household.menu import N_FEATURES, catalog
+from coordbench.envs.household.menu import (
+    N_FEATURES,
+    VERBS,
+    Goals,
+    catalog,
+    observe_entries,
+    plausible,
+)
 from coordbench.envs.household.pettingzoo_env import HouseholdParallelEnv
 from coordbench.envs.household.vec import OUTCOME_CODES, HouseholdVecEnv
 from coordbench.errors import ActionError, ConfigError
@@ -85,8 +95,9 @@ def play_beside_parallel_env(episodes, n: int, seed: int, **kw) -> set[str]:
                 np.testing.assert_array_equal(obs[a]["action_mask"], masks[0, i])
                 np.testing.assert_array_equal(obs[a]["observation"], feats[0, i])
                 valid = np.flatnonzero(masks[0, i])
+                # the rest anything, padding entries (played as wait) included
                 acts.append(int(rng.choice(valid)) if rng.random() < 0.8 and len(valid)
-                            else int(rng.integers(len(ref.menus[i]))))
+                            else int(rng.integers(ref.size)))
             u = rng.random((1, n))
             draws.row, draws.k = u[0], 0
             joint = dict(zip(ref.possible_agents, acts, strict=True))
@@ -98,6 +109,13 @@ def play_beside_parallel_env(episodes, n: int, seed: int, **kw) -> set[str]:
             assert vinfo["completion"][0] == info["agent_0"]["completion"]
             assert vinfo["terminated"][0] == term["agent_0"]
             assert vinfo["truncated"][0] == trunc["agent_0"]
+            if not ref.agents:  # what the finished episode saw last (a time-out's bootstrap)
+                assert vinfo["final_rows"].tolist() == [0]
+                for i, a in enumerate(ref.possible_agents):
+                    np.testing.assert_array_equal(obs[a]["observation"],
+                                                  vinfo["final_features"][0, i])
+                    np.testing.assert_array_equal(obs[a]["action_mask"],
+                                                  vinfo["final_masks"][0, i])
             met |= set(codes)
     return met
 
@@ -118,7 +136,8 @@ def test_construct_tasks_step_exactly_as_the_parallel_env(construct, team):
     assert "ok" in met and "conflict_lost" in met
 
 
-def _random_menu(env: HouseholdEnv, agent: int, rng: random.Random, k: int) -> list[Action]:
+def _random_menu(env: HouseholdEnv, agent: int, rng: random.Random, k: int,
+                 verbs: Sequence[str] = (*ACTIONS, "fly")) -> list[Action]:
     """Return the catalog's actions for `agent` plus `k` arbitrary ones: any verb (and an
     unknown one), ids of any node, of none, or no id at all, rooms by id, name or neither."""
     sc = env.scene
@@ -130,7 +149,7 @@ def _random_menu(env: HouseholdEnv, agent: int, rng: random.Random, k: int) -> l
                            rng.choice(sorted(sc.doors) or nodes), "x"])
     extra = []
     for _ in range(k):
-        extra.append(Action(rng.choice(list(ACTIONS) + ["fly"]), obj=node(), target=node(),
+        extra.append(Action(rng.choice(list(verbs)), obj=node(), target=node(),
                             room=rng.choice([rng.choice(sorted(sc.rooms)), None, "kitchen",
                                              str(rng.choice(sorted(sc.rooms))), 12345]),
                             to_agent=rng.choice([None, -1, 0, 1, env.n - 1, env.n, 7])))
@@ -156,15 +175,15 @@ def recorded_plan(task, n: int, raw=None) -> list[list[Action]]:
     return plan
 
 
-def perturbed(env: HouseholdEnv, plan: list[list[Action]], rng: random.Random
-              ) -> list[list[Action]]:
+def perturbed(env: HouseholdEnv, plan: list[list[Action]], rng: random.Random,
+              verbs: Sequence[str] = (*ACTIONS, "fly")) -> list[list[Action]]:
     """Return `plan` (and 15 steps more) with perturbations: each agent plays its planned
     action, or one any agent played earlier (a second grab, slice or put of the same thing),
     or a planned action retargeted to another object, target, agent or verb of the plan (the
     right verb on the wrong thing, or the wrong verb), or an arbitrary action."""
     named = sorted({x for step in plan for a in step for x in (a.obj, a.target)
                     if isinstance(x, int)} or set(env.scene.nodes))
-    garbage = [_random_menu(env, i, rng, 40) for i in range(env.n)]
+    garbage = [_random_menu(env, i, rng, 40, verbs) for i in range(env.n)]
     out = []
     for t in range(len(plan) + 15):
         joint = []
@@ -176,31 +195,37 @@ def perturbed(env: HouseholdEnv, plan: list[list[Action]], rng: random.Random
                 act = rng.choice(plan[rng.randrange(min(t, len(plan)))])
             elif t and r < 0.97:
                 act = rng.choice(plan[rng.randrange(min(t, len(plan)))])
-                verb = act.name if rng.random() < 0.6 else rng.choice(ACTIONS)
+                verb = act.name if rng.random() < 0.6 else rng.choice(list(verbs))
                 act = Action(verb, obj=rng.choice([act.obj, rng.choice(named)]),
                              target=rng.choice([act.target, rng.choice(named)]),
                              room=act.room, to_agent=rng.randrange(env.n))
             else:
                 act = rng.choice(garbage[i])
-            joint.append(act)
+            joint.append(act if act.name in verbs else Action("wait"))
         out.append(joint)
     return out
 
 
 def play_beside_engine(cases, n: int, seed: int, conflict_set: str,
-                       games: list[list[list[Action]]] | None = None) -> set[str]:
-    """Play perturbed recorded plans (`perturbed`; or the given `games`) in `HouseholdEnv` and
-    in the batched engine; return the outcome codes met. Checks outcomes, completed subgoals,
-    conflicts and the whole state at every step."""
+                       games: list[list[list[Action]]] | None = None,
+                       verbs: Sequence[str] = (*ACTIONS, "fly")) -> set[str]:
+    """Play perturbed recorded plans (`perturbed` with `verbs`; or the given `games`) in
+    `HouseholdEnv` and in the batched engine; return the outcome codes met. Checks outcomes,
+    completed subgoals, conflicts and the whole state at every step, and every entry's strict
+    mask (`menu.plausible`) and, where every verb has a feature slot, its features
+    (`menu.observe_entries`)."""
     rng = random.Random(seed)
     episodes = [(task, None) for task, _ in cases]
     envs = [HouseholdEnv(task, n, 0, conflict_set) for task, _ in cases]
     if games is None:
-        games = [perturbed(env, plan, rng) for env, (_, plan) in zip(envs, cases, strict=True)]
+        games = [perturbed(env, plan, rng, verbs)
+                 for env, (_, plan) in zip(envs, cases, strict=True)]
     menus = [[list(dict.fromkeys(step[i] for step in game)) for i in range(n)]
              for game in games]
+    featured = all(a.name in VERBS for per in menus for m in per for a in m)
     vec = HouseholdVecEnv(episodes, n, batch=1, seed=seed, conflict_set=conflict_set,
-                          observe="none", menus=menus, autoreset=False)
+                          observe="features" if featured else "masks", menus=menus,
+                          autoreset=False)
     nrng = np.random.default_rng(seed)
     met: set[str] = set()
     for ep, env in enumerate(envs):
@@ -208,7 +233,18 @@ def play_beside_engine(cases, n: int, seed: int, conflict_set: str,
         draws = Draws()
         env.rng = draws
         keys = [sg.key for sg in env.task.subgoals]
-        for joint in games[ep]:
+        goals = Goals(env)
+        for k, joint in enumerate(games[ep]):
+            progress = min(1.0, n * k / max(1, env.task.budget()))
+            for i in range(n):
+                if featured:
+                    feats, mask = observe_entries(env, goals, i, menus[ep][i], progress,
+                                                  vec.size)
+                    np.testing.assert_array_equal(feats, vec.features[0, i])
+                else:
+                    mask = [plausible(env, i, a, strict=True) for a in menus[ep][i]]
+                    mask += [0] * (vec.size - len(mask))
+                np.testing.assert_array_equal(np.asarray(mask, np.int8), vec.masks[0, i])
             acts = [menus[ep][i].index(a) for i, a in enumerate(joint)]
             u = nrng.random((1, n))
             draws.row, draws.k = u[0], 0
@@ -224,13 +260,18 @@ def play_beside_engine(cases, n: int, seed: int, conflict_set: str,
     return met
 
 
-def test_perturbed_plans_meet_every_rule_of_the_engine(v1):
+@pytest.mark.parametrize("verbs", ["every verb", "feature verbs"])
+def test_perturbed_plans_meet_every_rule_of_the_engine(v1, verbs):
+    """With every verb (and an unknown one) the masks are compared too; with the verbs that
+    have a feature slot, the entry features as well."""
     from coordbench.suites.constructs.runner import with_capacity
 
+    verbs = (*ACTIONS, "fly") if verbs == "every verb" else VERBS
     met: set[str] = set()
     for structure, n in (("parallel", 3), ("sequential", 2)):
         tasks = [t for t in v1 if t.structure == structure][:8]
-        met |= play_beside_engine([(t, recorded_plan(t, n)) for t in tasks], n, 5, "paper")
+        met |= play_beside_engine([(t, recorded_plan(t, n)) for t in tasks], n, 5, "paper",
+                                  verbs=verbs)
     for construct, team in (("D1", 2), ("D2", 2), ("D3", 3), ("D4", 3)):
         cases = []
         for k, raw in enumerate(select("rep240", construct, team)[:8]):
@@ -238,15 +279,19 @@ def test_perturbed_plans_meet_every_rule_of_the_engine(v1):
             # half the D4 instances replay their plan at capacity 1: the buffers overflow
             played = with_capacity(raw, 1) if construct == "D4" and k % 2 else raw
             cases.append((load_instance(played, "x")[0], plan))
-        met |= play_beside_engine(cases, team, 7, "with_close")
+        met |= play_beside_engine(cases, team, 7, "with_close", verbs=verbs)
     met |= _rare_corners(v1)
-    # every outcome the engine can give was met (protocol failures are the minds', not its)
-    assert set(OUTCOMES) - {"protocol_failure"} - met == set()
+    # every outcome the engine can give was met (protocol failures are the minds', not its;
+    # without toggles there is no switch to miss)
+    expected = set(OUTCOMES) - {"protocol_failure"} - ({"no_switch"} if "toggle" not in verbs
+                                                       else set())
+    assert expected - met == set()
 
 
 def _rare_corners(v1) -> set[str]:
     """Play, side by side, the corners that plans seldom reach: a second slice of what an
-    agent just sliced, a slice of a non-cuttable node in reach, a hand-over to full hands."""
+    agent just sliced, a slice of a non-cuttable node in reach, opening and switching an
+    object that does neither, picking up furniture, a hand-over to full hands."""
     W = Action("wait")
     games, cases = [], []
     for raw in select("rep240", "D3", 3)[:6]:  # slicing: replay the plan to its first slice
@@ -281,16 +326,25 @@ def _rare_corners(v1) -> set[str]:
                      Action("grab", obj=obj)]
             return [[s if k == who else W for k in range(2)] for s in steps]
         meet = Action("walk_to_room", room=env.room[0])
-        game = (fetch(1, a) + fetch(1, b) + fetch(0, c) + [[meet, meet]]
-                + [[Action("handover", obj=c, to_agent=1), W]])
+        under = [p for _, p in env.parents.get(b, ())]
+        if not under:
+            continue
+        # at b, before taking it: open it, switch it, pick up the furniture it rests on
+        wrong = [[W, Action("open", obj=b)], [W, Action("toggle", obj=b)],
+                 [W, Action("grab", obj=under[0])]]
+        game = (fetch(1, a) + fetch(1, b)[:2] + wrong + fetch(1, b)[2:] + fetch(0, c)
+                + [[meet, meet]] + [[Action("handover", obj=c, to_agent=1), W]])
         probe = HouseholdEnv(task, 2, 0)
-        if [probe.step(j) for j in game][-1][0].code == "receiver_hands_full":
+        codes = [[o.code for o in probe.step(j)] for j in game]
+        if codes[-1][0] == "receiver_hands_full" and [c[1] for c in codes[5:8]] == [
+                "wrong_target", "no_switch", "not_grabbable"]:
             games.append(game)
             cases.append((task, []))
             break
     met = play_beside_engine(cases[:-1], 3, 0, "with_close", games[:-1])
     met |= play_beside_engine(cases[-1:], 2, 0, "paper", games[-1:])
-    assert {"already_sliced", "not_sliceable", "receiver_hands_full"} <= met
+    assert {"already_sliced", "not_sliceable", "receiver_hands_full", "wrong_target",
+            "no_switch", "not_grabbable"} <= met
     return met
 
 
@@ -308,6 +362,59 @@ def test_hypot_is_pythons_to_the_last_bit():
         for y in special:
             assert K.py_hypot(x, y) == math.hypot(x, y)
     assert math.isnan(K.py_hypot(math.nan, 1.0)) and K.py_hypot(math.nan, math.inf) == math.inf
+
+
+def _fma(a: float, b: float, c: float) -> float:
+    return float(Fraction(a) * Fraction(b) + Fraction(c))  # one rounding, as fma
+
+
+def _hypot_312(x: float, y: float) -> float:
+    """CPython >= 3.12's math.hypot for two finite, not both zero, coordinates (vector_norm
+    with dl_mul by fma), in plain Python."""
+    vec = [abs(x), abs(y)]
+    mx = max(vec)
+    m, e = math.frexp(mx)
+    if e < -1023:
+        return 2.2250738585072014e-308 * _hypot_312(x / 2.2250738585072014e-308,
+                                                    y / 2.2250738585072014e-308)
+    scale = math.ldexp(1.0, -e)
+    csum, frac1, frac2 = 1.0, 0.0, 0.0
+    for v in vec:
+        v *= scale
+        hi = v * v
+        lo = _fma(v, v, -hi)
+        s = csum + hi
+        frac2 += (csum - s) + hi
+        csum = s
+        frac1 += lo
+    h = math.sqrt(csum - 1.0 + (frac1 + frac2))
+    hi = -h * h
+    lo = _fma(-h, h, -hi)
+    s = csum + hi
+    frac2 += (csum - s) + hi
+    csum = s
+    frac1 += lo
+    h += (csum - 1.0 + (frac1 + frac2)) / (2.0 * h)
+    return h / scale
+
+
+def test_both_cpython_hypot_forms_are_ported_exactly():
+    """The form the running interpreter does not use is checked against a plain-Python port
+    (fma computed exactly), so that both branches of `py_hypot` are tested here."""
+    rng = np.random.default_rng(1)
+    xs = np.concatenate([np.round(rng.uniform(-30, 30, 3000), 2), rng.uniform(-9, 9, 3000),
+                         rng.uniform(-1, 1, 300) * 10.0 ** rng.integers(-320, 300, 300)])
+    ys = np.concatenate([np.round(rng.uniform(-30, 30, 3000), 2), rng.uniform(-9, 9, 3000),
+                         rng.uniform(-1, 1, 300) * 10.0 ** rng.integers(-320, 300, 300)])
+    for x, y in zip(xs.tolist(), ys.tolist(), strict=True):
+        mx = max(abs(x), abs(y))
+        if mx == 0.0:
+            continue
+        assert K._norm_fma(abs(x), abs(y), mx) == _hypot_312(x, y), (x, y)
+        if K.FMA_FORM:
+            assert _hypot_312(x, y) == math.hypot(x, y)
+        else:
+            assert K._norm_split(abs(x), abs(y), mx) == math.hypot(x, y)
 
 
 def test_each_env_of_a_batch_plays_as_if_alone(v1):
@@ -344,11 +451,13 @@ def test_each_env_of_a_batch_plays_as_if_alone(v1):
 def test_threads_do_not_change_results(v1):
     import numba
 
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("numba has one thread here: nothing to compare")
     eps = [(t, None) for t in v1 if t.structure == "sequential"][:4]
     runs = []
     for threads in (1, 2):
         before = numba.get_num_threads()
-        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+        numba.set_num_threads(threads)
         try:
             vec = HouseholdVecEnv(eps, 2, batch=600, seed=9)
             vec.reset()
@@ -377,7 +486,22 @@ def test_bad_input_is_one_clear_error(v1):
     with pytest.raises(ConfigError, match="one list of actions per agent"):
         HouseholdVecEnv(eps, 2, menus=[[[Action("wait")]]])
     vec = HouseholdVecEnv(eps, 2, batch=3)
+    with pytest.raises(ActionError, match=r"call reset\(\) before step\(\)"):
+        vec.step(np.zeros((3, 2), np.int64))
     vec.reset()
+    with pytest.raises(ActionError, match=r"draws must lie in \[0, 1\)"):
+        vec.step(np.zeros((3, 2), np.int64), np.ones((3, 2)))
+    with pytest.raises(ActionError, match=r"draws must have shape"):
+        vec.step(np.zeros((3, 2), np.int64), np.zeros((3, 1)))
+    with pytest.raises(ConfigError, match="obj must be an int id, not float"):
+        HouseholdVecEnv(eps, 2, menus=[[[Action("grab", obj=5.0)], [Action("wait")]]])
+    with pytest.raises(ConfigError, match="entry features know the verbs"):
+        HouseholdVecEnv(eps, 2, menus=[[[Action("toggle", obj=5)], [Action("wait")]]])
+    HouseholdVecEnv(eps, 2, observe="masks",
+                    menus=[[[Action("toggle", obj=5)], [Action("wait")]]])  # masks: fine
+    twice = dataclasses.replace(v1[0], subgoals=[*v1[0].subgoals, v1[0].subgoals[0]])
+    with pytest.raises(ConfigError, match="is listed twice"):
+        HouseholdVecEnv([(twice, None)], 2)
     with pytest.raises(ActionError, match=r"shape \(3, 2\)"):
         vec.step(np.zeros((2, 2), np.int64))
     with pytest.raises(ActionError, match=r"action 999 \(env 1, agent 0\) is not in 0\.\."):
@@ -423,4 +547,5 @@ def test_finished_episodes_leave_their_last_view_and_inactive_envs_stay(v1):
     for k, v in before.items():
         np.testing.assert_array_equal(getattr(keep.state, k)[~active], v[~active])
     assert (reward[~active] == 0).all() and (info["outcome"][~active] == -1).all()
+    assert (info["conflicts"][~active] == 0).all()
     assert (keep.state.t[active] == before["t"][active] + 1).all()

@@ -75,8 +75,10 @@ def _two_product(x: float, y: float) -> tuple[float, float]:
 def _norm_fma(a: float, b: float, mx: float) -> float:
     """CPython >= 3.12: squares split exactly by a two-product (its fma)."""
     m, e = math.frexp(mx)
-    if e < -1023:
-        return _DBL_MIN * _norm_fma(a / _DBL_MIN, b / _DBL_MIN, mx / _DBL_MIN)
+    factor = 1.0
+    if e < -1023:  # CPython recurses once on the inputs scaled up by DBL_MIN
+        a, b, mx, factor = a / _DBL_MIN, b / _DBL_MIN, mx / _DBL_MIN, _DBL_MIN
+        m, e = math.frexp(mx)
     scale = math.ldexp(1.0, -e)
     csum = 1.0
     frac1 = 0.0
@@ -95,7 +97,8 @@ def _norm_fma(a: float, b: float, mx: float) -> float:
     frac1 += lo
     x = csum - 1.0 + (frac1 + frac2)
     h += x / (2.0 * h)
-    return h / scale
+    return factor * (h / scale)
+
 
 @njit(cache=True)
 def _norm_split(a: float, b: float, mx: float) -> float:
@@ -673,8 +676,8 @@ def _plausible(tb, st, t: int, b: int, i: int, e: int, stack, seen, vis: np.ndar
     pure tests, so they run cheapest first (`vis`, `dist`: the agent's visibility and distance
     per node this step, -1 not yet known)."""
     v = tb.e_verb[t, i, e]
-    if v < 0:
-        return True
+    if v < 0:  # an unknown verb is in no role's skills
+        return not tb.has_skills[t, i]
     if not tb.role_verbs[t, i, v]:
         return False
     obj = tb.e_obj[t, i, e]
@@ -820,8 +823,11 @@ def _features(tb, st, t: int, b: int, i: int, count: int, progress: float, cr: f
                 row[nv + 10] = st.opened[b, tgt] == 1
                 cap = tb.cap[t, tgt]
                 row[nv + 11] = cap >= 0 and loads[tgt] >= cap
-        if v == WALK_TO_ROOM:
-            row[nv + 13] = tb.e_room[t, i, e] == st.room[b, i]
+            elif tb.e_has_target[t, i, e]:  # a target that names no node counts as open
+                row[nv + 10] = 1.0
+        if v == WALK_TO_ROOM:  # the raw argument: a room *name* never equals the room
+            r = tb.e_room_id[t, i, e]
+            row[nv + 13] = r >= 0 and r == st.room[b, i]
         row[nv + 12] = hands_full
         row[nv + 15] = cr
         row[nv + 16] = 1.0 - progress

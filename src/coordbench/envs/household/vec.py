@@ -17,6 +17,7 @@ numbers that generator gives (`members[floor(u * len(members))]`) rather than fr
 
 from __future__ import annotations
 
+import numbers
 from collections import namedtuple
 from collections.abc import Sequence
 
@@ -41,9 +42,11 @@ Episode = tuple[HouseholdTask, list[int] | None]  # a task, and its menu's nodes
 
 Tables = namedtuple("Tables", [
     "flags", "ncls", "door_a", "door_b", "room_center", "allowed", "role_verbs",
-    "has_sources", "sources", "owner", "cap", "sg_kind", "sg_class", "sg_count", "sg_tmask",
+    "has_skills", "has_sources", "sources", "owner", "cap", "sg_kind", "sg_class", "sg_count",
+    "sg_tmask",
     "sg_cand", "sg_node", "sg_state", "need", "gidx", "gtargets", "state_target", "e_verb",
-    "e_obj", "e_raw", "e_target", "e_door", "e_room", "e_room_id", "e_to", "e_count",
+    "e_obj", "e_raw", "e_target", "e_has_target", "e_door", "e_room", "e_room_id", "e_to",
+    "e_count",
     "conflicting", "feature_verb", "n_verbs"])
 State = namedtuple("State", [
     "task", "room", "pos", "at_door", "held", "nheld", "holder", "node_room", "npar", "prel",
@@ -109,6 +112,7 @@ class HouseholdTables:
             door_b=np.full((t_n, n_nodes), -1, np.int32),
             room_center=z((t_n, n_rooms, 2)), allowed=z((t_n, n_agents, n_rooms), np.bool_),
             role_verbs=np.ones((t_n, n_agents, len(ACTIONS)), np.bool_),
+            has_skills=z((t_n, n_agents), np.bool_),
             has_sources=z((t_n, n_agents), np.bool_),
             sources=z((t_n, n_agents, n_nodes), np.bool_),
             owner=np.full((t_n, n_nodes), -1, np.int32),
@@ -123,7 +127,8 @@ class HouseholdTables:
         shape = (t_n, n_agents, self.size)
         ent = dict(e_verb=np.full(shape, K.WAIT, np.int32), e_obj=np.full(shape, -1, np.int32),
                    e_raw=np.full(shape, K.NO_ID, np.int64),
-                   e_target=np.full(shape, -1, np.int32), e_door=np.full(shape, -1, np.int32),
+                   e_target=np.full(shape, -1, np.int32),
+                   e_has_target=z(shape, np.bool_), e_door=np.full(shape, -1, np.int32),
                    e_room=np.full(shape, -1, np.int32), e_room_id=np.full(shape, -1, np.int32),
                    e_to=np.full(shape, -1, np.int64), e_count=z((t_n, n_agents), np.int32))
         init = dict(
@@ -136,6 +141,7 @@ class HouseholdTables:
             ppar=np.full((t_n, n_nodes, n_par), -1, np.int32),
             opened=np.ones((t_n, n_nodes), np.int8), nstate=z((t_n, n_nodes), np.int8),
             npos=z((t_n, n_nodes, 2)))
+        self._raw: dict[int, int] = {}  # object ids of the entries -> small codes
         for t, env in enumerate(engines):
             self._compile(t, env, goal_classes[t], tb, ent, init)
         conflicting = np.array([a in CONFLICT_SETS[conflict_set] for a in ACTIONS], np.bool_)
@@ -184,6 +190,7 @@ class HouseholdTables:
                 role = env.roles[i]
                 skills = task.role_skills.get(role)
                 if skills is not None:
+                    tb["has_skills"][t, i] = True
                     tb["role_verbs"][t, i] = [a in skills for a in ACTIONS]
                 if role in task.role_sources:
                     tb["has_sources"][t, i] = True
@@ -192,10 +199,21 @@ class HouseholdTables:
                             tb["sources"][t, i, ix[src]] = True
         for nid, agent in task.owners.items():
             if nid in ix:
+                if not isinstance(agent, int) or not 0 <= agent < 1 << 31:
+                    raise ConfigError(f"task {task.task_id}: the owner of node {nid} must be "
+                                      f"an agent index, got {agent!r}")
                 tb["owner"][t, ix[nid]] = agent
         for nid, cap in task.buffers.items():
             if nid in ix:
-                tb["cap"][t, ix[nid]] = cap
+                if not isinstance(cap, int) or cap < 0:
+                    raise ConfigError(f"task {task.task_id}: buffer {nid} needs a capacity "
+                                      f">= 0, got {cap!r}")
+                tb["cap"][t, ix[nid]] = min(cap, (1 << 31) - 1)
+        keys = [sg.key for sg in task.subgoals]
+        if len(set(keys)) != len(keys):
+            dup = next(k for k in keys if keys.count(k) > 1)
+            raise ConfigError(f"task {task.task_id}: subgoal {dup!r} is listed twice (the "
+                              f"engine counts it once but requires it twice)")
         for s, sg in enumerate(task.subgoals):
             tb["sg_count"][t, s] = sg.count
             if sg.relation == "state":
@@ -234,9 +252,15 @@ class HouseholdTables:
         """Write `act` as entry (i, e) of task t's tables in `ent` (ids that name nothing
         become -1, which the kernels refuse as `invalid` where the engine does)."""
         sc, ix, rx = self.episodes[t][0].scene, self.index[t], self.room_index[t]
+        for name in ("obj", "target", "room", "to_agent"):
+            x = getattr(act, name)
+            if isinstance(x, numbers.Number) and not isinstance(x, int):
+                raise ConfigError(f"{act.text()}: {name} must be an int id, not "
+                                  f"{type(x).__name__} {x!r}")
         ent["e_verb"][t, i, e] = ACTIONS.index(act.name) if act.name in ACTIONS else -1
-        if isinstance(act.obj, int):
-            ent["e_raw"][t, i, e] = act.obj
+        if isinstance(act.obj, int):  # same-step conflicts group entries by this id
+            ent["e_raw"][t, i, e] = self._raw.setdefault(act.obj, len(self._raw))
+        ent["e_has_target"][t, i, e] = act.target is not None
         ent["e_obj"][t, i, e] = ix.get(act.obj, -1) if isinstance(act.obj, int) else -1
         ent["e_target"][t, i, e] = (ix.get(act.target, -1) if isinstance(act.target, int)
                                     else -1)
@@ -247,7 +271,7 @@ class HouseholdTables:
         ent["e_room_id"][t, i, e] = (rx[act.room] if isinstance(act.room, int)
                                      and act.room in rx else -1)
         if isinstance(act.to_agent, int):
-            ent["e_to"][t, i, e] = max(-1, min(act.to_agent, 1 << 40))
+            ent["e_to"][t, i, e] = max(-1, min(act.to_agent, 1 << 40))  # >= n: invalid
 
 
 class HouseholdVecEnv:
@@ -270,6 +294,12 @@ class HouseholdVecEnv:
         if observe not in ("features", "masks", "none"):
             raise ConfigError(f"observe must be features, masks or none, got {observe!r}")
         self.tables = HouseholdTables(episodes, n_agents, conflict_set, household, menus)
+        if observe == "features":
+            odd = [a.name for per in self.tables.menus for m in per for a in m
+                   if a.name not in VERBS]
+            if odd:
+                raise ConfigError(f"entry features know the verbs {', '.join(VERBS)}; a menu "
+                                  f"has {odd[0]!r} (use observe='masks')")
         self.n, self.batch, self.size = n_agents, batch, self.tables.size
         self.step_cost, self.shaping, self.budget_scale = step_cost, shaping, budget_scale
         self.observe = observe
@@ -291,6 +321,7 @@ class HouseholdVecEnv:
         self.terminated = np.zeros(batch, np.bool_)
         self.truncated = np.zeros(batch, np.bool_)
         self._all = np.ones(batch, np.bool_)
+        self._started = False
 
     def reset(self, tasks: Sequence[int] | np.ndarray | None = None
               ) -> tuple[np.ndarray | None, np.ndarray | None]:
@@ -298,6 +329,7 @@ class HouseholdVecEnv:
         generator); return (features, masks), each None where `observe` leaves it out."""
         rows = np.arange(self.batch)
         self._reset_rows(rows, None if tasks is None else np.asarray(tasks, np.int64))
+        self._started = True
         return self._observe(rows)
 
     def _reset_rows(self, rows: np.ndarray, tasks: np.ndarray | None = None) -> None:
@@ -336,7 +368,10 @@ class HouseholdVecEnv:
         `info["final_features"]` and `info["final_masks"]` (a time-out's bootstrap state).
         `draws` (B, n) in [0, 1) sets the conflict winners (default: the env's generator);
         `active` (B,) bool steps only those envs (the others keep their state; their reward
-        is 0 and their outcome -1)."""
+        is 0 and their outcome -1). The returned features and masks are the env's own buffers,
+        overwritten by the next step: copy what must outlive it."""
+        if not self._started:
+            raise ActionError("call reset() before step()")
         acts = np.ascontiguousarray(actions, dtype=np.int64)
         if acts.shape != (self.batch, self.n):
             raise ActionError(f"actions must have shape ({self.batch}, {self.n}), "
@@ -347,8 +382,12 @@ class HouseholdVecEnv:
                               f"{bad % self.n}) is not in 0..{self.size - 1}")
         if draws is None:
             draws = self.rng.random((self.batch, self.n))
-        elif np.shape(draws) != (self.batch, self.n):
-            raise ActionError(f"draws must have shape ({self.batch}, {self.n})")
+        else:
+            draws = np.ascontiguousarray(draws, dtype=np.float64)
+            if draws.shape != (self.batch, self.n):
+                raise ActionError(f"draws must have shape ({self.batch}, {self.n})")
+            if not ((draws >= 0.0) & (draws < 1.0)).all():
+                raise ActionError("draws must lie in [0, 1)")
         if active is None:
             active = self._all
         else:
@@ -357,11 +396,11 @@ class HouseholdVecEnv:
                 raise ActionError(f"active must have shape ({self.batch},)")
             self.outcome[~active] = -1
             self.completed[~active] = 0
+            self.conflicts[~active] = 0
             self.reward[~active] = 0.0
             self.terminated[~active] = False
             self.truncated[~active] = False
-        K.step_kernel(self.tables.tables, self.state, acts,
-                      np.ascontiguousarray(draws, dtype=np.float64), active, self.step_cost,
+        K.step_kernel(self.tables.tables, self.state, acts, draws, active, self.step_cost,
                       self.shaping, self.outcome, self.completed, self.conflicts, self.reward,
                       self.completion, self.terminated, self.truncated)
         info = {"terminated": self.terminated.copy(), "truncated": self.truncated.copy(),
