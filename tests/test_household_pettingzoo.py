@@ -159,3 +159,39 @@ def test_shared_feature_cache_changes_no_feature(household_tasks):
             acts = {a: int(rng.choice(np.flatnonzero(obs[a]["action_mask"]).tolist()))
                     for a in env.agents}
             obs, *_ = env.step(acts)
+
+
+@pytest.mark.parametrize("family", ["household", "D1"])
+def test_batched_engine_passes_the_api_test_and_plays_exactly_as_the_python_one(
+        household_tasks, family):
+    if family == "household":
+        eps, n, kw = [(t, None) for t in household_tasks[:6]], 2, {}
+    else:
+        eps, n, kw = _construct_eps("D1", 3), 3, {"conflict_set": "with_close",
+                                                  "household": False}
+    parallel_api_test(HouseholdParallelEnv(eps, n, engine="batched", **kw), num_cycles=100)
+    envs = [HouseholdParallelEnv(eps, n, seed=4, engine=e, shaping=0.5, **kw)
+            for e in ("python", "batched")]
+    rng = random.Random(2)
+    conflicts = 0
+    for _ in range(8):
+        (obs_p, info_p), (obs_b, info_b) = (e.reset() for e in envs)
+        assert info_p == info_b
+        while envs[0].agents:
+            for a in envs[0].possible_agents:
+                np.testing.assert_array_equal(obs_p[a]["observation"], obs_b[a]["observation"])
+                np.testing.assert_array_equal(obs_p[a]["action_mask"], obs_b[a]["action_mask"])
+            # mostly masked choices, some anything (refusals), often the same object
+            acts = {a: int(rng.choice(np.flatnonzero(obs_p[a]["action_mask"]).tolist()))
+                    if rng.random() < 0.85 else rng.randrange(envs[0].size)
+                    for a in envs[0].agents}
+            out_p, out_b = envs[0].step(acts), envs[1].step(acts)
+            (obs_p, *rest_p), (obs_b, *rest_b) = out_p, out_b
+            assert rest_p == rest_b
+            conflicts += sum(i["outcome"] == "conflict_lost" for i in rest_p[-1].values())
+            assert envs[0].agents == envs[1].agents
+    assert envs[1].env is None
+    if family == "D1":
+        assert conflicts > 0  # the conflict winners were drawn alike
+    with pytest.raises(ValueError, match="engine must be python or batched"):
+        HouseholdParallelEnv(eps, n, engine="gpu")
