@@ -41,12 +41,17 @@ OUTCOME_CODES = tuple(OUTCOMES)
 Episode = tuple[HouseholdTask, list[int] | None]  # a task, and its menu's nodes (None: all)
 
 Tables = namedtuple("Tables", [
-    "flags", "ncls", "door_a", "door_b", "room_center", "allowed", "role_verbs",
-    "has_skills", "has_sources", "sources", "owner", "cap", "sg_kind", "sg_class", "sg_count",
-    "sg_tmask",
-    "sg_cand", "sg_node", "sg_state", "need", "gidx", "gtargets", "state_target", "e_verb",
-    "e_obj", "e_raw", "e_target", "e_has_target", "e_door", "e_room", "e_room_id", "e_to",
-    "e_count",
+    # nodes, rooms and doors
+    "flags", "ncls", "door_a", "door_b", "room_center",
+    # agents: zones, roles and what their roles allow
+    "allowed", "role_verbs", "has_skills", "has_sources", "sources", "owner", "cap",
+    # subgoals, and the goal sets the entry features read
+    "sg_kind", "sg_class", "sg_count", "sg_tmask", "sg_cand", "sg_node", "sg_state", "need",
+    "gidx", "gtargets", "state_target",
+    # menu entries (task, agent, entry)
+    "e_verb", "e_obj", "e_raw", "e_target", "e_has_target", "e_door", "e_room", "e_room_id",
+    "e_to", "e_count",
+    # constants
     "conflicting", "feature_verb", "n_verbs"])
 State = namedtuple("State", [
     "task", "room", "pos", "at_door", "held", "nheld", "holder", "node_room", "npar", "prel",
