@@ -9,10 +9,9 @@ entries get probability exactly 0. The critic embeds every entry, averages the e
 the agent's plausible entries and maps that to the value of the team reward, one value per
 agent (shared weights). Every agent is trained on the team reward.
 
-The loop (CleanRL style): roll out `rollout` team steps of `num_envs` environments (one batch)
-sampling
-from the policy; GAE(lambda) advantages (time-outs bootstrap from the last state's value,
-terminal states do not); `epochs` passes of clipped-surrogate updates over shuffled
+The loop (CleanRL style): roll out `rollout` team steps of `num_envs` environments (one batch),
+sampling from the policy; GAE(lambda) advantages (time-outs bootstrap from the last state's
+value, terminal states do not); `epochs` passes of clipped-surrogate updates over shuffled
 minibatches of agent-steps, with a value loss and an entropy bonus; Adam, gradients clipped.
 `train` returns the learning curve (mean greedy success and completion on held-out tasks) and
 the network; `save`/`load` keep it with its settings. Training episodes use potential-based

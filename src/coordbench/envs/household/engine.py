@@ -33,6 +33,18 @@ HANDOVER_RANGE = 2.0
 MAX_HELD = 2
 
 
+def conflict_groups(actions: Sequence[Action], conflicting: frozenset[str]
+                    ) -> dict[int, list[int]]:
+    """Return, per object id, the agents whose actions contend for it this step (a
+    conflicting verb naming that id), objects in the order of their first agent; a group of
+    two or more draws one winner."""
+    groups: dict[int, list[int]] = {}
+    for i, a in enumerate(actions):
+        if a.name in conflicting and isinstance(a.obj, int):
+            groups.setdefault(a.obj, []).append(i)
+    return groups
+
+
 class HouseholdEnv:
     """A team of n agents in one household task."""
 
@@ -173,11 +185,7 @@ class HouseholdEnv:
             raise ValueError(f"expected {self.n} actions, got {len(actions)}")
         outcomes: list[Outcome | None] = [None] * self.n
         self.last_conflicts: list[tuple[int, list[int], int]] = []
-        groups: dict[int, list[int]] = {}
-        for i, a in enumerate(actions):
-            if a.name in self.conflicting and isinstance(a.obj, int):
-                groups.setdefault(a.obj, []).append(i)
-        for obj, members in groups.items():
+        for obj, members in conflict_groups(actions, self.conflicting).items():
             if len(members) > 1:
                 winner = self.rng.choice(members)
                 self.last_conflicts.append((obj, members, winner))

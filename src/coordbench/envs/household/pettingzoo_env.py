@@ -3,10 +3,10 @@
 
 `engine="python"` (the default, and the reference the batched engine is tested against) steps
 `HouseholdEnv` and builds observations with `menu.observe_entries`; `engine="batched"` steps
-the same episode on the numba kernels (`vec.HouseholdVecEnv` at batch 1), about 14x faster on
-household tasks, with the very same observations, rewards and infos for the same seed: it
-draws the conflict winners from the same `random.Random` the Python engine would use (then
-`env.env`, the Python engine, is None).
+the same episode on the numba kernels (`vec.HouseholdVecEnv` at batch 1), about 8x faster on
+household tasks (benchmarks/household_pettingzoo_speed.py), with the very same observations,
+rewards and infos for the same seed: it draws the conflict winners from the same
+`random.Random` the Python engine would use (then `env.env`, the Python engine, is None).
 
 Each agent chooses an entry of its stable action menu (`menu.catalog` over the task's nodes:
 `menu.household_nodes` for a household task, `menu.construct_nodes` for a construct
@@ -38,7 +38,7 @@ from pettingzoo import ParallelEnv
 from coordbench.errors import ActionError
 
 from .actions import CONFLICT_SETS, WAIT, Action
-from .engine import HouseholdEnv
+from .engine import HouseholdEnv, conflict_groups
 from .menu import N_FEATURES, Goals, agent_menus, observe_entries
 from .task import HouseholdTask
 
@@ -71,7 +71,17 @@ class HouseholdParallelEnv(ParallelEnv):
         self.possible_agents = [f"agent_{i}" for i in range(n_agents)]
         self.agents: list[str] = []
         self.render_mode = None
-        self.size = max(self._menu_size(task, nodes) for task, nodes in self.episodes)
+        self._vec = None
+        if engine == "batched":  # its tables hold the menus: the size comes from them
+            from .vec import HouseholdVecEnv
+
+            self._vec = HouseholdVecEnv(self.episodes, n_agents, batch=1, seed=seed,
+                                        conflict_set=conflict_set, step_cost=step_cost,
+                                        household=household, shaping=shaping,
+                                        budget_scale=budget_scale, autoreset=False)
+            self.size = self._vec.size
+        else:
+            self.size = max(self._menu_size(task, nodes) for task, nodes in self.episodes)
         self._obs_space = spaces.Dict({
             "observation": spaces.Box(0.0, 1.0, (self.size, N_FEATURES), np.float32),
             "action_mask": spaces.Box(0, 1, (self.size,), np.int8),
@@ -79,15 +89,6 @@ class HouseholdParallelEnv(ParallelEnv):
         self._act_space = spaces.Discrete(self.size)
         self.env: HouseholdEnv | None = None
         self.engine = engine
-        self._vec = None
-        if engine == "batched":
-            from .vec import HouseholdVecEnv
-
-            self._vec = HouseholdVecEnv(self.episodes, n_agents, batch=1, seed=seed,
-                                        conflict_set=conflict_set, step_cost=step_cost,
-                                        household=household, shaping=shaping,
-                                        budget_scale=budget_scale, autoreset=False)
-            assert self._vec.size == self.size
 
     def _menu_size(self, task: HouseholdTask, nodes: list[int] | None) -> int:
         env = HouseholdEnv(task, self.n, 0, self.conflict_set)
@@ -185,13 +186,9 @@ class HouseholdParallelEnv(ParallelEnv):
         """`step` on the kernels: the same conflict winners as `HouseholdEnv.step` draws
         (`rng.choice` over each group of two or more, groups in order of their first member),
         handed to the kernels as draws that pick them."""
-        groups: dict[int, list[int]] = {}
-        for i, a in enumerate(joint):
-            if a.name in CONFLICT_SETS[self.conflict_set] and isinstance(a.obj, int):
-                groups.setdefault(a.obj, []).append(i)
         draws = np.zeros((1, self.n))
         g = 0
-        for members in groups.values():
+        for members in conflict_groups(joint, CONFLICT_SETS[self.conflict_set]).values():
             if len(members) > 1:
                 k = self._conflict_rng.choice(range(len(members)))  # rng.choice(members)'s draw
                 draws[0, g] = (k + 0.5) / len(members)
