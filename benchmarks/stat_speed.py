@@ -1,6 +1,7 @@
 """STAT speed benchmark: the vectorized core against a pure-Python step, side by side.
 
 Usage:  python benchmarks/stat_speed.py [--seconds 5] [--batch 4096] [--rounds 3]
+            [--released-src DIR --released-python PY]
 Writes benchmarks/results/stat_speed.json and benchmarks/results/stat_speed.md.
 
 Every figure is joint environment steps per second (one joint step = all n agents of one env)
@@ -17,11 +18,16 @@ under random valid actions, measured in this one process:
   released environment, rebuilds the state vector and the masks in Python every step.
 
 The python reference and the one-thread vec figures alternate for `--rounds` rounds (this
-machine's speed drifts by tens of percent within minutes) and their medians are reported.
-The released environment itself (Mesa-based) is not run here. Its step() rates on one core of
-this machine kind were measured twice with an unchanged copy of the release: 4,346 / 1,797 /
-520 joint steps/s (research notes) and 5,065 / 2,004 / 626 (side by side with coordbench, as
-quoted in the project's issue). The higher, stricter figures are the denominators here.
+machine's speed drifts by tens of percent within minutes, and by several times between days)
+and their medians are reported.
+
+The released environment (Mesa-based, not part of coordbench) is measured side by side when
+`--released-src` names the `src` directory of a checkout of the release and
+`--released-python` an interpreter that can import it (`mesa<3`): each round then also runs
+benchmarks/stat_release_rate.py, and the ratios divide figures of the same run. Without it the
+table falls back to step() rates documented on another day (5,065 / 2,004 / 626), labelled as
+such: those are not a same-run ratio, and on 2026-12-03 the release ran 2.6-5.9x faster than
+them on a quieter machine.
 """
 
 from __future__ import annotations
@@ -30,6 +36,8 @@ import argparse
 import json
 import platform
 import statistics
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -55,6 +63,14 @@ def _timed(loop, seconds: float) -> float:
     while (now := time.perf_counter()) - start < seconds:
         steps += loop()
     return steps / (now - start)
+
+
+def released_rate(name: str, seconds: float, src: Path, python: str) -> float:
+    """Return the released environment's step() rate, measured now in a subprocess."""
+    out = subprocess.run([python, str(Path(__file__).parent / "stat_release_rate.py"),
+                          "--src", str(src), "--config", name, "--seconds", str(seconds)],
+                         check=True, capture_output=True, text=True).stdout
+    return json.loads(out.splitlines()[-1])["step_per_s"]
 
 
 def reference_rate(name: str, seconds: float) -> float:
@@ -104,13 +120,22 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=4096)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
+    ap.add_argument("--released-src", type=Path, default=None,
+                    help="src directory of a checkout of the released STAT code")
+    ap.add_argument("--released-python", default=sys.executable,
+                    help="interpreter that can import the release (mesa<3)")
     args = ap.parse_args()
+    if args.released_src and not (args.released_src / "stat_env" / "stat_gym.py").is_file():
+        ap.error(f"--released-src {args.released_src}: no stat_env/stat_gym.py there")
     rows = []
     for name in CONFIGS:
         cfg = get_config(name)
-        refs, loops, steps = [], [], []
+        refs, loops, steps, released_rounds = [], [], [], []
         for _ in range(args.rounds):  # alternate, so that drift hits both alike
             refs.append(reference_rate(name, args.seconds))
+            if args.released_src:
+                released_rounds.append(released_rate(name, args.seconds, args.released_src,
+                                                     args.released_python))
             r = measure_speed(cfg, args.batch, args.seconds, threads=1)
             loops.append(r.steps_per_s)
             steps.append(r.step_only_per_s)
@@ -120,15 +145,20 @@ def main() -> None:
                                   threads=1).step_only_per_s
         one = measure_speed(cfg, 1, args.seconds, threads=1).steps_per_s
         gym_ = gym_rate(name, args.seconds)
-        released = RELEASED_ENV[name]
+        same_run = bool(released_rounds)
+        released = statistics.median(released_rounds) if same_run else RELEASED_ENV[name]
         row = {"config": name, "python_reference": ref, "vec_obs": vec,
                "vec_obs_step_only": vec_step, "vec_obs_all_threads": vec_mt,
                "vec_masks_step_only": vec_masks, "batch1": one, "gym_wrapper": gym_,
-               "released_env_documented": released,
+               "released_env_step": released, "released_env_same_run": same_run,
+               "released_env_per_round": released_rounds,
                "vec_obs_over_reference": vec / ref, "batch1_over_reference": one / ref,
                "gym_over_reference": gym_ / ref,
                "vec_obs_step_only_over_released": vec_step / released,
-               "vec_obs_step_only_over_released_per_round": [x / released for x in steps],
+               # round k of ours over round k of the release when both ran (else documented)
+               "vec_obs_step_only_over_released_per_round": [
+                   x / (released_rounds[k] if same_run else released)
+                   for k, x in enumerate(steps)],
                "python_reference_per_round": refs, "vec_obs_step_only_per_round": steps,
                "vec_obs_over_released": vec / released,
                "vec_obs_all_threads_over_released": vec_mt / released}
@@ -147,12 +177,16 @@ def main() -> None:
         f"{args.seconds:g} s per figure, {meta['threads']} threads available, {meta['date']}. "
         f"1t = one thread; all = every thread. The python reference and the vec 1t figures "
         f"are medians of {args.rounds} alternating rounds. loop = drawing random valid actions "
-        "and stepping; step() = the time inside StatVecEnv.step() alone. The released "
-        "environment is not run here: its step() rates are documented measurements on this "
-        "machine kind (benchmarks/stat_speed.py says which).", "",
+        "and stepping; step() = the time inside StatVecEnv.step() alone. "
+        + ("The released environment's step() rate was measured in the same run, alternating "
+           "with ours (benchmarks/stat_release_rate.py), and each ratio divides figures of "
+           "that run." if all(r["released_env_same_run"] for r in rows) else
+           "The released environment was not run: its step() rates are documented figures "
+           "from another day, so the ratios to it are not same-run ratios and this machine's "
+           "speed varies by several times between days."), "",
         f"| config | python reference | vec B={args.batch} +obs 1t loop | +obs 1t step() | "
         "+obs all loop | masks only 1t step() | batch 1 | gym wrapper | vec 1t loop/ref | "
-        "released env step() (documented) | vec 1t step()/released (per round) | "
+        "released env step() | vec 1t step()/released (per round) | "
         "vec 1t loop/released | vec all loop/released |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
@@ -162,7 +196,8 @@ def main() -> None:
             f"| {r['config']} | {r['python_reference']:,.0f} | {r['vec_obs']:,.0f} | "
             f"{r['vec_obs_step_only']:,.0f} | {r['vec_obs_all_threads']:,.0f} | "
             f"{r['vec_masks_step_only']:,.0f} | {r['batch1']:,.0f} | {r['gym_wrapper']:,.0f} | "
-            f"{r['vec_obs_over_reference']:,.0f}x | {r['released_env_documented']:,} | "
+            f"{r['vec_obs_over_reference']:,.0f}x | {r['released_env_step']:,.0f}"
+            f"{'' if r['released_env_same_run'] else ' (documented)'} | "
             f"**{r['vec_obs_step_only_over_released']:,.0f}x** ({per_round}) | "
             f"{r['vec_obs_over_released']:,.0f}x | "
             f"{r['vec_obs_all_threads_over_released']:,.0f}x |")

@@ -101,6 +101,133 @@ def test_movement_is_bit_exact_where_pow_and_x_times_x_differ(threaded, monkeypa
             assert reward[b] == sum(out["rewards"])
 
 
+def _ulps(x: float, k: int) -> float:
+    """Return the double k steps from x (toward +inf for k > 0)."""
+    import math
+
+    for _ in range(abs(k)):
+        x = math.nextafter(x, math.inf if k > 0 else 0.0)
+    return x
+
+
+def _straddles(count: int, edges: list[float], decide, seed: int) -> list[tuple]:
+    """Return `count` offsets (edge, dx, dy) near a distance edge where deciding with the
+    release's squares (Python's `**`, pow) and with x*x disagree: decide(s) -> a value."""
+    import math
+    import random
+
+    rng = random.Random(seed)
+    out = []
+    while len(out) < count:
+        edge = rng.choice(edges)
+        th = rng.uniform(0.05, 1.5)
+        dx, dy = edge * math.cos(th), edge * math.sin(th)
+        for k in range(-8, 9):
+            y = _ulps(dy, k)
+            if decide(dx**2 + y**2) != decide(dx * dx + y * y):
+                out.append((edge, dx, y))
+                break
+    return out
+
+
+@pytest.mark.parametrize("threaded", [False, True])
+def test_bins_follow_the_release_squares_where_pow_and_x_times_x_straddle_an_edge(
+        threaded, monkeypatch):
+    """An agent at the origin and a task at a distance within an ULP of a bin edge (0.5, 1,
+    k*w), where pow's squares put it on one side and x*x's on the other: the bin is the
+    release's (the reference computes with `**`). Such distances occur in play: an agent
+    walking away from the task it completed stands at whole distances from it."""
+    import math
+
+    monkeypatch.setattr(vec_module, "PARALLEL_ROWS", 1 if threaded else 10**9)
+    cfg = get_config("5A-25T-50x30")
+    w = cfg.width / cfg.num_bins
+
+    def bin_of(s: float) -> int:
+        d = math.sqrt(s)
+        return 0 if d < 0.5 else 1 if d < 1.0 else min(int(d // w), cfg.num_bins - 1)
+
+    cases = _straddles(24, [0.5, 1.0, w, 2 * w, 3 * w], bin_of, seed=0)
+    assert {c[0] for c in cases} >= {0.5, 1.0}
+    layouts = np.full((len(cases), cfg.tasks, 2), 25.0)
+    for b, (_, dx, dy) in enumerate(cases):
+        layouts[b, 0] = (dx, dy)
+    vec = StatVecEnv(cfg, len(cases), auto_reset=False)
+    obs, _ = vec.reset(layouts)
+    for b in range(len(cases)):
+        ref = ReferenceStatEnv(cfg)
+        ref.reset(layouts[b])
+        assert obs[b].tolist() == ref.observation(), cases[b]
+
+
+@pytest.mark.parametrize("threaded", [False, True])
+def test_arrival_and_conflicts_follow_the_release_squares(threaded, monkeypatch):
+    """The arrival radius (masks: MOVE or EXECUTE) and a conflict between two pickers at
+    distances within an ULP of each other, where pow's squares and x*x's decide differently:
+    the masks and the winner are the release's."""
+    import math
+
+    monkeypatch.setattr(vec_module, "PARALLEL_ROWS", 1 if threaded else 10**9)
+    cfg = get_config("3A-6T-10x6", episode_limit=50)
+    # arrival: agent 0 at the origin committed to task 0, at an offset straddling 0.5
+    arrive = _straddles(8, [0.5], lambda s: math.sqrt(s) < 0.5, seed=1)
+    vec = StatVecEnv(cfg, len(arrive), auto_reset=False)
+    layouts = np.tile(np.linspace(1.0, 9.0, cfg.tasks)[None, :, None], (len(arrive), 1, 2))
+    for b, (_, dx, dy) in enumerate(arrive):
+        layouts[b, 0] = (dx, dy)
+    vec.reset(layouts)
+    refs = []
+    for b in range(len(arrive)):
+        vec.state.target[b, 0] = 0
+        vec.state.selected[b, 0] = True
+        vec.state.mode[b, 0] = 1
+        ref = ReferenceStatEnv(cfg)
+        ref.reset(layouts[b])
+        ref.target[0], ref.selected[0], ref.mode[0] = 0, True, 1
+        refs.append(ref)
+    _, masks = vec._observe(vec._all)
+    for b, ref in enumerate(refs):
+        assert np.flatnonzero(masks[b, 0]).tolist() == ref.valid_actions(0), arrive[b]
+        dx, dy = arrive[b][1:]
+        assert (math.sqrt(dx * dx + dy * dy) < 0.5) != ref.at_target(0)  # x*x would differ
+
+    # conflict: agent 0 at the origin and agent 1 both pick task 0, at distances within an
+    # ULP of each other that pow's squares and x*x's order differently
+    def pair(seed: int) -> tuple[tuple[float, float], tuple[float, float]]:
+        import random
+
+        rng = random.Random(seed)
+        while True:
+            d = rng.uniform(1.5, 4.0)
+            a, c = rng.uniform(0.1, 1.4), rng.uniform(0.1, 1.4)
+            task = (d * math.cos(a), d * math.sin(a))
+            for k in range(-8, 9):
+                p1 = (task[0] - d * math.cos(c), _ulps(task[1] - d * math.sin(c), k))
+                o1 = (task[0] - p1[0], task[1] - p1[1])  # what the kernels subtract
+                pw = math.sqrt(o1[0]**2 + o1[1]**2) < math.sqrt(task[0]**2 + task[1]**2)
+                mul = (math.sqrt(o1[0] * o1[0] + o1[1] * o1[1])
+                       < math.sqrt(task[0] * task[0] + task[1] * task[1]))
+                if pw != mul:  # (agent 1 may stand off the plane: the rules do not care)
+                    return task, p1
+
+    for seed in range(4):
+        task, p1 = pair(seed)
+        lay = np.tile(np.linspace(0.5, 9.5, cfg.tasks)[:, None], (1, 2))[None]
+        lay[0, 0] = task
+        vec = StatVecEnv(cfg, 1, auto_reset=False)
+        vec.reset(lay)
+        ref = ReferenceStatEnv(cfg)
+        ref.reset(lay[0])
+        vec.state.pos[0, 1] = p1
+        ref.pos[1] = p1
+        vec._observe(vec._all)
+        joint = [SELECT0, SELECT0, 0]
+        _, _, reward, info = vec.step(np.array([joint]))
+        out = ref.step(joint)
+        assert info.final_actions[0].tolist() == out["final_actions"], seed
+        assert reward[0] == sum(out["rewards"])
+
+
 def test_team_reward_adds_in_agent_order():
     """Nine agents: numpy's pairwise sum and the release's left-to-right sum can differ by an
     ULP; the team reward is the release's."""

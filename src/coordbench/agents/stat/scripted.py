@@ -131,7 +131,8 @@ def _forced(env: StatVecEnv) -> tuple[np.ndarray, np.ndarray]:
     s = env.state
     out = np.empty((env.batch, env.cfg.agents), dtype=np.int64)
     free = np.empty((env.batch, env.cfg.tasks), dtype=np.bool_)
-    kernels.forced_actions_kernel(s.pos, s.target, s.task_pos, s.completed, s.selected, out, free)
+    kernels.forced_actions_kernel(s.pos, s.target, s.task_pos, s.completed, s.selected, out, free,
+                                  kernels.TWO)
     return out, free
 
 

@@ -33,16 +33,44 @@ from .config import (
     STEP_PENALTY,
 )
 
+# x*x and the release's pow(x, 2.0) (Python's `**`) differ by at most one ULP per square, so a
+# squared distance further than this (relative) from a decision edge decides the same way with
+# either; only nearer ones are recomputed with pow, which is too slow to call everywhere
+NEAR = 1e-12
+# the exponent the kernels take as their `two` argument: a run-time 2.0 keeps math.pow a call
+# of the C library's pow(), where a literal would be folded into x*x
+TWO = 2.0
+
 
 @njit(cache=True, inline="always")
-def _dist(ax: float, ay: float, bx: float, by: float) -> float:
-    return math.sqrt((bx - ax) ** 2 + (by - ay) ** 2)
+def _sq(ax: float, ay: float, bx: float, by: float) -> float:
+    """Return the squared distance with x*x (vectorizes; see NEAR)."""
+    dx = bx - ax
+    dy = by - ay
+    return dx * dx + dy * dy
 
 
 @njit(cache=True, inline="always")
-def _arrived(px: float, py: float, tx: float, ty: float) -> bool:
+def _sq_release(ax: float, ay: float, bx: float, by: float, two: float) -> float:
+    """Return the released code's squared distance, (bx - ax)**2 + (by - ay)**2 with the C
+    library's pow (`two` = 2.0 passed in at run time, which numba cannot fold into x*x)."""
+    return math.pow(bx - ax, two) + math.pow(by - ay, two)
+
+
+@njit(cache=True, inline="always")
+def _within(ax: float, ay: float, bx: float, by: float, radius: float, two: float) -> bool:
+    """Return whether the released code's distance sqrt(dx**2 + dy**2) is below `radius`."""
+    s = _sq(ax, ay, bx, by)
+    r2 = radius * radius
+    if abs(s - r2) <= NEAR * r2:
+        s = _sq_release(ax, ay, bx, by, two)
+    return math.sqrt(s) < radius
+
+
+@njit(cache=True, inline="always")
+def _arrived(px: float, py: float, tx: float, ty: float, two: float) -> bool:
     """Return whether (px, py) lies within the arrival radius of (tx, ty)."""
-    return _dist(px, py, tx, ty) < ARRIVAL_RADIUS
+    return _within(px, py, tx, ty, ARRIVAL_RADIUS, two)
 
 
 @njit(cache=True, inline="always")
@@ -71,7 +99,7 @@ def _step_toward(x1: float, y1: float, tx: float, ty: float,
         x, y = tx, ty
     else:
         x, y = x1 + ndx, y1 + ndy
-    return x, y, _arrived(x, y, tx, ty)
+    return x, y, _arrived(x, y, tx, ty, two)
 
 
 @njit(cache=True)
@@ -100,14 +128,18 @@ def _step_observe_rows(idx, stepping, pos, target, mode, counter, task_pos, comp
     is 2.0 (see `_step_toward`).
 
     Masks: masks[b, i, a] as in docs/stat.md. Observation: [bins(n*m), modes(n), completed(m),
-    selected(m)] with bins d < 0.5 -> 0; d < 1 -> 1; else min(d // w, top) with Python's `//`,
-    which is the floor of the exact quotient. The correctly rounded q = d / w floors the same
-    unless q is a whole number (rounding can reach an integer but never cross one), so only
-    such a bin is redone with Python's slower `//` (`_py_floordiv`); the bins agree bit for
-    bit. The distances go through scratch[b] (n*m floats per env, negated where the quotient
-    is whole) so that the binning pass is one branch-free loop the compiler vectorizes. (A row
-    per thread would need numba's get_thread_id, whose cached code crashes when a new process
-    loads it.)
+    selected(m)] with the release's bins of its distance d = sqrt(dx**2 + dy**2): d < 0.5 -> 0;
+    d < 1 -> 1; else min(d // w, top) with Python's `//`, which is the floor of the exact
+    quotient. The fast pass takes the squares as x*x and floors the correctly rounded
+    q = d / w. Both agree with the release except within a hair of an edge: x*x and pow(x, 2.0)
+    differ by an ULP for about 0.08% of inputs, and q floors like the exact quotient unless q
+    is a whole number (rounding can reach an integer but never cross one). So a distance
+    within NEAR of 0.5, 1 or a whole quotient is redone with the release's arithmetic (pow's
+    squares, Python's `//`). Such distances are not rare: an agent walking away from the task
+    it completed stands at whole distances from it. The distances go through scratch[b]
+    (n*m floats per env, -1 marking those to redo) so that the fast pass is one branch-free
+    loop the compiler vectorizes. (A row per thread would need numba's get_thread_id, whose
+    cached code crashes when a new process loads it.)
 
     All of it is one loop body on purpose: a helper taking arrays, inlined or not, costs atomic
     reference-count updates per call and environment, more than the work of a small env. Short
@@ -148,7 +180,9 @@ def _step_observe_rows(idx, stepping, pos, target, mode, counter, task_pos, comp
                     if a < SELECT0:
                         continue
                     j = a - SELECT0
-                    di = _dist(pos[b, i, 0], pos[b, i, 1], task_pos[b, j, 0], task_pos[b, j, 1])
+                    tx = task_pos[b, j, 0]
+                    ty = task_pos[b, j, 1]
+                    si = _sq(pos[b, i, 0], pos[b, i, 1], tx, ty)
                     first = True
                     others = False
                     lose = False
@@ -158,8 +192,13 @@ def _step_observe_rows(idx, stepping, pos, target, mode, counter, task_pos, comp
                         others = True
                         if k < i:
                             first = False
-                        dk = _dist(pos[b, k, 0], pos[b, k, 1], task_pos[b, j, 0],
-                                   task_pos[b, j, 1])
+                        sk = _sq(pos[b, k, 0], pos[b, k, 1], tx, ty)
+                        ri = si
+                        if abs(sk - si) <= NEAR * max(si, sk):  # the release's squares decide
+                            ri = _sq_release(pos[b, i, 0], pos[b, i, 1], tx, ty, two)
+                            sk = _sq_release(pos[b, k, 0], pos[b, k, 1], tx, ty, two)
+                        di = math.sqrt(ri)
+                        dk = math.sqrt(sk)
                         if dk < di or (dk == di and k < i):
                             lose = True
                     if others and first:
@@ -200,7 +239,8 @@ def _step_observe_rows(idx, stepping, pos, target, mode, counter, task_pos, comp
                 elif a == MOVE:
                     movable = tgt >= 0 and not completed[b, tgt]
                     if movable and mode[b, i] == MODE_MOVING and _arrived(
-                            pos[b, i, 0], pos[b, i, 1], task_pos[b, tgt, 0], task_pos[b, tgt, 1]):
+                            pos[b, i, 0], pos[b, i, 1], task_pos[b, tgt, 0], task_pos[b, tgt, 1],
+                            two):
                         r = INVALID_MOVE_EXECUTE - decay
                     elif movable and (mode[b, i] == MODE_IDLE or mode[b, i] == MODE_MOVING):
                         goal = tgt
@@ -208,7 +248,7 @@ def _step_observe_rows(idx, stepping, pos, target, mode, counter, task_pos, comp
                         r = INVALID_MOVE_EXECUTE - decay
                 elif a == EXECUTE:
                     at = tgt >= 0 and _arrived(pos[b, i, 0], pos[b, i, 1], task_pos[b, tgt, 0],
-                                               task_pos[b, tgt, 1])
+                                               task_pos[b, tgt, 1], two)
                     if mode[b, i] == MODE_MOVING and at and not completed[b, tgt]:
                         mode[b, i] = MODE_EXECUTING
                         counter[b, i] -= 1
@@ -237,9 +277,9 @@ def _step_observe_rows(idx, stepping, pos, target, mode, counter, task_pos, comp
                             # off-mask re-selection of an assigned task (the released code's
                             # legacy branch): the old assignee keeps its target if it is near
                             old = assignee[b, j]
-                            if old >= 0 and _dist(pos[b, old, 0], pos[b, old, 1],
-                                                  task_pos[b, j, 0],
-                                                  task_pos[b, j, 1]) >= STEAL_RADIUS:
+                            if old >= 0 and not _within(pos[b, old, 0], pos[b, old, 1],
+                                                        task_pos[b, j, 0], task_pos[b, j, 1],
+                                                        STEAL_RADIUS, two):
                                 target[b, old] = -1
                                 mode[b, old] = MODE_IDLE
                                 counter[b, old] = EXECUTE_STEPS
@@ -276,7 +316,8 @@ def _step_observe_rows(idx, stepping, pos, target, mode, counter, task_pos, comp
             idle += tgt < 0
             masks[b, i, IDLE] = tgt < 0 and free == 0
             if tgt >= 0:
-                at = _arrived(pos[b, i, 0], pos[b, i, 1], task_pos[b, tgt, 0], task_pos[b, tgt, 1])
+                at = _arrived(pos[b, i, 0], pos[b, i, 1], task_pos[b, tgt, 0], task_pos[b, tgt, 1],
+                              two)
                 masks[b, i, MOVE] = not at
                 masks[b, i, EXECUTE] = at
                 for j in range(m):
@@ -298,21 +339,28 @@ def _step_observe_rows(idx, stepping, pos, target, mode, counter, task_pos, comp
                     dx = task_pos[b, j, 0] - px
                     dy = task_pos[b, j, 1] - py
                     scratch[b, i * m + j] = dx * dx + dy * dy
-            whole = 0
+            redo_any = 0
             for e in range(nm):
                 d = math.sqrt(scratch[b, e])
                 q = d / bin_w
                 f = math.floor(q)
-                redo = (f == q) & (d >= 1.0)
-                whole += 1 if redo else 0
-                scratch[b, e] = -d if redo else d
+                # within NEAR of an edge (0.5, 1 or a positive whole quotient): redone below
+                redo = ((abs(q - math.floor(q + 0.5)) <= NEAR * q) & (q >= 0.5)
+                        | (abs(d - 1.0) <= NEAR) | (abs(d - 0.5) <= NEAR))
+                redo_any += 1 if redo else 0
+                scratch[b, e] = -1.0 if redo else d
                 v = f if f < top else top
                 v = v if d >= 1.0 else 1.0
                 obs[b, e] = v if d >= 0.5 else 0.0
-            if whole:
+            if redo_any:  # the release's own arithmetic decides these
                 for e in range(nm):
                     if scratch[b, e] < 0.0:
-                        obs[b, e] = min(_py_floordiv(-scratch[b, e], bin_w), top)
+                        i = e // m
+                        j = e - i * m
+                        d = math.sqrt(_sq_release(pos[b, i, 0], pos[b, i, 1], task_pos[b, j, 0],
+                                                  task_pos[b, j, 1], two))
+                        obs[b, e] = (0.0 if d < 0.5 else 1.0 if d < 1.0 else
+                                     min(_py_floordiv(d, bin_w), top))
             for i in range(n):
                 obs[b, nm + i] = mode[b, i]
             for j in range(m):  # one array per loop: interleaved, these run 5x slower
@@ -352,9 +400,10 @@ def reset_kernel(idx, new_task_pos, pos, target, mode, counter, task_pos, comple
 
 
 @njit(cache=True)
-def forced_actions_kernel(pos, target, task_pos, completed, selected, out, free_mask):
+def forced_actions_kernel(pos, target, task_pos, completed, selected, out, free_mask, two):
     """Fill out[B, n] with each agent's only valid action, or -1 for decision agents (no target,
-    a task to pick); set free_mask[B, m] to the selectable tasks. Returns nothing."""
+    a task to pick); set free_mask[B, m] to the selectable tasks (`two` = 2.0, see _sq_release).
+    Returns nothing."""
     B, n = target.shape
     m = task_pos.shape[1]
     for b in range(B):
@@ -367,7 +416,8 @@ def forced_actions_kernel(pos, target, task_pos, completed, selected, out, free_
         for i in range(n):
             tgt = target[b, i]
             if tgt >= 0:
-                at = _arrived(pos[b, i, 0], pos[b, i, 1], task_pos[b, tgt, 0], task_pos[b, tgt, 1])
+                at = _arrived(pos[b, i, 0], pos[b, i, 1], task_pos[b, tgt, 0], task_pos[b, tgt, 1],
+                              two)
                 out[b, i] = EXECUTE if at else MOVE
             elif free == 0:
                 out[b, i] = IDLE
@@ -376,12 +426,12 @@ def forced_actions_kernel(pos, target, task_pos, completed, selected, out, free_
 
 
 @njit(cache=True)
-def random_valid_kernel(pos, target, task_pos, completed, selected, u, out):
+def random_valid_kernel(pos, target, task_pos, completed, selected, u, out, two):
     """Write a uniformly random valid action per agent into out[B, n], using uniforms u[B, n]."""
     B, n = target.shape
     m = task_pos.shape[1]
     free_mask = np.empty((B, m), dtype=np.bool_)
-    forced_actions_kernel(pos, target, task_pos, completed, selected, out, free_mask)
+    forced_actions_kernel(pos, target, task_pos, completed, selected, out, free_mask, two)
     for b in range(B):
         free = 0
         for j in range(m):

@@ -145,9 +145,9 @@ class StatVecEnv:
         self.active = np.ones(self.batch, dtype=np.bool_)
         self.info = StepInfo.empty(self.batch, cfg.agents)
         self._team_reward = np.zeros(self.batch)
-        # the squares of the movement formula are pow(x, 2.0) as in the release; passed at run
-        # time so that numba cannot fold them into x*x (kernels._step_toward)
-        self._two = 2.0
+        # the release's squares are pow(x, 2.0); passed at run time so that numba cannot fold
+        # them into x*x (kernels._sq_release)
+        self._two = kernels.TWO
         self.masks = np.zeros((self.batch, cfg.agents, cfg.num_actions), dtype=np.bool_)
         self.obs = np.zeros((self.batch, cfg.obs_dim), dtype=np.float32)
         self._bin_w = cfg.width / cfg.num_bins
@@ -242,7 +242,7 @@ class StatVecEnv:
         out = np.zeros((self.batch, self.cfg.agents), dtype=np.int64)
         s = self.state
         kernels.random_valid_kernel(s.pos, s.target, s.task_pos, s.completed, s.selected,
-                                    rng.random((self.batch, self.cfg.agents)), out)
+                                    rng.random((self.batch, self.cfg.agents)), out, self._two)
         return out
 
 
