@@ -49,7 +49,7 @@ test: install-dev
 	$(BIN)/python -m pytest -n 2 --dist loadgroup; rc=$$?; if [ $$rc -eq 5 ]; then echo 'no tests collected'; exit 0; fi; exit $$rc
 
 bench: install-dev
-	$(BIN)/python benchmarks/stat_speed.py
+	$(BIN)/python benchmarks/stat_speed.py $(if $(STAT_RELEASE_SRC),--released-src $(STAT_RELEASE_SRC) --released-python $(or $(STAT_RELEASE_PYTHON),$(BIN)/python))
 	@# VirtualHome's symbolic executor, run side by side with the household engine; its
 	@# pinned 2019-2021 dependencies are not needed (the executor uses only numpy)
 	$(BIN)/pip install -q --no-deps virtualhome==2.3.0

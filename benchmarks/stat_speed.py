@@ -26,7 +26,7 @@ The released environment (Mesa-based, not part of coordbench) is measured side b
 `--released-python` an interpreter that can import it (`mesa<3`): each round then also runs
 benchmarks/stat_release_rate.py, and the ratios divide figures of the same run. Without it the
 table falls back to step() rates documented on another day (5,065 / 2,004 / 626), labelled as
-such: those are not a same-run ratio, and on 2026-12-03 the release ran 2.6-5.9x faster than
+such: those are not a same-run ratio, and on 2026-12-03 the release ran 5.5-6.6x faster than
 them on a quieter machine.
 """
 
