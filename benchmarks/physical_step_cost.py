@@ -1,7 +1,11 @@
 """Physical suite: where one control step's time goes, per task (scripted experts).
 
-Usage:  python benchmarks/physical_step_cost.py [--rollouts 16]
+Usage:  python benchmarks/physical_step_cost.py [--rollouts 16] [--baseline-src DIR]
 Writes benchmarks/results/physical_step_cost.json and .md.
+
+--baseline-src DIR (a checkout of another coordbench version, e.g. a `git worktree` of an
+older commit) also times that code's whole step on the same seeds, task by task in a child
+process alternating with this code's, and adds the ratio of the two (same run, same load).
 
 One process runs the nominal expert on seeds 1..N of every task (one lockstep batch) with
 each layer's entry point wrapped in a CPU-time clock: physics (`mj_step`, 4 substeps),
@@ -17,7 +21,11 @@ from __future__ import annotations
 
 import argparse
 import collections
+import json
 import os
+import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 
@@ -75,17 +83,55 @@ def measure(task: str, rollouts: int) -> dict:
             "success": sum(t.end.success for t in trs) / len(trs)}
 
 
+def whole_step(task: str, rollouts: int) -> float:
+    """Return the unclocked real-time factor of one task's lockstep batch (this process's
+    coordbench)."""
+    start = time.process_time()
+    trs, _ = runner.run(task, ExpertPolicy(0.0), list(range(1, rollouts + 1)))
+    return sum(t.end.t for t in trs) * CONTROL_DT / (time.process_time() - start)
+
+
+def baseline_step(src: str, task: str, rollouts: int) -> float:
+    """Return whole_step of the coordbench under `src`/src, run in a child process."""
+    env = os.environ | {"PYTHONPATH": str(os.path.join(src, "src"))}
+    out = subprocess.run([sys.executable, __file__, "--whole-step", task,
+                          "--rollouts", str(rollouts)], env=env, check=True,
+                         capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])["x_real_time"]
+
+
+def side_by_side(src: str, task: str, rollouts: int, rounds: int = 3) -> dict:
+    """Return both codes' whole-step real-time factors (medians of alternating rounds, the
+    child process for both so start-up and imports match) and their ratio."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    ours, theirs = [], []
+    for _ in range(rounds):
+        ours.append(baseline_step(here, task, rollouts))
+        theirs.append(baseline_step(src, task, rollouts))
+    med = sorted(a / b for a, b in zip(ours, theirs, strict=True))[rounds // 2]
+    return {"ours": sorted(ours)[rounds // 2], "baseline": sorted(theirs)[rounds // 2],
+            "ratio": round(med, 3)}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rollouts", type=int, default=16)
+    ap.add_argument("--baseline-src", default=None)
+    ap.add_argument("--whole-step", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.whole_step:  # the child process of side_by_side
+        print(json.dumps({"x_real_time": whole_step(args.whole_step, args.rollouts)}))
+        return
     load = os.getloadavg()[0]
+    pairs = {task: side_by_side(args.baseline_src, task, args.rollouts)
+             for task in TASKS} if args.baseline_src else {}
     env_module.mujoco = ClockedMujoco()
     env_module.PhysicalEnv.sense = clocked(env_module.PhysicalEnv.sense, "sensing")
     env_module.PhysicalEnv._score = clocked(env_module.PhysicalEnv._score, "scoring")
     runner.CouplingMonitor.update = clocked(runner.CouplingMonitor.update, "monitor")
     ExpertPolicy.act = clocked(ExpertPolicy.act, "policy")
-    rows = [measure(task, args.rollouts) for task in TASKS]
+    rows = [measure(task, args.rollouts) | ({"vs_baseline": pairs[task]} if pairs else {})
+            for task in TASKS]
     for r in rows:
         print(r["task"], r["x_real_time"], r["x_real_time_physics_only"], flush=True)
     layers = list(rows[0]["us_per_step"])
@@ -111,6 +157,18 @@ def main() -> None:
                                                       for k in layers) +
                      f" | {r['x_real_time']:.0f}x | {r['x_real_time_physics_only']:.0f}x | "
                      f"{100 * r['python_share']:.0f}% |")
+    if pairs:
+        ratios = sorted(p["ratio"] for p in pairs.values())
+        sha = subprocess.run(["git", "-C", args.baseline_src, "rev-parse", "--short", "HEAD"],
+                             capture_output=True, text=True).stdout.strip() or "?"
+        lines += ["", f"Side by side with the code of commit {sha} (unclocked whole "
+                  "step, same seeds, child processes alternating, medians of 3 rounds): "
+                  f"median speed-up {statistics.median(ratios):.2f}x "
+                  f"({ratios[0]:.2f}-{ratios[-1]:.2f}x).", "",
+                  "| task | this code (x real time) | baseline (x real time) | ratio |",
+                  "|---|---|---|---|"]
+        lines += [f"| {t} | {p['ours']:.0f}x | {p['baseline']:.0f}x | {p['ratio']:.2f}x |"
+                  for t, p in pairs.items()]
     write_results("physical_step_cost", {"meta": vars(args) | {"load": load}, "tasks": rows},
                   lines)
 

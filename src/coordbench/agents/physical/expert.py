@@ -58,7 +58,7 @@ class ExpertPolicy:
             senses = [env.sense(i) for i in range(env.n)]
             if self.resync:
                 self._resync(env, team, senses)
-            clean = np.stack([ex.act(s, CONTROL_DT) for ex, s in zip(team, senses, strict=True)])
+            clean = np.array([ex.act(s, CONTROL_DT) for ex, s in zip(team, senses, strict=True)])
             self.clean[id(env)] = clean
             if self.perturb > 0:
                 noise = self.rngs[id(env)].normal(size=clean.shape) * PERTURB_SCALE

@@ -107,7 +107,7 @@ def actuator_xml(i: int) -> str:
 def ik2(r: float, z: float) -> tuple[float, float]:
     """Return (shoulder, elbow) placing the wrist at forward distance r and height z from the
     shoulder (elbow down; positive angles raise the links); unreachable targets are clamped."""
-    c = float(np.clip((r * r + z * z - L1 * L1 - L2 * L2) / (2 * L1 * L2), -1, 1))
+    c = min(max(float((r * r + z * z - L1 * L1 - L2 * L2) / (2 * L1 * L2)), -1.0), 1.0)
     el = -math.acos(c)
     sh = math.atan2(z, r) - math.atan2(L2 * math.sin(el), L1 + L2 * math.cos(el))
     return sh, el

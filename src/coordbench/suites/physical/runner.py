@@ -72,6 +72,12 @@ class CouplingMonitor:
     armed: bool = False
     contact_run: int = 0
     events: list[PhysicalCouplingEvent] = field(default_factory=list)
+    who: np.ndarray | None = None  # the robots that handle the main object (task constant)
+
+    def _holders(self, env: PhysicalEnv) -> tuple[np.ndarray, int]:
+        if self.who is None:
+            self.who = np.array(env.task.object_holders or range(env.n))
+        return self.who, env.task.holders_needed or len(self.who)
 
     def update(self, env: PhysicalEnv) -> None:
         """Inspect the state after one control step."""
@@ -89,8 +95,7 @@ class CouplingMonitor:
         # needs (all of them when carrying together, one in a handover) for 0.1 s while it
         # was up, and it comes down 2 cm (touch sensing flickers for a step or two while the
         # fingers slide, and a frame let go onto its peg stays up: neither is a drop)
-        who = np.array(env.task.object_holders or range(env.n))
-        needed = env.task.holders_needed or len(who)
+        who, needed = self._holders(env)
         held = int(holds[who].sum())
         self.armed |= held >= needed
         if self.armed and (lifted or self.lost_for) and held < needed and env.phase < 3:
