@@ -91,7 +91,7 @@ def whole_step(task: str, rollouts: int) -> float:
     return sum(t.end.t for t in trs) * CONTROL_DT / (time.process_time() - start)
 
 
-def baseline_step(src: str, task: str, rollouts: int) -> float:
+def child_whole_step(src: str, task: str, rollouts: int) -> float:
     """Return whole_step of the coordbench under `src`/src, run in a child process."""
     env = os.environ | {"PYTHONPATH": str(os.path.join(src, "src"))}
     out = subprocess.run([sys.executable, __file__, "--whole-step", task,
@@ -106,8 +106,8 @@ def side_by_side(src: str, task: str, rollouts: int, rounds: int = 3) -> dict:
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     ours, theirs = [], []
     for _ in range(rounds):
-        ours.append(baseline_step(here, task, rollouts))
-        theirs.append(baseline_step(src, task, rollouts))
+        ours.append(child_whole_step(here, task, rollouts))
+        theirs.append(child_whole_step(src, task, rollouts))
     med = sorted(a / b for a, b in zip(ours, theirs, strict=True))[rounds // 2]
     return {"ours": sorted(ours)[rounds // 2], "baseline": sorted(theirs)[rounds // 2],
             "ratio": round(med, 3)}

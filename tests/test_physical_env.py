@@ -110,32 +110,36 @@ def test_rollouts_do_not_depend_on_their_lockstep_batch(task):
     assert together[1].events == alone[0].events
 
 
-@pytest.mark.parametrize("task", ["MoveHouse", "Handover"])
-def test_touch_sensing_and_collisions_match_the_contact_list(task):
-    # the geom-pair lookups against the definition, contact by contact, along perturbed
-    # expert rollouts (grasps, slips, releases and robots bumping into each other)
-    env = PhysicalEnv(get_task(task))
-    policy = ExpertPolicy(1.0, perturb=2.0)
-    env.reset(3)
-    policy.reset([env])
-    m, held_steps = env.model, 0
-    for _ in range(400):
-        env.step(policy.act([env])[0])
-        touch = np.zeros((env.n, 2), dtype=bool)
-        collisions = 0
-        for c in env.data.contact[:env.data.ncon].geom:
-            for mine, other in ((c[0], c[1]), (c[1], c[0])):
-                for i in range(env.n):
-                    for f in range(2):
-                        if mine == env.fingers[i, f] and other in env.grasp_geoms[i]:
-                            touch[i, f] = True
-            a, b = (m.body(m.geom_bodyid[g]).name.split("_")[0] for g in c)
-            if a != b and a.startswith("r") and b.startswith("r") and a[1:].isdigit() and \
-                    b[1:].isdigit():
-                collisions += 1
-        assert env.holds().tolist() == touch.all(axis=1).tolist()
-        assert env.robot_contacts() == collisions
-        held_steps += int(touch.all(axis=1).any())
-        if env.done:
-            break
-    assert held_steps > 20  # the check saw grasps, not only an empty contact list
+def test_touch_sensing_and_collisions_match_the_contact_list():
+    # the geom-pair lookups against the definition, contact by contact: along perturbed
+    # expert rollouts (grasps, slips, releases), then with the robots driven forward, arms
+    # out, into each other (MoveHouse's robots meet within a few steps)
+    held_steps = bumped_steps = 0
+    for task in ("Handover", "MoveHouse"):
+        env = PhysicalEnv(get_task(task))
+        m = env.model
+        policy = ExpertPolicy(1.0, perturb=2.0)
+        env.reset(3)
+        policy.reset([env])
+        forward = np.zeros((env.n, 9))
+        forward[:, 0] = 0.6
+        for k in range(500):
+            env.step(policy.act([env])[0] if k < 300 else forward)
+            touch = np.zeros((env.n, 2), dtype=bool)
+            collisions = 0
+            for c in env.data.contact[:env.data.ncon].geom:
+                for mine, other in ((c[0], c[1]), (c[1], c[0])):
+                    for i in range(env.n):
+                        for f in range(2):
+                            if mine == env.fingers[i, f] and other in env.grasp_geoms[i]:
+                                touch[i, f] = True
+                a, b = (next((i for i in range(env.n)
+                              if m.body(m.geom_bodyid[g]).name.startswith(f"r{i}_")), None)
+                        for g in c)
+                collisions += a is not None and b is not None and a != b
+            assert env.holds().tolist() == touch.all(axis=1).tolist()
+            assert env.robot_contacts() == collisions
+            held_steps += int(touch.all(axis=1).any())
+            bumped_steps += collisions > 0
+    # the check saw grasps and collisions, not only empty contact lists
+    assert held_steps > 20 and bumped_steps > 20, (held_steps, bumped_steps)

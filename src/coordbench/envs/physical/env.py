@@ -79,7 +79,7 @@ class PhysicalEnv:
         # contact pair (either order) -> 2 * robot + finger where that finger touches its
         # robot's grasp part, else -1; and -> True between two robots' bodies: one lookup
         # per contact answers the touch sensing and the collision count
-        self._touch_slot = np.full((m.ngeom, m.ngeom), -1)
+        self._touch_slot = np.full((m.ngeom, m.ngeom), -1, dtype=np.int16)
         for i, gs in enumerate(self.grasp_geoms):
             for f, finger in enumerate(self.fingers[i]):
                 self._touch_slot[finger, gs] = self._touch_slot[gs, finger] = 2 * i + f
