@@ -87,30 +87,35 @@ def main() -> None:
                 "final": point(r, "final")["return"], "max": point(r, "max")["return"],
                 "random": refs[(config, "random")][k]["return"],
                 "hungarian": refs[(config, "hungarian")][k]["return"]}
-    add_greedy_obs(ledger)
+    add_obs_rules(ledger)
     write_atomic(ledger_path, json.dumps(ledger, indent=1) + "\n")
     text = render(ledger)
     write_atomic(results / "stat_extreme_gap.md", text)
     print(text)
 
 
-def add_greedy_obs(ledger: dict) -> None:
-    """Give every per-seed ledger entry the return of `greedy_obs` (greedy on the
-    observation's distance bins) on that seed's 20 paper layouts, where it is missing."""
-    todo: dict[str, set[int]] = {}
-    for key, row in ledger.items():
-        for seed, v in row.get("seeds", {}).items():
-            if "greedy_obs" not in v:
-                todo.setdefault(key.split()[0], set()).add(int(seed))
-    if not todo:
-        return
-    refs = reference_samples({c: (sorted(s), 20) for c, s in todo.items()}, ("greedy_obs",))
-    for key, row in ledger.items():
-        config = key.split()[0]
-        for seed, v in row.get("seeds", {}).items():
-            if "greedy_obs" not in v:
-                k = sorted(todo[config]).index(int(seed))
-                v["greedy_obs"] = refs[(config, "greedy_obs")][k]["return"]
+# the scripted allocators that read only the paper's observation (agents/stat/scripted.py)
+OBS_RULES = ("greedy_obs", "hungarian_obs", "nearest_obs")
+
+
+def add_obs_rules(ledger: dict) -> None:
+    """Give every per-seed ledger entry the returns of the observation allocators
+    (`OBS_RULES`) on that seed's 20 paper layouts, where they are missing."""
+    for name in OBS_RULES:
+        todo: dict[str, set[int]] = {}
+        for key, row in ledger.items():
+            for seed, v in row.get("seeds", {}).items():
+                if name not in v:
+                    todo.setdefault(key.split()[0], set()).add(int(seed))
+        if not todo:
+            continue
+        refs = reference_samples({c: (sorted(s), 20) for c, s in todo.items()}, (name,))
+        for key, row in ledger.items():
+            config = key.split()[0]
+            for seed, v in row.get("seeds", {}).items():
+                if name not in v:
+                    k = sorted(todo[config]).index(int(seed))
+                    v[name] = refs[(config, name)][k]["return"]
 
 
 def render(ledger: dict) -> str:
@@ -122,13 +127,17 @@ def render(ledger: dict) -> str:
              "the per-seed ledger stat_extreme_gap.json, and this table is rendered from it. "
              "Per seed, on that seed's 20 paper evaluation layouts: gap closed = (learned - "
              "random valid) / (Hungarian - random valid); mean ± 95% CI over seeds (n). "
-             "Steps = environment steps trained (the paper trains 20M). greedy_obs: the "
-             "scripted greedy allocator reading only the paper's observation (distance bins), "
-             "on the same layouts: what a simple rule closes with what the learners see.", "",
+             "Steps = environment steps trained (the paper trains 20M). The last three "
+             "columns are scripted allocators reading only the paper's observation (distance "
+             "bins), on the same layouts: what a one-step rule closes with what the learners "
+             "see. greedy_obs: agents in index order take their lowest-bin task not claimed "
+             "this step; hungarian_obs: the assignment with the fewest bins in total; "
+             "nearest_obs: each agent its own lowest-bin task, without the others' picks "
+             "(decentralized, as the learners' policies act).", "",
              "| config | method | steps | n | final return | max return | gap closed (final) "
-             "| gap closed (max) | random valid | Hungarian | greedy_obs (gap closed) | "
-             "paper's best (gap closed) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| gap closed (max) | random valid | Hungarian | paper's best (gap closed) | "
+             + " | ".join(f"{r} (gap closed)" for r in OBS_RULES) + " |",
+             "|---|---|---|---|---|---|---|---|---|---|---|" + "---|" * len(OBS_RULES)]
     order = list(PAPER_BEST)  # the paper's Table 1 order
     for key in sorted(ledger, key=lambda k: (order.index(k.split()[0]) if k.split()[0] in order
                                              else len(order), k)):
@@ -143,17 +152,18 @@ def render(ledger: dict) -> str:
             gap_f = [gap_closed(f, a, h) for f, a, h in zip(fin, rand, hung, strict=True)]
             gap_m = [gap_closed(m, a, h) for m, a, h in zip(mx, rand, hung, strict=True)]
             cells = [str(len(v)), mean_ci(fin).fmt(1), mean_ci(mx).fmt(1), _pct(gap_f),
-                     _pct(gap_m), f"{np.mean(rand):.1f}", f"{np.mean(hung):.1f}"]
-            if all("greedy_obs" in x for x in v):
-                obs = [x["greedy_obs"] for x in v]
-                gap_o = [gap_closed(o, a, h) for o, a, h in zip(obs, rand, hung, strict=True)]
-                cells.append(f"{np.mean(obs):.1f} ({_pct(gap_o)})")
-            else:
-                cells.append("–")
+                     _pct(gap_m), f"{np.mean(rand):.1f}", f"{np.mean(hung):.1f}", paper]
+            for name in OBS_RULES:
+                if all(name in x for x in v):
+                    obs = [x[name] for x in v]
+                    gap_o = [gap_closed(o, a, h) for o, a, h in zip(obs, rand, hung, strict=True)]
+                    cells.append(f"{np.mean(obs):.1f} ({_pct(gap_o)})")
+                else:
+                    cells.append("–")
         else:  # measured before the ledger existed: only the summary row was kept
-            cells = [*row["summary"], "–"]
+            cells = [*row["summary"], paper, *["–"] * len(OBS_RULES)]
         lines.append(f"| {config} | {method} | {int(steps) / 1e6:g}M | " +
-                     " | ".join(cells) + f" | {paper} |")
+                     " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 

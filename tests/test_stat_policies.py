@@ -14,7 +14,8 @@ from coordbench.report.stat_reference import RELEASED_ENV_RETURNS
 
 def play(name, policy, episodes=100, seed=0):
     cfg = get_config(name)
-    env = StatVecEnv(cfg, episodes, auto_reset=False, compute_obs=policy == "greedy_obs")
+    env = StatVecEnv(cfg, episodes, auto_reset=False,
+                     compute_obs=getattr(POLICIES[policy], "reads_obs", False))
     env.reset(make_layouts(cfg, "paper", 0, list(range(episodes))))
     rng = np.random.default_rng(seed)
     total = np.zeros(episodes)
@@ -92,3 +93,89 @@ def test_greedy_obs_runs_through_the_suite(tmp_path):
     summary = coordbench.evaluate("stat", config="5A-12T-10x6", policy="greedy_obs", episodes=4,
                                   out=tmp_path / "run")
     assert summary["metrics"]["success"]["mean"] == 1.0
+
+
+def bin_cost(env, actions):
+    """Return per env the bins of the deciders' picks, summed, and the deciders' mask."""
+    n, m = env.cfg.agents, env.cfg.tasks
+    bins = env.obs[:, :n * m].reshape(-1, n, m)
+    deciders = ((env.state.target < 0) & (env.masks[..., SELECT0:].sum(-1) > 0)
+                & env.active[:, None])
+    picked = np.clip(actions - SELECT0, 0, m - 1)
+    cost = np.take_along_axis(bins, picked[..., None], axis=2)[..., 0]
+    return (cost * deciders).sum(axis=1), deciders
+
+
+def check_obs_allocators(env, seed):
+    """Assert the defining properties of the observation allocators in env's current state;
+    return the number of environments with a decision to make."""
+    n, m = env.cfg.agents, env.cfg.tasks
+    bins = env.obs[:, :n * m].reshape(-1, n, m)
+    free = env.masks[..., SELECT0:].any(axis=1)  # selectable by any decider
+    picks = {p: POLICIES[p](env, np.random.default_rng(seed)) for p in
+             ("greedy_obs", "hungarian_obs", "nearest_obs", "random")}
+    rng = np.random.default_rng(seed + 1)
+    spread = picks["random"].copy()  # a random assignment of distinct tasks, where possible
+    for b in range(env.batch):
+        ds = np.flatnonzero((env.state.target[b] < 0) & env.masks[b, :, SELECT0:].any(-1))
+        open_tasks = np.flatnonzero(env.masks[b, ds[0], SELECT0:]) if len(ds) else []
+        if 0 < len(ds) <= len(open_tasks):
+            spread[b, ds] = SELECT0 + rng.permutation(open_tasks)[:len(ds)]
+    picks["spread"] = spread
+    for p, actions in picks.items():
+        chosen = np.take_along_axis(env.masks, actions[..., None], axis=2)[..., 0]
+        assert chosen[env.active].all(), p
+    cost = {p: bin_cost(env, a)[0] for p, a in picks.items()}
+    deciders = bin_cost(env, picks["random"])[1]
+    room = deciders.sum(1) <= free.sum(1)  # every decider can get a task of its own
+    # each nearest_obs pick is its agent's own minimum (picks may coincide); hungarian_obs
+    # is the cheapest assignment of distinct tasks
+    assert (cost["nearest_obs"] <= cost["hungarian_obs"]).all()
+    for other in ("greedy_obs", "spread"):
+        assert (cost["hungarian_obs"][room] <= cost[other][room]).all(), other
+    for b in np.flatnonzero(room):
+        tasks = picks["hungarian_obs"][b][deciders[b]]
+        assert len(set(tasks.tolist())) == len(tasks)  # one decider per task
+    lowest = np.where(env.masks[..., SELECT0:], bins, np.inf).min(-1)
+    near = np.clip(picks["nearest_obs"] - SELECT0, 0, m - 1)
+    got = np.take_along_axis(bins, near[..., None], 2)[..., 0]
+    assert (got[deciders] == lowest[deciders]).all()
+    return int(deciders.any(axis=1).sum())
+
+
+@pytest.mark.parametrize("name", ["5A-25T-50x30", "9A-25T-50x30", "5A-12T-10x6"])
+def test_hungarian_obs_spends_the_fewest_bins_and_nearest_obs_takes_each_lowest_bin(name):
+    cfg = get_config(name)
+    env = StatVecEnv(cfg, 32, auto_reset=False)
+    env.reset(make_layouts(cfg, "paper", 0, list(range(32))))
+    rng = np.random.default_rng(0)
+    checked = 0
+    for t in range(80):  # decisions come up as agents finish tasks under greedy play
+        if env.active.any():
+            checked += check_obs_allocators(env, t)
+            env.step(POLICIES["greedy_obs"](env, rng))
+    assert checked >= 100
+
+
+def test_nearest_obs_decides_without_the_others_picks():
+    """All agents start together: with one task in the lowest bin every agent goes for it
+    under nearest_obs (the conflict rule then sorts it out), while greedy_obs spreads them."""
+    cfg = get_config("5A-25T-50x30")
+    env = StatVecEnv(cfg, 1, auto_reset=False)
+    layout = np.full((1, cfg.tasks, 2), [40.0, 25.0])
+    layout[0, :, 0] -= np.arange(cfg.tasks) * 0.1  # distinct, all in the top bin
+    layout[0, 3] = [2.0, 1.0]  # the only task in a low bin
+    env.reset(layout)
+    near = POLICIES["nearest_obs"](env, np.random.default_rng(0))[0]
+    greedy = POLICIES["greedy_obs"](env, np.random.default_rng(0))[0]
+    assert near.tolist() == [SELECT0 + 3] * cfg.agents
+    assert greedy[0] == SELECT0 + 3 and len(set(greedy.tolist())) == cfg.agents
+    hung = POLICIES["hungarian_obs"](env, np.random.default_rng(0))[0]
+    assert SELECT0 + 3 in hung.tolist() and len(set(hung.tolist())) == cfg.agents
+
+
+@pytest.mark.parametrize("policy", ["hungarian_obs", "nearest_obs"])
+def test_observation_allocators_need_the_observation(policy):
+    cfg = get_config("5A-12T-10x6")
+    with pytest.raises(ConfigError, match=f"{policy} reads the observation"):
+        get_policy(policy)(StatVecEnv(cfg, 2, compute_obs=False), np.random.default_rng())

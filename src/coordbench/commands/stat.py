@@ -53,7 +53,8 @@ def stat_configs() -> None:
 def stat_eval(
     config: str = typer.Option(..., help="STAT config name, e.g. 5A-25T-50x30."),
     policy: str = typer.Option(..., help="random | greedy | matching | hungarian | "
-                                         "greedy_obs | rule (minds under --protocol) | "
+                                         "greedy_obs | hungarian_obs | nearest_obs | "
+                                         "rule (minds under --protocol) | "
                                          "llm (with --model) | PATH (a checkpoint of "
                                          "`stat train`)"),
     episodes: int = typer.Option(100, help="Number of episodes (layouts 0..N-1)."),

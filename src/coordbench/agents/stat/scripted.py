@@ -12,6 +12,11 @@ task follow their mask (MOVE, then EXECUTE); agents with nothing left to pick ID
 - `greedy_obs`: `greedy` on what the learners see: the observation's distance bins instead
   of distances (ties between equal bins broken uniformly at random). It shows how much of
   the gap to `hungarian` the paper's observation allows a simple rule to close.
+- `hungarian_obs`: `hungarian` on the bins: the per-step assignment with the fewest bins in
+  total (ties at random), the best a one-step allocator can do with the paper's observation.
+- `nearest_obs`: every decision agent takes a selectable task in its own lowest bin (ties at
+  random) without knowing what the others pick this step: `greedy_obs` decentralized, as a
+  learned policy that samples each agent's action on its own must act.
 
 When decision agents outnumber selectable tasks, the mask still forces the unmatched ones to
 pick; they take their nearest selectable task, and the environment's conflict rule (closest
@@ -95,10 +100,11 @@ def _matching_kernel(pos, task_pos, free_mask, out):
 
 
 @njit(cache=True)
-def _greedy_bins_kernel(bins, free_mask, u, out):
+def _greedy_bins_kernel(bins, free_mask, u, out, claims):
     """Decision agents in index order take the selectable task in their lowest distance bin
     not claimed by a lower-index agent this step (any selectable task if all are claimed),
-    choosing among equal bins by the uniform draw u[b, i]."""
+    choosing among equal bins by the uniform draw u[b, i]. With `claims` False no agent sees
+    the others' picks: each takes a selectable task in its lowest bin."""
     B, n = out.shape
     m = free_mask.shape[1]
     for b in range(B):
@@ -121,7 +127,7 @@ def _greedy_bins_kernel(bins, free_mask, u, out):
                 if free_mask[b, j] and (allow_claimed or not claimed[j]) \
                         and bins[b, i * m + j] == low:
                     if pick == 0:
-                        claimed[j] = True
+                        claimed[j] = claims
                         out[b, i] = SELECT0 + j
                         break
                     pick -= 1
@@ -171,16 +177,53 @@ def hungarian_policy(env: StatVecEnv, rng: np.random.Generator) -> np.ndarray:
     return out
 
 
+def _obs_bins(env: StatVecEnv, name: str) -> np.ndarray:
+    """Return the observation's distance bins (B, n, m), or raise ConfigError if the
+    environment does not build observations."""
+    if not env.compute_obs:
+        raise ConfigError(f"{name} reads the observation: the environment must build it")
+    n, m = env.cfg.agents, env.cfg.tasks
+    return env.obs[:, :n * m].reshape(-1, n, m)
+
+
 def greedy_obs_policy(env: StatVecEnv, rng: np.random.Generator) -> np.ndarray:
     """Return `greedy` on the observation's distance bins (random among equal bins)."""
-    if not env.compute_obs:
-        raise ConfigError("greedy_obs reads the observation: the environment must build it")
+    _obs_bins(env, "greedy_obs")
     out, free = _forced(env)
-    _greedy_bins_kernel(env.obs, free, rng.random(out.shape), out)
+    _greedy_bins_kernel(env.obs, free, rng.random(out.shape), out, True)
     return out
 
 
-greedy_obs_policy.reads_obs = True  # type: ignore[attr-defined]
+def nearest_obs_policy(env: StatVecEnv, rng: np.random.Generator) -> np.ndarray:
+    """Return each decision agent's pick of a selectable task in its lowest distance bin
+    (random among equal bins), made without the other agents' picks."""
+    _obs_bins(env, "nearest_obs")
+    out, free = _forced(env)
+    _greedy_bins_kernel(env.obs, free, rng.random(out.shape), out, False)
+    return out
+
+
+def hungarian_obs_policy(env: StatVecEnv, rng: np.random.Generator) -> np.ndarray:
+    """Return the per-step assignment of decision agents to selectable tasks with the fewest
+    distance bins in total (random among equal totals; unmatched agents: a lowest-bin task)."""
+    bins = _obs_bins(env, "hungarian_obs")
+    out, free = _forced(env)
+    # uniform jitter below 1 / n orders equal totals at random, never unequal ones
+    # (bins are whole numbers, and an assignment sums at most n jitters)
+    cost = bins + rng.random(bins.shape) / (env.cfg.agents + 1)
+    for b in np.flatnonzero((out == -1).any(axis=1)):
+        agents = np.flatnonzero(out[b] == -1)
+        tasks = np.flatnonzero(free[b])
+        c = cost[b][np.ix_(agents, tasks)]
+        rows, cols = linear_sum_assignment(c)
+        out[b, agents[rows]] = SELECT0 + tasks[cols]
+        for r in np.setdiff1d(np.arange(len(agents)), rows):  # unmatched: lowest bin
+            out[b, agents[r]] = SELECT0 + tasks[int(np.argmin(c[r]))]
+    return out
+
+
+for _policy in (greedy_obs_policy, nearest_obs_policy, hungarian_obs_policy):
+    _policy.reads_obs = True  # type: ignore[attr-defined]
 
 StatPolicy = Callable[[StatVecEnv, np.random.Generator], np.ndarray]
 
@@ -190,6 +233,8 @@ POLICIES: dict[str, StatPolicy] = {
     "matching": matching_policy,
     "hungarian": hungarian_policy,
     "greedy_obs": greedy_obs_policy,
+    "hungarian_obs": hungarian_obs_policy,
+    "nearest_obs": nearest_obs_policy,
 }
 
 

@@ -193,7 +193,7 @@ class StatSuite:
         for start in range(0, len(cases), self.batch):
             chunk = cases[start:start + self.batch]
             ks = [c.data for c in chunk]
-            # learned policies (and greedy_obs) read observations; the other scripted
+            # learned policies (and the *_obs allocators) read observations; the other scripted
             # allocators read the state directly
             env = StatVecEnv(cfg, len(chunk), auto_reset=False,
                              compute_obs=is_checkpoint(spec.policy)
