@@ -3,7 +3,7 @@ method closes on the Extreme configs (the paper's best closes 1-7%).
 
 Usage:
   python benchmarks/stat_extreme_gap.py --run [--config 5A-25T-50x30] [--algo vdn]
-      [--arch pair] [--steps 600000] [--seeds 0-4] [--utd 4]
+      [--arch pair|pair-seq|mlp] [--anneal-lr] [--steps 600000] [--seeds 0-4] [--utd 4]
   python benchmarks/stat_extreme_gap.py --dirs runs/extreme
 
 `--run` trains the missing seeds into runs/extreme (resumable). The table evaluates random
@@ -14,7 +14,9 @@ Writes benchmarks/results/stat_extreme_gap.md.
 
 Result files are named by method, config and seed, not length, so runs of another length go in
 their own directory: the 1.2M-step rows come from
-`--run --config 5A-50T-50x30 --steps 1200000 --dirs runs/extreme_long`.
+`--run --config 5A-50T-50x30 --steps 1200000 --dirs runs/extreme_long`, the 150k- and
+300k-step MAPPO rows from `--run --algo mappo --arch pair|pair-seq --anneal-lr --steps N
+--dirs runs/extremeN` (N = 150000 / 300000 into runs/extreme150 / runs/extreme300).
 """
 
 from __future__ import annotations
@@ -122,8 +124,9 @@ def render(ledger: dict) -> str:
     """Return the markdown table of every ledger row: "config method steps" -> per-seed
     final, max, random and Hungarian returns (or a summary kept from before the ledger)."""
     lines = ["# Extreme regime: share of the random -> Hungarian gap closed", "",
-             "`python benchmarks/stat_extreme_gap.py --run --config C [--arch pair|mlp] "
-             "--seeds 0-4` trains into runs/extreme; every run found there is merged into "
+             "`python benchmarks/stat_extreme_gap.py --run --config C "
+             "[--arch pair|pair-seq|mlp] --seeds 0-4` trains into runs/extreme; every run "
+             "found there is merged into "
              "the per-seed ledger stat_extreme_gap.json, and this table is rendered from it. "
              "Per seed, on that seed's 20 paper evaluation layouts: gap closed = (learned - "
              "random valid) / (Hungarian - random valid); mean ± 95% CI over seeds (n). "

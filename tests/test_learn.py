@@ -320,7 +320,7 @@ def test_pair_architecture_trains_with_every_per_agent_method():
                           extra={"arch": "pair"})
         res = train(tc)
         assert res["final"]["success"] == 1.0 and res["updates"] > 0
-    with pytest.raises(ConfigError, match="unknown network architecture 'gnn'"):
+    with pytest.raises(ConfigError, match="unknown --arch 'gnn'"):
         make(paper_config("3A-6T-5x3", "vdn", extra={"arch": "gnn"}))
 
 

@@ -143,6 +143,35 @@ def _played_states(config: str, batch: int, seed: int) -> tuple[torch.Tensor, to
     return torch.from_numpy(np.concatenate(obs)), torch.from_numpy(np.concatenate(masks))
 
 
+def check_sampled(masks, draws, logp, full_logits):
+    """Assert sampled actions are valid, forced ones have log-probability 0, and the others
+    the masked softmax's of the full forward."""
+    assert masks.gather(-1, draws.unsqueeze(-1)).all()
+    forced = masks.sum(-1) == 1
+    assert (logp[forced] == 0).all() and (logp[~forced] < 0).all()
+    ref_logp = masked_log_probs(full_logits, masks).gather(-1, draws.unsqueeze(-1)).squeeze(-1)
+    torch.testing.assert_close(logp, ref_logp, rtol=1e-5, atol=1e-5)
+
+
+def loss_inputs(logp):
+    """Return seeded advantages, old log-probabilities and a half-batch of state indices."""
+    g = torch.Generator().manual_seed(2)
+    adv = torch.randn(logp.shape, generator=g)
+    old_logp = logp + 0.1 * torch.randn(logp.shape, generator=g)
+    return adv, old_logp, torch.randperm(len(logp), generator=g)[: len(logp) // 2]
+
+
+def reference_policy_terms(logits, masks, draws, old_logp, adv):
+    """Return the policy loss and entropy as the formulation that scores every agent and
+    masks the forced ones out."""
+    lp = masked_log_probs(logits, masks)
+    ratio = torch.exp(lp.gather(-1, draws.unsqueeze(-1)).squeeze(-1) - old_logp)
+    surr = torch.min(ratio * adv, ratio.clamp(0.8, 1.2) * adv)
+    c = (masks.sum(-1) > 1).float()
+    ent = (-(masked_probs(logits, masks) * lp).sum(-1) * c).sum() / c.sum()
+    return -(surr * c).sum() / c.sum(), ent
+
+
 @pytest.mark.parametrize("arch,config", [("pair", "5A-12T-10x6"), ("pair", "9A-25T-50x30"),
                                          ("mlp", "3A-6T-5x3"), ("mlp", "5A-25T-50x30")])
 def test_scoring_only_the_agents_with_a_choice_gives_the_full_forward_numbers(arch, config):
@@ -164,28 +193,85 @@ def test_scoring_only_the_agents_with_a_choice_gives_the_full_forward_numbers(ar
         torch.testing.assert_close(net(obs, rows), full[rows], rtol=1e-5, atol=1e-5)
         assert torch.equal(masked_greedy(net, obs, masks), masked_argmax(full, masks))
         draws, logp = sample(net, obs, masks, torch.Generator().manual_seed(1))
-    assert masks.gather(-1, draws.unsqueeze(-1)).all()
-    forced = masks.sum(-1) == 1
-    assert (logp[forced] == 0).all() and (logp[~forced] < 0).all()
-    ref_logp = masked_log_probs(full, masks).gather(-1, draws.unsqueeze(-1)).squeeze(-1)
-    torch.testing.assert_close(logp, ref_logp, rtol=1e-5, atol=1e-5)
-
-    g = torch.Generator().manual_seed(2)
-    adv = torch.randn(masks.shape[:2], generator=g)
-    old_logp = logp + 0.1 * torch.randn(logp.shape, generator=g)
-    idx = torch.randperm(len(obs), generator=g)[: len(obs) // 2]
+    check_sampled(masks, draws, logp, full)
+    adv, old_logp, idx = loss_inputs(logp)
     pg, ent = policy_terms(net, obs, masks, draws, old_logp, adv, idx, clip=0.2)
     grads = torch.autograd.grad(pg - 0.01 * ent, list(net.parameters()))
-    # the formulation that scores every agent and masks the forced ones out
-    logits = net(obs[idx])
-    lp = masked_log_probs(logits, masks[idx])
-    ratio = torch.exp(lp.gather(-1, draws[idx].unsqueeze(-1)).squeeze(-1) - old_logp[idx])
-    surr = torch.min(ratio * adv[idx], ratio.clamp(0.8, 1.2) * adv[idx])
-    c = (masks[idx].sum(-1) > 1).float()
-    ref_pg = -(surr * c).sum() / c.sum()
-    ref_ent = (-(masked_probs(logits, masks[idx]) * lp).sum(-1) * c).sum() / c.sum()
+    ref_pg, ref_ent = reference_policy_terms(net(obs[idx]), masks[idx], draws[idx],
+                                             old_logp[idx], adv[idx])
     ref_grads = torch.autograd.grad(ref_pg - 0.01 * ref_ent, list(net.parameters()))
     torch.testing.assert_close(pg, ref_pg, rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(ent, ref_ent, rtol=1e-5, atol=1e-6)
     for a, b in zip(grads, ref_grads, strict=True):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
+
+
+def test_claims_of_marks_the_tasks_lower_agents_select():
+    from coordbench.envs.stat.config import MOVE, SELECT0
+    from coordbench.learn.ppo import claims_of
+
+    actions = torch.tensor([[SELECT0 + 2, MOVE, SELECT0 + 1, SELECT0 + 0]])
+    assert claims_of(actions, 3)[0].tolist() == [[0, 0, 0], [0, 0, 1], [0, 0, 1], [0, 1, 1]]
+
+
+@pytest.mark.parametrize("config", ["5A-25T-50x30", "9A-25T-50x30"])
+def test_sequential_actor_gives_each_agent_the_lower_agents_picks(config):
+    """pair-seq: agents decide in index order, each seeing what the lower-index agents picked.
+    Sampled log-probabilities, greedy actions and the policy loss all equal the teacher-forced
+    full forward whose claims come from the joint action itself, so what is sampled is what
+    is trained."""
+    from coordbench.learn.core import agent_network, choice_rows, masked_argmax
+    from coordbench.learn.ppo import claims_of, policy_terms, sample
+
+    torch.manual_seed(0)
+    cfg = get_config(config)
+    tc = paper_config(config, "mappo", extra={"arch": "pair-seq"})
+    net = agent_network(cfg.obs_dim, cfg.agents, cfg.num_actions, tc)
+    start = StatVecEnv(cfg, 8, seed=4).reset()  # every agent decides at the start
+    obs, masks = _played_states(config, 16, seed=3)
+    obs = torch.cat([torch.from_numpy(start[0]), obs])
+    masks = torch.cat([torch.from_numpy(start[1]), masks])
+    m = cfg.tasks
+    with torch.no_grad():
+        draws, logp = sample(net, obs, masks, torch.Generator().manual_seed(1))
+        claimed = claims_of(draws, m)
+        full = net(obs, None, claimed)
+        rows = choice_rows(masks)
+        torch.testing.assert_close(net(obs, rows, claimed[rows]), full[rows], rtol=1e-5,
+                                   atol=1e-5)
+        greedy = MAPPO(cfg.obs_dim, cfg.agents, cfg.num_actions, tc)
+        greedy.actor = net
+        g = greedy.greedy(obs, masks)
+        # the sequential argmax is the fixed point: each agent's argmax given the lower picks
+        assert torch.equal(g, masked_argmax(net(obs, None, claims_of(g, m)), masks))
+    lower_picks = claimed[rows][rows[1] > 0]
+    assert lower_picks.sum() > 0  # the claims are not all empty: the test can see them
+    check_sampled(masks, draws, logp, full)
+    adv, old_logp, idx = loss_inputs(logp)
+    pg, ent = policy_terms(net, obs, masks, draws, old_logp, adv, idx, clip=0.2)
+    ref_pg, ref_ent = reference_policy_terms(net(obs[idx], None, claimed[idx]), masks[idx],
+                                             draws[idx], old_logp[idx], adv[idx])
+    torch.testing.assert_close(pg, ref_pg, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(ent, ref_ent, rtol=1e-5, atol=1e-6)
+
+
+def test_sequential_architecture_trains_checkpoints_and_refuses_other_methods(tmp_path):
+    from coordbench.errors import ConfigError
+
+    tc = paper_config("5A-12T-10x6", "mappo", total_steps=1_024, eval_every=1_024,
+                      num_envs=16, eval_episodes=2,
+                      extra={"arch": "pair-seq", "rollout": 16, "epochs": 1})
+    method = make(tc)
+    res = train(tc, method)
+    assert res["final"]["success"] == 1.0 and res["updates"] > 0
+    path = tmp_path / "seq.pt"
+    path.write_bytes(checkpoint_bytes(tc, method))
+    _, loaded = load_checkpoint(path)
+    cfg = get_config(tc.config)
+    assert loaded.actor.sequential
+    assert evaluate(loaded, cfg, 3, 10) == evaluate(method, cfg, 3, 10)
+    for algo in ("vdn", "qmix", "coma"):
+        with pytest.raises(ConfigError, match=f"only mappo and ippo support; {algo} does not"):
+            train_configs("5A-12T-10x6", algo, [0], arch="pair-seq")
+        with pytest.raises(ConfigError, match="decide in index order"):
+            make(paper_config("5A-12T-10x6", algo, extra={"arch": "pair-seq"}))

@@ -149,7 +149,9 @@ def stat_train(
     eval_episodes: int = typer.Option(20, help="Greedy episodes per evaluation "
                                                "(paper layouts seed*1000+i)."),
     arch: str = typer.Option("mlp", help="Agent network: mlp (the paper's) | pair "
-                                         "(task-equivariant, same observation; not dqn/fdqn)"),
+                                         "(task-equivariant, same observation; not dqn/fdqn) "
+                                         "| pair-seq (pair, agents deciding in index order, "
+                                         "each seeing the lower agents' picks; mappo/ippo)"),
     lr: float | None = typer.Option(None, help="Learning rate (default: the paper's Table 4)."),
     eps_anneal_steps: int | None = typer.Option(
         None, help="Environment steps over which epsilon decays linearly (default: the "

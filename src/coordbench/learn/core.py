@@ -436,27 +436,42 @@ def double_q_next(online: torch.nn.Module, target: torch.nn.Module,
         return chosen(target(batch["next_obs"]), best)
 
 
-ARCHS = ("mlp", "pair")
+ARCHS = ("mlp", "pair", "pair-seq")
+# architectures whose agents decide in index order (the on-policy PPO learners only)
+SEQUENTIAL_ARCHS = ("pair-seq",)
+SEQUENTIAL_ALGOS = ("mappo", "ippo")
 
 
 def method_label(algo: str, extra: dict[str, Any] | None) -> str:
     """Return the name a run is filed and tabled under: the algorithm, plus "+pair" for the
-    task-equivariant network (so both can share a results directory)."""
+    task-equivariant network or "+pair-seq" for its sequential variant (so all can share a
+    results directory)."""
     arch = (extra or {}).get("arch", "mlp")
     return algo if arch == "mlp" else f"{algo}+{arch}"
 
 
 def agent_network(obs_dim: int, n: int, actions: int, tc: TrainConfig) -> torch.nn.Module:
     """Return the per-agent network selected by tc.extra["arch"]: "mlp" (the paper's: the
-    flat state plus an agent id) or "pair" (task-equivariant, same observation; pair.py)."""
+    flat state plus an agent id), "pair" (task-equivariant, same observation; pair.py) or
+    "pair-seq" (the same, with agents deciding in index order; MAPPO and IPPO only)."""
     arch = tc.extra.get("arch", "mlp")
-    if arch == "pair":
+    check_arch(arch, tc.algo)
+    if arch in ("pair", "pair-seq"):
         from .pair import PairAgentQ
 
-        return PairAgentQ(n, actions - 3, tc.hidden)
-    if arch != "mlp":
-        from coordbench.errors import ConfigError
-
-        raise ConfigError(f"unknown network architecture {arch!r}; choose from "
-                          f"{', '.join(ARCHS)}")
+        return PairAgentQ(n, actions - 3, tc.hidden, claims=arch == "pair-seq")
     return SharedAgentQ(obs_dim, n, actions, tc.hidden)
+
+
+def check_arch(arch: str, algo: str) -> None:
+    """Raise ConfigError if `algo` cannot use the network architecture `arch`."""
+    from coordbench.errors import ConfigError
+
+    if arch not in ARCHS:
+        raise ConfigError(f"unknown --arch {arch!r}; choose from {', '.join(ARCHS)}")
+    if arch != "mlp" and algo in ("dqn", "fdqn"):
+        raise ConfigError(f"--arch {arch} needs per-agent networks; {algo} has its own "
+                          f"(joint or multi-head) network")
+    if arch in SEQUENTIAL_ARCHS and algo not in SEQUENTIAL_ALGOS:
+        raise ConfigError(f"--arch {arch} makes agents decide in index order, which only "
+                          f"{' and '.join(SEQUENTIAL_ALGOS)} support; {algo} does not")

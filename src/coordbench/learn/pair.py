@@ -15,6 +15,14 @@ Per (agent i, task j) features, all from the observation:
   and of open tasks. IDLE/MOVE/EXECUTE (each forced by the masks whenever it is valid) get a
   small head on the pooled pair embeddings.
 
+Sequential variant (`--arch pair-seq`, MAPPO and IPPO only). With `claims=True` every pair
+gets one more input: whether an agent of lower index picked task j in this same step. The
+agents then decide in index order, each seeing the picks before its own (ppo.decide), which
+factorises the team's policy autoregressively, pi(a | s) = prod_i pi(a_i | s, a_<i), as the
+Multi-Agent Transformer's decoder does (Wen et al. 2022). The observation is the paper's; what
+changes is execution: an agent waits for the lower-index agents' picks instead of acting on
+its own, as `greedy_obs` does (agents/stat/scripted.py).
+
 Speed. The network scores any subset of agent rows (`rows=(b, i)`) with the same result as
 the full forward: an on-policy learner needs only the agents that have a choice (about 4% of
 agent-steps on the 50x30 configurations; the masks force every other agent's action), so it
@@ -38,10 +46,11 @@ class PairAgentQ(nn.Module):
 
     scores_rows = True  # forward(obs, rows) scores only the given agent rows
 
-    def __init__(self, n: int, m: int, hidden: int) -> None:
+    def __init__(self, n: int, m: int, hidden: int, claims: bool = False) -> None:
         super().__init__()
         self.n, self.m = n, m
-        self.embed = nn.Sequential(nn.Linear(PAIR_FEATURES, hidden), nn.ReLU(),
+        self.sequential = claims  # one more pair input: picked by a lower-index agent this step
+        self.embed = nn.Sequential(nn.Linear(PAIR_FEATURES + int(claims), hidden), nn.ReLU(),
                                    nn.Linear(hidden, hidden), nn.ReLU())
         self.select = nn.Linear(hidden, 1)
         self.base = nn.Sequential(nn.Linear(hidden + 3, hidden), nn.ReLU(), nn.Linear(hidden, 3))
@@ -118,14 +127,20 @@ class PairAgentQ(nn.Module):
             torch.cat([mode_hot, glob], dim=-1).unsqueeze(1).expand(r, m, 5)], dim=-1)
         return feats, mode_hot
 
-    def forward(self, obs: torch.Tensor, rows: tuple[torch.Tensor, torch.Tensor] | None = None
-                ) -> torch.Tensor:
+    def forward(self, obs: torch.Tensor, rows: tuple[torch.Tensor, torch.Tensor] | None = None,
+                claimed: torch.Tensor | None = None) -> torch.Tensor:
         """Return Q-values (B, n, 3 + m); with rows = (b, i) index tensors, only the agent
-        rows (b[r], i[r]) as (R, 3 + m)."""
+        rows (b[r], i[r]) as (R, 3 + m). A sequential network also takes `claimed`, 1.0
+        where a lower-index agent picked the task this step: (B, n, m), or (R, m) with rows."""
         if rows is None:  # every agent: the broadcast form builds fewer tensors
             pair, mode_hot = self.features(obs)
-            return self._head(self.embed(pair), mode_hot)
-        pair, mode_hot = self.row_features(obs, rows[0], rows[1])
+        else:
+            pair, mode_hot = self.row_features(obs, rows[0], rows[1])
+        if self.sequential:
+            if claimed is None:
+                raise ValueError("a sequential pair network needs the lower agents' picks "
+                                 "(claimed)")
+            pair = torch.cat([pair, claimed.unsqueeze(-1)], dim=-1)
         return self._head(self.embed(pair), mode_hot)
 
     def _head(self, h: torch.Tensor, mode_hot: torch.Tensor) -> torch.Tensor:

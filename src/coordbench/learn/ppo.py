@@ -11,6 +11,11 @@ entropy. Greedy evaluation takes the masked argmax. They differ only in the crit
   agents with a one-hot id, like the actor). STAT gives every agent the global state, so
   both critics see the same input; IPPO's heads are free to differ, MAPPO's cannot.
 
+With `--arch pair-seq` the actor is sequential: agents decide in index order, each seeing the
+tasks the lower-index agents picked this step (`decide`), so the team's policy factorises as
+prod_i pi(a_i | s, a_<i) and each agent's log-probability (sampled and trained) is its
+conditional one.
+
 Every agent is trained on the team reward (the env's reward). The loop (CleanRL style):
 
 1. Roll out `rollout` steps of `num_envs` environments with the sampling policy (no epsilon:
@@ -46,7 +51,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from coordbench.envs.stat.config import get_config
+from coordbench.envs.stat.config import SELECT0, get_config
 from coordbench.envs.stat.vec import StatVecEnv
 
 from .coma import masked_probs
@@ -147,7 +152,10 @@ class PPO:
         self.critic = Critic(obs_dim, n, hp.critic_hidden, self.centralised_critic)
 
     def greedy(self, obs: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
-        """Return each agent's most probable valid action (B, n)."""
+        """Return each agent's most probable valid action (B, n) (a sequential actor's in
+        index order, each given the lower agents' choices)."""
+        if getattr(self.actor, "sequential", False):
+            return decide(self.actor, obs, masks, most_probable)[0]
         return masked_greedy(self.actor, obs, masks)
 
     def networks(self) -> dict[str, nn.Module]:
@@ -205,21 +213,68 @@ def gae(rewards: np.ndarray, values: np.ndarray, last_values: np.ndarray, boot: 
     return adv, adv + values
 
 
+def claims_of(actions: torch.Tensor, m: int) -> torch.Tensor:
+    """Return (..., n, m) floats: 1.0 where an agent of lower index than i takes SELECT(j) in
+    the joint actions (..., n)."""
+    picked = nn.functional.one_hot((actions - SELECT0 + 1).clamp(min=0), m + 1)[..., 1:]
+    return ((picked.cumsum(-2) - picked) > 0).float()
+
+
+def row_claims(joint: torch.Tensor, agents: torch.Tensor, m: int) -> torch.Tensor:
+    """Return (R, m): `claims_of` joint action joint[r] (R, n) for agent agents[r]."""
+    return claims_of(joint, m)[torch.arange(len(agents)), agents]
+
+
+def decide(actor: nn.Module, obs: torch.Tensor, masks: torch.Tensor, choose
+           ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Return joint actions (B, n) and their log-probabilities, `choose(logits, masks) ->
+    (actions, log-probs)` deciding for the agents with a choice.
+
+    Every other agent takes its one valid action, with log-probability exactly 0 (as the full
+    masked softmax gives it). A sequential actor is asked agent by agent in index order, each
+    agent given the tasks picked by the agents before it (forced picks included); any other
+    actor scores every agent with a choice at once."""
+    draws = masks.float().argmax(dim=-1)
+    logp = torch.zeros(draws.shape)
+    rows = choice_rows(masks)
+    if not rows[0].numel():
+        return draws, logp
+    sequential = getattr(actor, "sequential", False)
+    groups = ([(rows[0][rows[1] == i], rows[1][rows[1] == i]) for i in range(masks.shape[1])]
+              if sequential else [rows])
+    for rb, ri in groups:
+        if not rb.numel():
+            continue
+        if sequential:
+            logits = actor(obs, (rb, ri), row_claims(draws[rb], ri, masks.shape[-1] - SELECT0))
+        else:
+            logits = actor(obs, (rb, ri))
+        a, lp = choose(logits, masks[rb, ri])
+        draws[rb, ri] = a
+        logp[rb, ri] = lp
+    return draws, logp
+
+
+def most_probable(logits: torch.Tensor, masks: torch.Tensor
+                  ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Return the valid argmax of each row and its log-probability."""
+    a = logits.masked_fill(~masks, -1e9).argmax(dim=-1)
+    return a, masked_log_probs(logits, masks).gather(-1, a.unsqueeze(-1)).squeeze(-1)
+
+
 def sample(actor: nn.Module, obs: torch.Tensor, masks: torch.Tensor,
            gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
     """Return actions drawn from the masked softmax (B, n) and their log-probabilities.
 
-    Only the agents with a choice are scored and drawn; every other agent takes its one valid
-    action, with log-probability exactly 0 (as the full masked softmax gives it)."""
-    draws = masks.float().argmax(dim=-1)
-    logp = torch.zeros(draws.shape)
-    rows = choice_rows(masks)
-    if rows[0].numel():
-        logits, mr = actor(obs, rows), masks[rows]
+    Only the agents with a choice are scored and drawn (in index order for a sequential
+    actor: `decide`); every other agent takes its one valid action, with log-probability
+    exactly 0."""
+
+    def draw(logits: torch.Tensor, mr: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         d = torch.multinomial(masked_probs(logits, mr), 1, generator=gen)
-        draws[rows] = d.squeeze(-1)
-        logp[rows] = masked_log_probs(logits, mr).gather(-1, d).squeeze(-1)
-    return draws, logp
+        return d.squeeze(-1), masked_log_probs(logits, mr).gather(-1, d).squeeze(-1)
+
+    return decide(actor, obs, masks, draw)
 
 
 def policy_terms(actor: nn.Module, obs: torch.Tensor, masks: torch.Tensor, act: torch.Tensor,
@@ -232,7 +287,11 @@ def policy_terms(actor: nn.Module, obs: torch.Tensor, masks: torch.Tensor, act: 
         zero = torch.zeros(())
         return zero, zero
     at = (idx[rows[0]], rows[1])
-    logits, mr, a = actor(obs, at), masks[at], adv[at]
+    if getattr(actor, "sequential", False):  # each agent given the lower agents' actions
+        logits = actor(obs, at, row_claims(act[at[0]], at[1], masks.shape[-1] - SELECT0))
+    else:
+        logits = actor(obs, at)
+    mr, a = masks[at], adv[at]
     logp_all = masked_log_probs(logits, mr)
     ratio = torch.exp(logp_all.gather(-1, act[at].unsqueeze(-1)).squeeze(-1) - old_logp[at])
     surrogate = torch.min(ratio * a, ratio.clamp(1 - clip, 1 + clip) * a)

@@ -109,7 +109,7 @@ def train_configs(config: str, algo: str, seeds: list[int], *, steps: int | None
     epsilon decay (recorded as eps_frac = eps_anneal_steps / total steps), the two settings
     the paper's grid varies (its Appendix D).
     """
-    from .core import ARCHS
+    from .core import check_arch
 
     check_algo(algo, config)
     num_envs = num_envs or (8 if algo == "coma" else 32)
@@ -119,12 +119,8 @@ def train_configs(config: str, algo: str, seeds: list[int], *, steps: int | None
         raise ConfigError("--eval-episodes, --eval-every and --utd must be positive")
     overrides: dict[str, Any] = {"utd": utd, "num_envs": num_envs, "eval_every": eval_every,
                                  "eval_episodes": eval_episodes}
+    check_arch(arch, algo)
     if arch != "mlp":
-        if arch not in ARCHS:
-            raise ConfigError(f"unknown --arch {arch!r}; choose from {', '.join(ARCHS)}")
-        if algo in ("dqn", "fdqn"):
-            raise ConfigError(f"--arch {arch} needs per-agent networks; {algo} has its own "
-                              f"(joint or multi-head) network")
         overrides["extra"] = {"arch": arch}
     if steps is not None:
         overrides["total_steps"] = steps

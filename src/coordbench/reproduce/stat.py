@@ -75,6 +75,7 @@ def default_methods() -> tuple[str, ...]:
 
 def settings(options: Options) -> Settings:
     """Return the sweep `options` asks for (ConfigError on an unknown regime or method)."""
+    from coordbench.learn.core import check_arch
     from coordbench.learn.registry import METHODS
 
     quick = options.quick
@@ -84,10 +85,12 @@ def settings(options: Options) -> Settings:
     methods = options.methods or (("fdqn", "vdn", "iql") if quick else default_methods())
     for m in methods:
         algo, _, arch = m.partition("+")
-        if algo not in METHODS or arch not in ("", "pair"):
+        if algo not in METHODS or arch not in ("", "pair", "pair-seq"):
             raise ConfigError(f"unknown method {m!r} in --methods; available: "
                               f"{', '.join(METHODS)} (add +pair for the task-equivariant "
-                              f"network, a labelled option beyond the paper)")
+                              f"network, or +pair-seq for mappo/ippo with agents deciding "
+                              f"in index order: labelled options beyond the paper)")
+        check_arch(arch or "mlp", algo)
     seeds = options.seeds or ((0, 1, 2) if quick else (0, 1, 2, 3, 4))
     steps = options.steps or (20_000 if quick else None)
     return Settings(REGIMES[regime], tuple(methods), tuple(seeds), steps,
