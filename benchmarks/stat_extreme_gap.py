@@ -138,9 +138,10 @@ def render(ledger: dict) -> str:
              "nearest_obs: each agent its own lowest-bin task, without the others' picks "
              "(decentralized, as the learners' policies act).", "",
              "| config | method | steps | n | final return | max return | gap closed (final) "
-             "| gap closed (max) | random valid | Hungarian | paper's best (gap closed) | "
+             "| gap closed (max) | per seed (final %, by seed) | random valid | Hungarian | "
+             "paper's best (gap closed) | "
              + " | ".join(f"{r} (gap closed)" for r in OBS_RULES) + " |",
-             "|---|---|---|---|---|---|---|---|---|---|---|" + "---|" * len(OBS_RULES)]
+             "|---|---|---|---|---|---|---|---|---|---|---|---|" + "---|" * len(OBS_RULES)]
     order = list(PAPER_BEST)  # the paper's Table 1 order
     for key in sorted(ledger, key=lambda k: (order.index(k.split()[0]) if k.split()[0] in order
                                              else len(order), k)):
@@ -149,13 +150,15 @@ def render(ledger: dict) -> str:
         paper = f"{best[1]} {best[0]:.1f} ({best[2]:.0%})" if best else "–"
         row = ledger[key]
         if "seeds" in row:
-            v = list(row["seeds"].values())
+            v = [row["seeds"][k] for k in sorted(row["seeds"], key=int)]
             fin, mx = [x["final"] for x in v], [x["max"] for x in v]
             rand, hung = [x["random"] for x in v], [x["hungarian"] for x in v]
             gap_f = [gap_closed(f, a, h) for f, a, h in zip(fin, rand, hung, strict=True)]
             gap_m = [gap_closed(m, a, h) for m, a, h in zip(mx, rand, hung, strict=True)]
+            per_seed = " ".join(f"{100 * g:.0f}" for g in gap_f)
             cells = [str(len(v)), mean_ci(fin).fmt(1), mean_ci(mx).fmt(1), _pct(gap_f),
-                     _pct(gap_m), f"{np.mean(rand):.1f}", f"{np.mean(hung):.1f}", paper]
+                     _pct(gap_m), per_seed, f"{np.mean(rand):.1f}", f"{np.mean(hung):.1f}",
+                     paper]
             for name in OBS_RULES:
                 if all(name in x for x in v):
                     obs = [x[name] for x in v]
@@ -164,7 +167,8 @@ def render(ledger: dict) -> str:
                 else:
                     cells.append("–")
         else:  # measured before the ledger existed: only the summary row was kept
-            cells = [*row["summary"], paper, *["–"] * len(OBS_RULES)]
+            summary = row["summary"]
+            cells = [*summary[:5], "–", *summary[5:], paper, *["–"] * len(OBS_RULES)]
         lines.append(f"| {config} | {method} | {int(steps) / 1e6:g}M | " +
                      " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
