@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from scipy.optimize import linear_sum_assignment
 
 from coordbench.agents.stat.scripted import POLICIES, get_policy
 from coordbench.core.stats import mean_ci
@@ -133,9 +134,12 @@ def check_obs_allocators(env, seed):
     assert (cost["nearest_obs"] <= cost["hungarian_obs"]).all()
     for other in ("greedy_obs", "spread"):
         assert (cost["hungarian_obs"][room] <= cost[other][room]).all(), other
-    for b in np.flatnonzero(room):
+    for b in np.flatnonzero(room & deciders.any(1)):
         tasks = picks["hungarian_obs"][b][deciders[b]]
         assert len(set(tasks.tolist())) == len(tasks)  # one decider per task
+        exact = bins[b][np.ix_(np.flatnonzero(deciders[b]), np.flatnonzero(free[b]))]
+        r, c = linear_sum_assignment(exact)
+        assert cost["hungarian_obs"][b] == exact[r, c].sum()  # the optimum, not near it
     lowest = np.where(env.masks[..., SELECT0:], bins, np.inf).min(-1)
     near = np.clip(picks["nearest_obs"] - SELECT0, 0, m - 1)
     got = np.take_along_axis(bins, near[..., None], 2)[..., 0]

@@ -136,10 +136,10 @@ class PairAgentQ(nn.Module):
             pair, mode_hot = self.features(obs)
         else:
             pair, mode_hot = self.row_features(obs, rows[0], rows[1])
-        if self.sequential:
-            if claimed is None:
-                raise ValueError("a sequential pair network needs the lower agents' picks "
-                                 "(claimed)")
+        if self.sequential != (claimed is not None):
+            raise ValueError("the lower agents' picks (claimed) go to a sequential pair "
+                             "network, and only to one")
+        if claimed is not None:
             pair = torch.cat([pair, claimed.unsqueeze(-1)], dim=-1)
         return self._head(self.embed(pair), mode_hot)
 

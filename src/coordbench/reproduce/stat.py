@@ -75,7 +75,7 @@ def default_methods() -> tuple[str, ...]:
 
 def settings(options: Options) -> Settings:
     """Return the sweep `options` asks for (ConfigError on an unknown regime or method)."""
-    from coordbench.learn.core import check_arch
+    from coordbench.learn.core import ARCHS, check_arch
     from coordbench.learn.registry import METHODS
 
     quick = options.quick
@@ -85,7 +85,7 @@ def settings(options: Options) -> Settings:
     methods = options.methods or (("fdqn", "vdn", "iql") if quick else default_methods())
     for m in methods:
         algo, _, arch = m.partition("+")
-        if algo not in METHODS or arch not in ("", "pair", "pair-seq"):
+        if algo not in METHODS or (arch or "mlp") not in ARCHS:
             raise ConfigError(f"unknown method {m!r} in --methods; available: "
                               f"{', '.join(METHODS)} (add +pair for the task-equivariant "
                               f"network, or +pair-seq for mappo/ippo with agents deciding "

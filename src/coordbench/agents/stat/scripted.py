@@ -161,20 +161,29 @@ def matching_policy(env: StatVecEnv, rng: np.random.Generator) -> np.ndarray:
     return out
 
 
+def _assign_min_cost(out: np.ndarray, free: np.ndarray, cost: np.ndarray) -> np.ndarray:
+    """Fill the decision agents' entries of `out` (-1) with the assignment of selectable tasks
+    of least total cost[b, i, j] (scipy `linear_sum_assignment`), env by env; return `out`.
+
+    With more deciders than tasks the unmatched ones take their cheapest task (which agents go
+    unmatched is the assignment's choice, not the joint minimum with them included)."""
+    for b in np.flatnonzero((out == -1).any(axis=1)):
+        agents = np.flatnonzero(out[b] == -1)
+        tasks = np.flatnonzero(free[b])
+        c = cost[b][np.ix_(agents, tasks)]
+        rows, cols = linear_sum_assignment(c)
+        out[b, agents[rows]] = SELECT0 + tasks[cols]
+        for r in np.setdiff1d(np.arange(len(agents)), rows):  # unmatched: cheapest task
+            out[b, agents[r]] = SELECT0 + tasks[int(np.argmin(c[r]))]
+    return out
+
+
 def hungarian_policy(env: StatVecEnv, rng: np.random.Generator) -> np.ndarray:
     """Return per-step min-total-distance assignment of decision agents to selectable tasks."""
     out, free = _forced(env)
     s = env.state
-    for b in np.flatnonzero((out == -1).any(axis=1)):
-        agents = np.flatnonzero(out[b] == -1)
-        tasks = np.flatnonzero(free[b])
-        diff = s.pos[b][agents][:, None, :] - s.task_pos[b][tasks][None, :, :]
-        dist = np.sqrt((diff**2).sum(axis=-1))
-        rows, cols = linear_sum_assignment(dist)
-        out[b, agents[rows]] = SELECT0 + tasks[cols]
-        for r in np.setdiff1d(np.arange(len(agents)), rows):  # unmatched: nearest task
-            out[b, agents[r]] = SELECT0 + tasks[int(np.argmin(dist[r]))]
-    return out
+    diff = s.pos[:, :, None, :] - s.task_pos[:, None, :, :]
+    return _assign_min_cost(out, free, np.sqrt((diff**2).sum(axis=-1)))
 
 
 def _obs_bins(env: StatVecEnv, name: str) -> np.ndarray:
@@ -208,18 +217,9 @@ def hungarian_obs_policy(env: StatVecEnv, rng: np.random.Generator) -> np.ndarra
     distance bins in total (random among equal totals; unmatched agents: a lowest-bin task)."""
     bins = _obs_bins(env, "hungarian_obs")
     out, free = _forced(env)
-    # uniform jitter below 1 / n orders equal totals at random, never unequal ones
-    # (bins are whole numbers, and an assignment sums at most n jitters)
-    cost = bins + rng.random(bins.shape) / (env.cfg.agents + 1)
-    for b in np.flatnonzero((out == -1).any(axis=1)):
-        agents = np.flatnonzero(out[b] == -1)
-        tasks = np.flatnonzero(free[b])
-        c = cost[b][np.ix_(agents, tasks)]
-        rows, cols = linear_sum_assignment(c)
-        out[b, agents[rows]] = SELECT0 + tasks[cols]
-        for r in np.setdiff1d(np.arange(len(agents)), rows):  # unmatched: lowest bin
-            out[b, agents[r]] = SELECT0 + tasks[int(np.argmin(c[r]))]
-    return out
+    # a uniform jitter below 1 / (n + 1) per entry orders equal totals at random and never
+    # unequal ones: bins are whole numbers, and an assignment sums at most n jitters
+    return _assign_min_cost(out, free, bins + rng.random(bins.shape) / (env.cfg.agents + 1))
 
 
 for _policy in (greedy_obs_policy, nearest_obs_policy, hungarian_obs_policy):
