@@ -47,6 +47,10 @@ class Sensing:
         return np.array(out + ([p[2]] if len(p) > 2 else []))
 
 
+JACOBIANS = {"auto": mujoco.mjtJacobian.mjJAC_AUTO, "dense": mujoco.mjtJacobian.mjJAC_DENSE,
+             "sparse": mujoco.mjtJacobian.mjJAC_SPARSE}
+
+
 class PhysicalEnv:
     """One task instance. `reset(seed)` draws object and goal poses; `step(actions)` takes
     (n, 9) CoBot actions at 50 Hz; `phase` is the number of phases completed (latched)."""
@@ -55,6 +59,7 @@ class PhysicalEnv:
         self.task = task
         self.n = task.n_robots
         self.model = mujoco.MjModel.from_xml_string(task.xml())
+        self.model.opt.jacobian = JACOBIANS[task.jacobian]
         self.data = mujoco.MjData(self.model)
         m = self.model
         self.act_ids = np.array([[m.actuator(f"r{i}_{a}").id for a in

@@ -54,6 +54,7 @@ class Pouring(Task):
                        "with the wrist pitch. The vessels are symmetric, so their yaw is "
                        "not randomized.",
             extra_bodies=("beaker",),
+            jacobian="sparse",
             object_holders=(0,))
 
     def xml(self) -> str:
