@@ -124,7 +124,6 @@ class BigTable(CarryTask):
     def __init__(self) -> None:
         super().__init__(
             name="BigTable", n_robots=3, movement="high", coupling="high", limit=1000,
-            jacobian="sparse",
             phases=(Phase("lift", "all three hold and the table is >= 3 cm above rest", True),
                     Phase("transport", "all three hold, the table is within 15 cm of the goal "
                           "centre, >= 1 cm clear", True),

@@ -51,7 +51,6 @@ class CartService(Task):
                        "the task is collaborative as a whole (robot 1 serves from the trolley "
                        "robot 0 delivers).",
             extra_bodies=("trolley",),
-            jacobian="sparse",
             object_holders=(1,))
 
     def xml(self) -> str:

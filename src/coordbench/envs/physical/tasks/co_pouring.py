@@ -50,7 +50,6 @@ class CoPouring(Task):
                        "before tipping; the tub is tipped by rolling both wrists about the "
                        "line between the handles (each robot leads the tilt it sees by 0.25 "
                        "rad, so neither outruns the other).",
-            jacobian="sparse",
             extra_bodies=tuple(f"apple{k}" for k in range(N_APPLES)) + ("crate",))
 
     def xml(self) -> str:
