@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from coordbench.agents.physical.expert import ExpertPolicy
-from coordbench.envs.physical.env import PhysicalEnv
+from coordbench.envs.physical.env import JACOBIANS, PhysicalEnv
 from coordbench.envs.physical.scene import CONTROL_DT
 from coordbench.envs.physical.tasks import TASKS, get_task
 from coordbench.errors import ActionError, ConfigError
@@ -159,7 +159,7 @@ def test_a_sparse_jacobian_is_the_same_physics_to_rounding(name):
         variant = copy.copy(task)
         variant.jacobian = jac
         env = PhysicalEnv(variant)
-        assert env.model.opt.jacobian == {"sparse": 1, "dense": 0}[jac]
+        assert env.model.opt.jacobian == JACOBIANS[jac]
         env.reset(4)
         rng = np.random.default_rng(0)
         team = [task.expert(env, i, rng, 0.0) for i in range(task.n_robots)]

@@ -36,7 +36,7 @@ class Task(ABC):
     object_holders: tuple[int, ...] | None = None  # robots that handle the main object
     demo_perturb: float = 0.5  # DART perturbation of demonstrations (see ExpertPolicy)
     extra_bodies: tuple[str, ...] = ()  # other bodies every robot sees (second vessel, cart)
-    # MuJoCo's constraint Jacobian: "auto" (dense below 60 dofs) or "sparse". The same
+    # MuJoCo's constraint Jacobian: "auto" (dense below 60 dofs), "dense" or "sparse". The same
     # physics either way, up to rounding; sparse is faster where many contacts touch few of
     # the dofs (benchmarks/results/physical_step_cost.md)
     jacobian: str = "auto"
