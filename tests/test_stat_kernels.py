@@ -376,3 +376,26 @@ def test_strided_actions_step_like_contiguous_ones():
         np.testing.assert_array_equal(r0, r1)
         np.testing.assert_array_equal(envs[0].state.pos, envs[1].state.pos)
     assert len(kernels.step_kernel.signatures) == 1
+
+
+def test_filtered_square_is_python_pow_including_where_x_times_x_is_not():
+    """_pow2 (x*x unless fma says the square is near a midpoint, then pow) returns Python's
+    x**2 on every input, over magnitudes the movement formula's ratio takes; the sample holds
+    thousands of inputs where x*x alone would differ, so a filter too loose fails here."""
+    from numba import njit
+
+    from coordbench.envs.stat.kernels import TWO, _pow2
+
+    @njit
+    def squares(xs, two):
+        out = np.empty_like(xs)
+        for k in range(xs.shape[0]):
+            out[k] = _pow2(xs[k], two)
+        return out
+
+    rng = np.random.default_rng(3)
+    xs = np.concatenate([rng.random(200_000) * 10, rng.standard_normal(200_000) * 100,
+                         np.exp(rng.uniform(-60, 60, 200_000)), [0.0, -0.0, 1.0, 2.0, 0.5]])
+    expected = np.array([x**2 for x in xs.tolist()])
+    assert int((xs * xs != expected).sum()) > 100  # x*x alone differs here
+    assert np.array_equal(squares(xs, TWO), expected)
