@@ -152,8 +152,6 @@ class StatVecEnv:
         self.obs = np.zeros((self.batch, cfg.obs_dim), dtype=np.float32)
         self._bin_w = cfg.width / cfg.num_bins
         self._top_bin = float(cfg.num_bins - 1)
-        # one row of squared distances per environment for the observation pass
-        self._scratch = np.empty((self.batch, cfg.agents * cfg.tasks))
         self._all = np.arange(self.batch, dtype=np.int64)
 
     # -- state access -------------------------------------------------------------------------
@@ -191,7 +189,7 @@ class StatVecEnv:
             info.final_actions, info.agent_rewards, info.conflicts, info.forced_idle,
             info.unique_assigned, info.decision_pre, info.decision_post, info.completed_task,
             info.terminated, info.truncated, self._team_reward, self._two,
-            self.masks, self.compute_obs, self._bin_w, self._top_bin, self.obs, self._scratch)
+            self.masks, self.compute_obs, self._bin_w, self._top_bin, self.obs)
 
     # -- stepping -----------------------------------------------------------------------------
     def check_actions(self, actions: np.ndarray) -> np.ndarray:
