@@ -371,7 +371,7 @@ def _step_observe_rows(idx, stepping, pos, target, mode, counter, task_pos, comp
                     masks[b, i, MOVE] = False
                     masks[b, i, EXECUTE] = False
                     for j in range(m):
-                        masks[b, i, SELECT0 + j] = not (completed[b, j] or selected[b, j])
+                        masks[b, i, SELECT0 + j] = not (completed[b, j] | selected[b, j])
             if stepping:
                 da_post[b] = idle if free >= 2 else 0
 
