@@ -16,7 +16,9 @@ Result files are named by method, config and seed, not length, so runs of anothe
 their own directory: the 1.2M-step rows come from
 `--run --config 5A-50T-50x30 --steps 1200000 --dirs runs/extreme_long`, the 150k- and
 300k-step MAPPO rows from `--run --algo mappo --arch pair|pair-seq --anneal-lr --steps N
---dirs runs/extremeN` (N = 150000 / 300000 into runs/extreme150 / runs/extreme300).
+--dirs runs/extremeN` (N = 150000 / 300000 into runs/extreme150 / runs/extreme300). Rows
+labelled +binsK saw K distance bins instead of the paper's 5 (`--num-bins K`, into
+runs/extreme300_bins K): a richer observation, beside the paper's, never in its place.
 """
 
 from __future__ import annotations
@@ -56,6 +58,9 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--anneal-lr", action="store_true",
                     help="MAPPO/IPPO: decay the learning rate linearly to 0 (filed as +lr-anneal)")
+    ap.add_argument("--num-bins", type=int, default=None,
+                    help="distance bins of the observation instead of the paper's 5: a richer, "
+                         "labelled observation (filed as METHOD+binsK)")
     args = ap.parse_args()
     if args.run:
         from coordbench.learn.registry import paper_config
@@ -64,6 +69,8 @@ def main() -> None:
         extra = {} if args.arch == "mlp" else {"arch": args.arch}
         if args.anneal_lr:
             extra["anneal_lr"] = True
+        if args.num_bins is not None:
+            extra["num_bins"] = args.num_bins
         sweep([paper_config(args.config, args.algo, seed=s, total_steps=args.steps,
                             utd=args.utd, eval_every=50_000, extra=extra)
                for s in parse_seeds(args.seeds)], args.dirs[0], workers=args.workers)

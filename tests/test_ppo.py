@@ -275,3 +275,58 @@ def test_sequential_architecture_trains_checkpoints_and_refuses_other_methods(tm
             train_configs("5A-12T-10x6", algo, [0], arch="pair-seq")
         with pytest.raises(ConfigError, match="decide in index order"):
             make(paper_config("5A-12T-10x6", algo, extra={"arch": "pair-seq"}))
+
+
+def test_a_richer_observation_is_labelled_trained_on_and_kept_with_its_checkpoint(tmp_path,
+                                                                                   monkeypatch):
+    import dataclasses
+
+    import coordbench.learn.ppo as ppo_module
+    from coordbench.errors import ConfigError
+    from coordbench.learn.core import env_config, method_label
+    from coordbench.learn.registry import checkpoint_policy
+    from coordbench.suites.stat.suite import StatEvalSpec
+
+    # the paper's own count is the paper's observation: no label, no extra
+    assert train_configs("3A-6T-5x3", "mappo", [0], num_bins=5)[0].extra == {}
+    for bad in (1, 1001):
+        with pytest.raises(ConfigError, match="--num-bins must be in 2..1000"):
+            train_configs("3A-6T-5x3", "mappo", [0], num_bins=bad)
+    tc = train_configs("3A-6T-5x3", "mappo", [0], steps=512, eval_every=512, eval_episodes=2,
+                       arch="pair-seq", num_bins=12)[0]
+    tc.extra.update({"rollout": 8, "epochs": 1})
+    assert method_label(tc.algo, tc.extra) == "mappo+pair-seq+bins12"
+    cfg = env_config(tc)
+    assert (cfg.name, cfg.num_bins) == ("3A-6T-5x3", 12)
+    method = make(tc)
+    # the pair network reads 12 bins: its one-hot widens from the paper's 5 to 12
+    assert method.actor.embed[0].in_features == (12 + 13) + 1
+    seen = []
+
+    class RecordingEnv(StatVecEnv):
+        def __init__(self, cfg, *args, **kwargs):
+            seen.append(cfg.num_bins)
+            super().__init__(cfg, *args, **kwargs)
+
+    monkeypatch.setattr(ppo_module, "StatVecEnv", RecordingEnv)
+    res = train(tc, method)
+    assert seen == [12]  # the training env observes the run's bins, not the paper's
+    assert all(math.isfinite(c["return"]) for c in res["curve"])
+    # 12 bins over a width of 5 are narrower than the paper's: some observed bin exceeds 4
+    env = StatVecEnv(cfg, 16, seed=1)
+    env.reset()
+    assert env.obs[:, :cfg.agents * cfg.tasks].max() > 4
+    path = tmp_path / "bins12.pt"
+    path.write_bytes(checkpoint_bytes(tc, method))
+    policy = checkpoint_policy(str(path))
+    assert policy.num_bins == 12
+    # evaluated through the suite, the checkpoint plays on the bins it was trained on
+    suite = StatEvalSpec(config="3A-6T-5x3", policy=str(path))
+    assert suite.cfg().num_bins == 12
+    paper_env = StatVecEnv(get_config("3A-6T-5x3"), 2)
+    paper_env.reset()
+    with pytest.raises(ConfigError, match="trained on 12 distance bins, not 5"):
+        policy(paper_env, np.random.default_rng(0))
+    rich_env = StatVecEnv(dataclasses.replace(get_config("3A-6T-5x3"), num_bins=12), 2)
+    rich_env.reset()
+    assert policy(rich_env, np.random.default_rng(0)).shape == (2, 3)

@@ -156,6 +156,10 @@ def stat_train(
     eps_anneal_steps: int | None = typer.Option(
         None, help="Environment steps over which epsilon decays linearly (default: the "
                    "paper's fraction of the run)."),
+    num_bins: int | None = typer.Option(
+        None, help="Distance bins of the observation (default: the paper's 5). Any other "
+                   "count is a richer observation, not the paper's: its runs are filed "
+                   "as METHOD+binsK."),
     executor: str = executor_option("process"),
     workers: int = workers_option(2),
     out_dir: Path = typer.Option(Path("runs/train"), "--out", help="Results directory."),
@@ -181,7 +185,8 @@ def stat_train(
     check_out_dir(out_dir)
     tcs = train_configs(config, algo, parse_seeds(seeds), steps=steps, utd=utd,
                         num_envs=num_envs, eval_every=eval_every, eval_episodes=eval_episodes,
-                        arch=arch, lr=lr, eps_anneal_steps=eps_anneal_steps)
+                        arch=arch, lr=lr, eps_anneal_steps=eps_anneal_steps,
+                        num_bins=num_bins)
     say = None if as_json else (lambda line: err.print(line, highlight=False, soft_wrap=True))
     summary = summarize(sweep(tcs, out_dir, workers, executor, say=say))
     from coordbench.report.compose import open_for_report

@@ -22,7 +22,6 @@ import numpy as np
 import torch
 from torch import nn
 
-from coordbench.envs.stat.config import get_config
 from coordbench.envs.stat.vec import StatVecEnv
 
 from .core import (
@@ -32,6 +31,7 @@ from .core import (
     agent_network,
     chosen,
     clone_frozen,
+    env_config,
     epsilon,
     masked_argmax,
     mlp,
@@ -119,7 +119,7 @@ def train(tc: TrainConfig, method: COMA, log=None) -> dict[str, Any]:
     one_thread()
     torch.manual_seed(tc.seed)
     gen = torch.Generator().manual_seed(tc.seed)
-    cfg = get_config(tc.config)
+    cfg = env_config(tc)
     rollout = int(tc.extra.get("rollout", 16))
     lam = float(tc.extra.get("td_lambda", 0.8))
     ent_coef = float(tc.extra.get("entropy", 0.01))

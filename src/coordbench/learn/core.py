@@ -11,6 +11,7 @@ ratio trains faster per wall-clock second (documented trade-off, measured in ben
 from __future__ import annotations
 
 import copy
+import dataclasses
 import os
 import time
 from dataclasses import asdict, dataclass, field
@@ -237,7 +238,7 @@ def train(tc: TrainConfig, method: Method, log=None) -> dict[str, Any]:
     one_thread()
     torch.manual_seed(tc.seed)
     rng = np.random.default_rng(tc.seed)
-    cfg = get_config(tc.config)
+    cfg = env_config(tc)
     env = StatVecEnv(cfg, tc.num_envs, layouts="uniform", seed=tc.seed + 10_000)
     buf = Replay(tc.buffer_size, cfg.obs_dim, cfg.agents, cfg.num_actions)
     opt = FlatAdam(method.parameters(), tc.lr)
@@ -444,10 +445,22 @@ SEQUENTIAL_ALGOS = ("mappo", "ippo")
 
 def method_label(algo: str, extra: dict[str, Any] | None) -> str:
     """Return the name a run is filed and tabled under: the algorithm, plus "+pair" for the
-    task-equivariant network or "+pair-seq" for its sequential variant (so all can share a
-    results directory)."""
-    arch = (extra or {}).get("arch", "mlp")
-    return algo if arch == "mlp" else f"{algo}+{arch}"
+    task-equivariant network or "+pair-seq" for its sequential variant, plus "+binsK" when
+    it saw K distance bins instead of the paper's observation (so all can share a results
+    directory and no richer-observation run passes for a paper one)."""
+    extra = extra or {}
+    arch = extra.get("arch", "mlp")
+    label = algo if arch == "mlp" else f"{algo}+{arch}"
+    bins = extra.get("num_bins")
+    return label if bins is None else f"{label}+bins{bins}"
+
+
+def env_config(tc: TrainConfig) -> StatConfig:
+    """Return the environment configuration a run trains and evaluates on: `tc.config`, with
+    tc.extra["num_bins"] distance bins where set (the labelled richer observation)."""
+    cfg = get_config(tc.config)
+    bins = tc.extra.get("num_bins")
+    return cfg if bins is None else dataclasses.replace(cfg, num_bins=int(bins))
 
 
 def agent_network(obs_dim: int, n: int, actions: int, tc: TrainConfig) -> torch.nn.Module:
@@ -459,7 +472,8 @@ def agent_network(obs_dim: int, n: int, actions: int, tc: TrainConfig) -> torch.
     if arch in ("pair", "pair-seq"):
         from .pair import PairAgentQ
 
-        return PairAgentQ(n, actions - 3, tc.hidden, claims=arch == "pair-seq")
+        return PairAgentQ(n, actions - 3, tc.hidden, claims=arch == "pair-seq",
+                          bins=env_config(tc).num_bins)
     return SharedAgentQ(obs_dim, n, actions, tc.hidden)
 
 

@@ -37,8 +37,14 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-BINS = 5
-PAIR_FEATURES = BINS + 2 + 1 + 5 + 3 + 2
+BINS = 5  # the paper's observation; other counts are the labelled --num-bins option
+
+
+def pair_features(bins: int) -> int:
+    """Return the width of one pair's input: the bin one-hot and 13 more features."""
+    return bins + 2 + 1 + 5 + 3 + 2
+
+
 
 
 class PairAgentQ(nn.Module):
@@ -46,11 +52,13 @@ class PairAgentQ(nn.Module):
 
     scores_rows = True  # forward(obs, rows) scores only the given agent rows
 
-    def __init__(self, n: int, m: int, hidden: int, claims: bool = False) -> None:
+    def __init__(self, n: int, m: int, hidden: int, claims: bool = False,
+                 bins: int = BINS) -> None:
         super().__init__()
-        self.n, self.m = n, m
+        self.n, self.m, self.bins = n, m, bins
         self.sequential = claims  # one more pair input: picked by a lower-index agent this step
-        self.embed = nn.Sequential(nn.Linear(PAIR_FEATURES + int(claims), hidden), nn.ReLU(),
+        self.embed = nn.Sequential(nn.Linear(pair_features(bins) + int(claims), hidden),
+                                   nn.ReLU(),
                                    nn.Linear(hidden, hidden), nn.ReLU())
         self.select = nn.Linear(hidden, 1)
         self.base = nn.Sequential(nn.Linear(hidden + 3, hidden), nn.ReLU(), nn.Linear(hidden, 3))
@@ -84,10 +92,10 @@ class PairAgentQ(nn.Module):
         free_k = free.view(b, 1, n, 1)
         nearest_other = dk.masked_fill(self.eye.view(1, n, n, 1), 1e3).amin(2)
         scale = max(1, n - 1)
-        pair = [nn.functional.one_hot(d.long().clamp(0, BINS - 1), BINS).float(),
+        pair = [nn.functional.one_hot(d.long().clamp(0, self.bins - 1), self.bins).float(),
                 comp.unsqueeze(1).expand(b, n, m).unsqueeze(-1),
                 sel.unsqueeze(1).expand(b, n, m).unsqueeze(-1),
-                (nearest_other / (BINS - 1)).clamp(max=2.0).unsqueeze(-1),
+                (nearest_other / (self.bins - 1)).clamp(max=2.0).unsqueeze(-1),
                 torch.stack([nearer.sum(2) / scale, tie.sum(2) / scale,
                              tie_lower.sum(2) / scale, (nearer * free_k).sum(2) / scale,
                              (tie * free_k).sum(2) / scale], dim=-1)]
@@ -119,9 +127,9 @@ class PairAgentQ(nn.Module):
         glob = torch.stack([free.mean(1), 1 - comp.mean(1)], dim=-1)[rb]  # (R, 2)
         r = rb.shape[0]
         feats = torch.cat([
-            F.one_hot(di.squeeze(1).long().clamp(0, BINS - 1), BINS).float(),
+            F.one_hot(di.squeeze(1).long().clamp(0, self.bins - 1), self.bins).float(),
             comp[rb].unsqueeze(-1), sel[rb].unsqueeze(-1),
-            (nearest_other / (BINS - 1)).clamp(max=2.0).unsqueeze(-1),
+            (nearest_other / (self.bins - 1)).clamp(max=2.0).unsqueeze(-1),
             torch.stack([near_counts[:, 0], tie_counts[:, 0], tie_counts[:, 1],
                          near_counts[:, 1], tie_counts[:, 2]], dim=-1) / scale,
             torch.cat([mode_hot, glob], dim=-1).unsqueeze(1).expand(r, m, 5)], dim=-1)

@@ -51,7 +51,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from coordbench.envs.stat.config import SELECT0, get_config
+from coordbench.envs.stat.config import SELECT0
 from coordbench.envs.stat.vec import StatVecEnv
 
 from .coma import masked_probs
@@ -62,6 +62,7 @@ from .core import (
     TrainConfig,
     agent_network,
     choice_rows,
+    env_config,
     masked_greedy,
     mlp,
     one_thread,
@@ -305,7 +306,7 @@ def train(tc: TrainConfig, method: PPO, log=None) -> dict[str, Any]:
     one_thread()
     torch.manual_seed(tc.seed)
     gen = torch.Generator().manual_seed(tc.seed)
-    cfg = get_config(tc.config)
+    cfg = env_config(tc)
     hp = PPOSettings.from_extra(tc.extra)
     env = StatVecEnv(cfg, tc.num_envs, layouts="uniform", seed=tc.seed + 10_000)
     params = method.parameters()

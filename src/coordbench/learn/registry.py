@@ -13,11 +13,11 @@ import torch
 from coordbench.core.atomic import write_atomic_bytes
 from coordbench.core.checkpoint import checkpoint_bytes as serialize
 from coordbench.core.checkpoint import read_checkpoint
-from coordbench.envs.stat.config import get_config
+from coordbench.envs.stat.config import DEFAULT_NUM_BINS, get_config
 from coordbench.errors import ConfigError, CoordbenchError
 
 from . import coma, ppo
-from .core import TrainConfig
+from .core import TrainConfig, env_config
 from .core import train as train_off_policy
 from .dqn import DQN, check_joint_space
 from .fdqn import FDQN
@@ -25,6 +25,9 @@ from .iql import IQL
 from .qmix import QMIX
 from .qtran import QTRAN
 from .vdn import VDN
+
+# distance bins a run may observe (--num-bins): the paper's 5, or a labelled richer count
+MIN_BINS, MAX_BINS = 2, 1000
 
 METHODS = {"dqn": DQN, "fdqn": FDQN, "vdn": VDN, "qmix": QMIX, "qtran": QTRAN, "iql": IQL,
            "coma": coma.COMA, "mappo": ppo.MAPPO, "ippo": ppo.IPPO}
@@ -79,7 +82,7 @@ def check_algo(algo: str, config: str) -> None:
 def make(tc: TrainConfig):
     """Return the method object for a training config (weights initialised from tc.seed)."""
     check_algo(tc.algo, tc.config)
-    cfg = get_config(tc.config)
+    cfg = env_config(tc)
     torch.manual_seed(tc.seed)
     return METHODS[tc.algo](cfg.obs_dim, cfg.agents, cfg.num_actions, tc)
 
@@ -101,13 +104,15 @@ def paper_config(config: str, algo: str, **overrides) -> TrainConfig:
 def train_configs(config: str, algo: str, seeds: list[int], *, steps: int | None = None,
                   utd: float = 8.0, num_envs: int | None = None, eval_every: int = 10_000,
                   eval_episodes: int = 20, arch: str = "mlp", lr: float | None = None,
-                  eps_anneal_steps: int | None = None) -> list[TrainConfig]:
+                  eps_anneal_steps: int | None = None,
+                  num_bins: int | None = None) -> list[TrainConfig]:
     """Return one TrainConfig per seed for a sweep (the paper's settings, then these);
     ConfigError names a bad choice.
 
     `lr` replaces the paper's learning rate and `eps_anneal_steps` the length of the linear
     epsilon decay (recorded as eps_frac = eps_anneal_steps / total steps), the two settings
-    the paper's grid varies (its Appendix D).
+    the paper's grid varies (its Appendix D). `num_bins` replaces the paper's 5 distance
+    bins of the observation: a richer observation, filed under a "+binsK" label.
     """
     from .core import check_arch
 
@@ -120,8 +125,16 @@ def train_configs(config: str, algo: str, seeds: list[int], *, steps: int | None
     overrides: dict[str, Any] = {"utd": utd, "num_envs": num_envs, "eval_every": eval_every,
                                  "eval_episodes": eval_episodes}
     check_arch(arch, algo)
+    extra: dict[str, Any] = {}
     if arch != "mlp":
-        overrides["extra"] = {"arch": arch}
+        extra["arch"] = arch
+    if num_bins is not None:
+        if not MIN_BINS <= num_bins <= MAX_BINS:
+            raise ConfigError(f"--num-bins must be in {MIN_BINS}..{MAX_BINS}, got {num_bins}")
+        if num_bins != DEFAULT_NUM_BINS:  # the paper's own count is the paper's observation
+            extra["num_bins"] = int(num_bins)
+    if extra:
+        overrides["extra"] = extra
     if steps is not None:
         overrides["total_steps"] = steps
     if lr is not None:
@@ -189,12 +202,18 @@ def checkpoint_policy(path: str):
     environment must have the checkpoint's config."""
     tc, method = _cached(str(Path(path).resolve()))
 
+    bins = env_config(tc).num_bins
+
     def policy(env, rng) -> Any:
         if env.cfg.name != tc.config:
             raise ConfigError(f"checkpoint {path} was trained on {tc.config}, not "
                               f"{env.cfg.name}")
+        if env.cfg.num_bins != bins:
+            raise ConfigError(f"checkpoint {path} was trained on {bins} distance bins, not "
+                              f"{env.cfg.num_bins}")
         with torch.no_grad():
             return method.greedy(torch.from_numpy(env.obs), torch.from_numpy(env.masks)).numpy()
 
     policy.config = tc.config  # type: ignore[attr-defined]
+    policy.num_bins = bins  # type: ignore[attr-defined]
     return policy

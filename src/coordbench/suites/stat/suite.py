@@ -7,6 +7,7 @@ on batching or on which episodes a resumed run still had to play.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import asdict, dataclass
 from functools import partial
@@ -101,8 +102,12 @@ class StatEvalSpec:
                 f"_limit{self.episode_limit}")
 
     def cfg(self) -> StatConfig:
-        """Return the environment configuration."""
-        return get_config(self.config, episode_limit=self.episode_limit)
+        """Return the environment configuration (with a checkpoint's distance bins where it
+        was trained on a richer observation than the paper's)."""
+        cfg = get_config(self.config, episode_limit=self.episode_limit)
+        bins = None if self.policy in TEAMS else getattr(get_policy(self.policy), "num_bins",
+                                                         None)
+        return cfg if bins in (None, cfg.num_bins) else dataclasses.replace(cfg, num_bins=bins)
 
 
 class PerEnvRng:
