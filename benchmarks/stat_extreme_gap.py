@@ -143,7 +143,10 @@ def render(ledger: dict) -> str:
              "see. greedy_obs: agents in index order take their lowest-bin task not claimed "
              "this step; hungarian_obs: the assignment with the fewest bins in total; "
              "nearest_obs: each agent its own lowest-bin task, without the others' picks "
-             "(decentralized, as the learners' policies act).", "",
+             "(decentralized, as the learners' policies act). A method labelled +binsK "
+             "trained and was evaluated on K distance bins, a richer observation than the "
+             "paper's 5 (`--num-bins K`); its last three columns are still the rules on the "
+             "paper's bins (the rules on K bins: stat_obs_bins.md).", "",
              "| config | method | steps | n | final return | max return | gap closed (final) "
              "| gap closed (max) | per seed (final %, by seed) | random valid | Hungarian | "
              "paper's best (gap closed) | "
