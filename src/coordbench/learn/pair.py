@@ -45,8 +45,6 @@ def pair_features(bins: int) -> int:
     return bins + 2 + 1 + 5 + 3 + 2
 
 
-
-
 class PairAgentQ(nn.Module):
     """Q_i(s, .) for every agent i: (B, D) -> (B, n, 3 + m), or (R, 3 + m) for agent rows."""
 
