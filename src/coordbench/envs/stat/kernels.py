@@ -39,7 +39,9 @@ from .config import (
 # squared distance further than this (relative) from a decision edge decides the same way with
 # either; only nearer ones are recomputed with pow, which is too slow to call everywhere
 NEAR = 1e-12
-# rows are split into at most this many chunks, each with its own small buffers
+# rows are split into chunks of at least MIN_CHUNK_ROWS (one for a small batch: its buffers
+# are allocated once per call) and at most ROW_CHUNKS of them, each with its own buffers
+MIN_CHUNK_ROWS = 32
 ROW_CHUNKS = 256
 # the exponent the kernels take as their `two` argument: a run-time 2.0 keeps math.pow a call
 # of the C library's pow(), where a literal would be folded into x*x
@@ -174,7 +176,8 @@ def _step_observe_rows(idx, stepping, pos, target, mode, counter, task_pos, comp
     two small per-chunk buffers (x and y apart, in cache) and marks what to redo in a third.
     Rows are split into ROW_CHUNKS chunks, each with its own buffers, because a buffer per
     thread would need numba's get_thread_id, whose cached code crashes when a new process
-    loads it, and a buffer per env streams memory (B*n*m floats) where these stay in cache.
+    loads it, and a buffer per env streams memory (B*n*m floats) where these stay in cache;
+    a small batch is one chunk, so its buffers are allocated once per call.
 
     All of it is one loop body on purpose: a helper taking arrays, inlined or not, costs atomic
     reference-count updates per call and environment, more than the work of a small env. Short
@@ -184,7 +187,7 @@ def _step_observe_rows(idx, stepping, pos, target, mode, counter, task_pos, comp
     m = task_pos.shape[1]
     nm = n * m
     n_rows = idx.shape[0]
-    n_chunks = min(n_rows, ROW_CHUNKS)
+    n_chunks = max(1, min(n_rows // MIN_CHUNK_ROWS, ROW_CHUNKS))
     inv_w = 1.0 / bin_w
     for c in prange(n_chunks):  # environments are independent: safe to split
         # the task coordinates of the env at hand, per chunk of rows: cache-resident
