@@ -15,30 +15,17 @@ nearest_obs) are played at each K.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 from pathlib import Path
 
 import numpy as np
 
-from coordbench.agents.stat.scripted import get_policy
 from coordbench.core.atomic import write_atomic
-from coordbench.envs.stat.config import DEFAULT_NUM_BINS, get_config
-from coordbench.learn.core import evaluate_policy
+from coordbench.envs.stat.config import DEFAULT_NUM_BINS
 from coordbench.learn.sweep import parse_seeds
+from coordbench.report.stat_train_report import reference_samples
 
 RULES = ("greedy_obs", "hungarian_obs", "nearest_obs")
-
-
-def returns(policy_name: str, cfg, seeds: list[int], episodes: int) -> list[float]:
-    """Return the policy's mean return per seed on that seed's paper layouts."""
-    policy = get_policy(policy_name)
-    out = []
-    for s in seeds:
-        rng = np.random.default_rng(s)
-        out.append(evaluate_policy(lambda env, g=rng: policy(env, g), cfg, s,
-                                   episodes)["return"])
-    return out
 
 
 def main() -> None:
@@ -49,14 +36,19 @@ def main() -> None:
     ap.add_argument("--episodes", type=int, default=20)
     args = ap.parse_args()
     seeds = parse_seeds(args.seeds)
-    base = get_config(args.config)
-    random_valid = returns("random", base, seeds, args.episodes)
-    hungarian = returns("hungarian", base, seeds, args.episodes)
+    spec = {args.config: (seeds, args.episodes)}
+
+    def returns(names: tuple[str, ...], bins: int | None = None) -> dict[str, list[float]]:
+        refs = reference_samples(spec, names, num_bins=bins)
+        return {n: [r["return"] for r in refs[(args.config, n)]] for n in names}
+
+    exact = returns(("random", "hungarian"))
+    random_valid, hungarian = exact["random"], exact["hungarian"]
     rows = []
     for k in (int(b) for b in args.bins.split(",")):
-        cfg = dataclasses.replace(base, num_bins=k)
+        by_rule = returns(RULES, k)
         for rule in RULES:
-            ret = returns(rule, cfg, seeds, args.episodes)
+            ret = by_rule[rule]
             gap = [(r - lo) / (hi - lo) for r, lo, hi in
                    zip(ret, random_valid, hungarian, strict=True)]
             rows.append({"bins": k, "rule": rule, "returns": ret, "gap_closed": gap,

@@ -113,14 +113,17 @@ def point(result: dict[str, Any], at: str) -> dict[str, float]:
 
 
 def reference_samples(configs: dict[str, tuple[list[int], int]],
-                      names: tuple[str, ...] = REFERENCES) -> dict[tuple[str, str],
-                                                                   list[dict[str, float]]]:
+                      names: tuple[str, ...] = REFERENCES, num_bins: int | None = None
+                      ) -> dict[tuple[str, str], list[dict[str, float]]]:
     """Return per-seed metrics of the scripted allocators `names`: {(config, policy): [per
     seed]}.
 
     `configs` maps config -> (training seeds, evaluation episodes); each seed is evaluated on
-    the paper layouts seed*1000 + i, i < episodes, like a learner's checkpoint.
+    the paper layouts seed*1000 + i, i < episodes, like a learner's checkpoint. `num_bins`
+    replaces the paper's distance bins (only the rules that read the observation notice).
     """
+    import dataclasses
+
     from coordbench.agents.stat.scripted import get_policy
     from coordbench.envs.stat.config import get_config
     from coordbench.learn.core import evaluate_policy
@@ -128,6 +131,8 @@ def reference_samples(configs: dict[str, tuple[list[int], int]],
     out: dict[tuple[str, str], list[dict[str, float]]] = {}
     for config, (seeds, episodes) in configs.items():
         cfg = get_config(config)
+        if num_bins is not None:
+            cfg = dataclasses.replace(cfg, num_bins=num_bins)
         for name in names:
             policy = get_policy(name)
             rows = []
