@@ -54,6 +54,7 @@ def stat_eval(
     config: str = typer.Option(..., help="STAT config name, e.g. 5A-25T-50x30."),
     policy: str = typer.Option(..., help="random | greedy | matching | hungarian | "
                                          "greedy_obs | hungarian_obs | nearest_obs | "
+                                         "greedy_mem | nearest_mem | "
                                          "rule (minds under --protocol) | "
                                          "llm (with --model) | PATH (a checkpoint of "
                                          "`stat train`)"),

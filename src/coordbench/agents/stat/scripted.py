@@ -17,6 +17,10 @@ task follow their mask (MOVE, then EXECUTE); agents with nothing left to pick ID
 - `nearest_obs`: every decision agent takes a selectable task in its own lowest bin (ties at
   random) without knowing what the others pick this step: `greedy_obs` decentralized, as a
   learned policy that samples each agent's action on its own must act.
+- `greedy_mem`, `nearest_mem`: `greedy_obs` and `nearest_obs` with a memory of the
+  observation (envs/stat/memory.py): within an agent's lowest bin, the task whose
+  remembered bins to the executed tasks disagree least with the agent's own (ties at
+  random). What the paper's observation allows a policy with memory, not only one step.
 
 When decision agents outnumber selectable tasks, the mask still forces the unmatched ones to
 pick; they take their nearest selectable task, and the environment's conflict rule (closest
@@ -34,6 +38,7 @@ from scipy.optimize import linear_sum_assignment
 
 from coordbench.envs.stat import kernels
 from coordbench.envs.stat.config import SELECT0
+from coordbench.envs.stat.memory import memory_of
 from coordbench.envs.stat.vec import StatVecEnv
 from coordbench.errors import ConfigError
 
@@ -222,7 +227,34 @@ def hungarian_obs_policy(env: StatVecEnv, rng: np.random.Generator) -> np.ndarra
     return _assign_min_cost(out, free, bins + rng.random(bins.shape) / (env.cfg.agents + 1))
 
 
-for _policy in (greedy_obs_policy, nearest_obs_policy, hungarian_obs_policy):
+def _memory_order(env: StatVecEnv, name: str) -> np.ndarray:
+    """Return (B, n*m) scores that order tasks by bin, then within a bin by the memory's
+    disagreement share (below 1, so never across bins)."""
+    n, m = env.cfg.agents, env.cfg.tasks
+    _obs_bins(env, name)
+    feats = memory_of(env).features(env.obs, env.state.target)
+    return env.obs[:, :n * m] + 0.999 * feats[:, :n * m]
+
+
+def greedy_mem_policy(env: StatVecEnv, rng: np.random.Generator) -> np.ndarray:
+    """Return `greedy_obs` ordering each bin's tasks by the observation memory."""
+    score = _memory_order(env, "greedy_mem")
+    out, free = _forced(env)
+    _greedy_bins_kernel(score, free, rng.random(out.shape), out, True)
+    return out
+
+
+def nearest_mem_policy(env: StatVecEnv, rng: np.random.Generator) -> np.ndarray:
+    """Return `nearest_obs` ordering each bin's tasks by the observation memory (each
+    decision agent on its own)."""
+    score = _memory_order(env, "nearest_mem")
+    out, free = _forced(env)
+    _greedy_bins_kernel(score, free, rng.random(out.shape), out, False)
+    return out
+
+
+for _policy in (greedy_obs_policy, nearest_obs_policy, hungarian_obs_policy,
+                greedy_mem_policy, nearest_mem_policy):
     _policy.reads_obs = True  # type: ignore[attr-defined]
 
 StatPolicy = Callable[[StatVecEnv, np.random.Generator], np.ndarray]
@@ -235,6 +267,8 @@ POLICIES: dict[str, StatPolicy] = {
     "greedy_obs": greedy_obs_policy,
     "hungarian_obs": hungarian_obs_policy,
     "nearest_obs": nearest_obs_policy,
+    "greedy_mem": greedy_mem_policy,
+    "nearest_mem": nearest_mem_policy,
 }
 
 
