@@ -61,6 +61,8 @@ def main() -> None:
     ap.add_argument("--num-bins", type=int, default=None,
                     help="distance bins of the observation instead of the paper's 5: a richer, "
                          "labelled observation (filed as METHOD+binsK)")
+    ap.add_argument("--memory", action="store_true",
+                    help="MAPPO/IPPO pair networks: the observation memory (filed as METHOD+mem)")
     args = ap.parse_args()
     if args.run:
         from coordbench.learn.registry import paper_config
@@ -71,6 +73,8 @@ def main() -> None:
             extra["anneal_lr"] = True
         if args.num_bins is not None:
             extra["num_bins"] = args.num_bins
+        if args.memory:
+            extra["memory"] = True
         sweep([paper_config(args.config, args.algo, seed=s, total_steps=args.steps,
                             utd=args.utd, eval_every=50_000, extra=extra)
                for s in parse_seeds(args.seeds)], args.dirs[0], workers=args.workers)

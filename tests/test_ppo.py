@@ -330,3 +330,69 @@ def test_a_richer_observation_is_labelled_trained_on_and_kept_with_its_checkpoin
     rich_env = StatVecEnv(dataclasses.replace(get_config("3A-6T-5x3"), num_bins=12), 2)
     rich_env.reset()
     assert policy(rich_env, np.random.default_rng(0)).shape == (2, 3)
+
+
+def test_the_observation_memory_is_labelled_read_by_the_pair_network_and_kept_in_play(
+        tmp_path, monkeypatch):
+    import coordbench.learn.ppo as ppo_module
+    from coordbench.envs.stat.memory import ObservationMemory, memory_of, width
+    from coordbench.errors import ConfigError
+    from coordbench.learn.core import method_label
+    from coordbench.learn.registry import checkpoint_policy
+
+    for algo, arch in (("vdn", "pair"), ("mappo", "mlp")):
+        with pytest.raises(ConfigError, match="--memory needs --arch pair or pair-seq"):
+            train_configs("3A-6T-5x3", algo, [0], arch=arch, memory=True)
+    tc = train_configs("3A-6T-10x6", "mappo", [0], steps=512, eval_every=512,
+                       eval_episodes=2, arch="pair-seq", memory=True)[0]
+    tc.extra.update({"rollout": 8, "epochs": 1})
+    assert method_label(tc.algo, tc.extra) == "mappo+pair-seq+mem"
+    cfg = get_config("3A-6T-10x6")
+    method = make(tc)
+    assert method.actor.embed[0].in_features == (5 + 13 + 2) + 1
+    assert method.critic.net[0].in_features == cfg.obs_dim + width(cfg)
+    observed = []
+
+    class RecordingMemory(ObservationMemory):
+        def observe(self, env):
+            out = super().observe(env)
+            observed.append(out.shape)
+            return out
+
+    monkeypatch.setattr(ppo_module, "ObservationMemory", RecordingMemory)
+    res = train(tc, method)
+    assert len(observed) == 1 + 512 // tc.num_envs  # the reset, then every step
+    assert set(observed) == {(tc.num_envs, cfg.obs_dim + width(cfg))}
+    assert all(math.isfinite(c["return"]) for c in res["curve"])
+
+    # the network reads the memory: changing a decision agent's shares changes its scores
+    env = StatVecEnv(cfg, 8, seed=3)
+    env.reset()
+    x = torch.from_numpy(memory_of(env).observe(env))
+    rows = (torch.zeros(1, dtype=torch.long), torch.zeros(1, dtype=torch.long))
+    claimed = torch.zeros(1, cfg.tasks)
+    y = x.clone()
+    y[:, cfg.obs_dim:cfg.obs_dim + cfg.tasks] = torch.linspace(0, 1, cfg.tasks)
+    with torch.no_grad():
+        assert not torch.equal(method.actor(x, rows, claimed), method.actor(y, rows, claimed))
+        # rows-only scoring agrees with the full forward on memory inputs too
+        full = method.actor(y, None, torch.zeros(8, cfg.agents, cfg.tasks))
+        np.testing.assert_allclose(method.actor(y, rows, claimed).numpy(), full[0, :1].numpy(),
+                                   rtol=1e-5, atol=1e-5)
+
+    # a checkpoint plays a plain env, keeping the memory itself
+    path = tmp_path / "mem.pt"
+    path.write_bytes(checkpoint_bytes(tc, method))
+    policy = checkpoint_policy(str(path))
+    play = StatVecEnv(cfg, 4, seed=5, auto_reset=False)
+    play.reset()
+    rng = np.random.default_rng(0)
+    for _ in range(30):
+        acts = policy(play, rng)
+        mem = memory_of(play)
+        want = method.greedy(torch.from_numpy(np.concatenate(
+            [play.obs, mem.features(play.obs, play.state.target)], axis=1)),
+            torch.from_numpy(play.masks)).numpy()
+        np.testing.assert_array_equal(acts, want)
+        play.step(acts)
+    assert memory_of(play).known.any()

@@ -106,3 +106,18 @@ def test_memory_lifts_the_rules_past_the_one_step_cap_on_100_tasks():
     gap = {k: (v - out["random"]) / (out["hungarian"] - out["random"]) for k, v in out.items()}
     assert gap["greedy_obs"] < 0.88
     assert gap["greedy_mem"] > 0.91 and gap["nearest_mem"] > 0.90
+
+
+def test_final_rows_append_the_memory_of_an_ended_episode_with_no_picks_held():
+    cfg, env = _env("5A-25T-50x30", 3, seed=2)
+    rng = np.random.default_rng(4)
+    for _ in range(60):
+        memory_of(env)
+        env.step(POLICIES["greedy_obs"](env, rng))
+    mem = memory_of(env)
+    idx = np.array([2, 0])
+    got = mem.final_rows(env.obs[idx], idx)
+    free = np.full_like(env.state.target, -1)
+    want = mem.features(env.obs, free)[idx]
+    np.testing.assert_array_equal(got[:, :cfg.obs_dim], env.obs[idx])
+    np.testing.assert_array_equal(got[:, cfg.obs_dim:], want)

@@ -161,6 +161,10 @@ def stat_train(
         None, help="Distance bins of the observation (default: the paper's 5). Any other "
                    "count is a richer observation, not the paper's: its runs are filed "
                    "as METHOD+binsK."),
+    memory: bool = typer.Option(
+        False, "--memory", help="Give the agents the observation memory (each executed "
+                                "task's row of bins; --arch pair or pair-seq, mappo/ippo). "
+                                "Runs are filed as METHOD+mem."),
     executor: str = executor_option("process"),
     workers: int = workers_option(2),
     out_dir: Path = typer.Option(Path("runs/train"), "--out", help="Results directory."),
@@ -187,7 +191,7 @@ def stat_train(
     tcs = train_configs(config, algo, parse_seeds(seeds), steps=steps, utd=utd,
                         num_envs=num_envs, eval_every=eval_every, eval_episodes=eval_episodes,
                         arch=arch, lr=lr, eps_anneal_steps=eps_anneal_steps,
-                        num_bins=num_bins)
+                        num_bins=num_bins, memory=memory)
     say = None if as_json else (lambda line: err.print(line, highlight=False, soft_wrap=True))
     summary = summarize(sweep(tcs, out_dir, workers, executor, say=say))
     from coordbench.report.compose import open_for_report

@@ -22,6 +22,7 @@ import torch
 
 from coordbench.envs.stat.config import StatConfig, get_config
 from coordbench.envs.stat.layouts import paper_layout
+from coordbench.envs.stat.memory import memory_of, width
 from coordbench.envs.stat.vec import StatVecEnv, steps
 from coordbench.metrics.stat import StatEpisodeArrays, episode_metrics
 
@@ -196,10 +197,20 @@ def evaluate(method: Method, cfg: StatConfig, seed: int, episodes: int) -> dict[
     """Return mean metrics of the method's greedy play on the paper layouts seed*1000 + i."""
 
     def act(env: StatVecEnv) -> np.ndarray:
-        with torch.no_grad():
-            return method.greedy(torch.from_numpy(env.obs), torch.from_numpy(env.masks)).numpy()
+        return greedy_actions(method, env)
 
     return evaluate_policy(act, cfg, seed, episodes)
+
+
+def greedy_actions(method: Method, env: StatVecEnv) -> np.ndarray:
+    """Return the method's greedy (B, n) actions in `env`'s current step, on the observation
+    plus the memory's features (kept per env, envs/stat/memory.py) if the method reads them."""
+    obs = env.obs
+    if getattr(method, "memory", False):
+        mem = memory_of(env)
+        obs = np.concatenate([env.obs, mem.features(env.obs, env.state.target)], axis=1)
+    with torch.no_grad():
+        return method.greedy(torch.from_numpy(obs), torch.from_numpy(env.masks)).numpy()
 
 
 def evaluate_policy(act, cfg: StatConfig, seed: int, episodes: int) -> dict[str, float]:
@@ -446,13 +457,15 @@ SEQUENTIAL_ALGOS = ("mappo", "ippo")
 def method_label(algo: str, extra: dict[str, Any] | None) -> str:
     """Return the name a run is filed and tabled under: the algorithm, plus "+pair" for the
     task-equivariant network or "+pair-seq" for its sequential variant, plus "+binsK" when
-    it saw K distance bins instead of the paper's observation (so all can share a results
-    directory and no richer-observation run passes for a paper one)."""
+    it saw K distance bins instead of the paper's observation, and "+mem" when its agents
+    also read the observation memory (envs/stat/memory.py), so all can share a results
+    directory and no richer-observation or memory run passes for a plain one."""
     extra = extra or {}
     arch = extra.get("arch", "mlp")
     label = algo if arch == "mlp" else f"{algo}+{arch}"
     bins = extra.get("num_bins")
-    return label if bins is None else f"{label}+bins{bins}"
+    label = label if bins is None else f"{label}+bins{bins}"
+    return f"{label}+mem" if extra.get("memory") else label
 
 
 def env_config(tc: TrainConfig) -> StatConfig:
@@ -461,6 +474,18 @@ def env_config(tc: TrainConfig) -> StatConfig:
     cfg = get_config(tc.config)
     bins = tc.extra.get("num_bins")
     return cfg if bins is None else dataclasses.replace(cfg, num_bins=int(bins))
+
+
+def uses_memory(tc: TrainConfig) -> bool:
+    """Return True if the run's agents read the observation memory (`--memory`)."""
+    return bool(tc.extra.get("memory"))
+
+
+def input_width(tc: TrainConfig) -> int:
+    """Return the width of the rows a run's networks read: the observation, plus the memory's
+    features where the run uses it."""
+    cfg = env_config(tc)
+    return cfg.obs_dim + width(cfg) if uses_memory(tc) else cfg.obs_dim
 
 
 def agent_network(obs_dim: int, n: int, actions: int, tc: TrainConfig) -> torch.nn.Module:
@@ -473,7 +498,7 @@ def agent_network(obs_dim: int, n: int, actions: int, tc: TrainConfig) -> torch.
         from .pair import PairAgentQ
 
         return PairAgentQ(n, actions - 3, tc.hidden, claims=arch == "pair-seq",
-                          bins=env_config(tc).num_bins)
+                          bins=env_config(tc).num_bins, memory=uses_memory(tc))
     return SharedAgentQ(obs_dim, n, actions, tc.hidden)
 
 

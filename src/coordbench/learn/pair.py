@@ -40,9 +40,10 @@ from torch.nn import functional as F
 BINS = 5  # the paper's observation; other counts are the labelled --num-bins option
 
 
-def pair_features(bins: int) -> int:
-    """Return the width of one pair's input: the bin one-hot and 13 more features."""
-    return bins + 2 + 1 + 5 + 3 + 2
+def pair_features(bins: int, memory: bool = False) -> int:
+    """Return the width of one pair's input: the bin one-hot and 13 more features (15 with
+    the observation memory)."""
+    return bins + 2 + 1 + 5 + 3 + 2 + 2 * memory
 
 
 class PairAgentQ(nn.Module):
@@ -51,11 +52,13 @@ class PairAgentQ(nn.Module):
     scores_rows = True  # forward(obs, rows) scores only the given agent rows
 
     def __init__(self, n: int, m: int, hidden: int, claims: bool = False,
-                 bins: int = BINS) -> None:
+                 bins: int = BINS, memory: bool = False) -> None:
         super().__init__()
         self.n, self.m, self.bins = n, m, bins
         self.sequential = claims  # one more pair input: picked by a lower-index agent this step
-        self.embed = nn.Sequential(nn.Linear(pair_features(bins) + int(claims), hidden),
+        # the observation memory's two inputs (envs/stat/memory.py), after the paper's vector
+        self.memory = memory
+        self.embed = nn.Sequential(nn.Linear(pair_features(bins, memory) + int(claims), hidden),
                                    nn.ReLU(),
                                    nn.Linear(hidden, hidden), nn.ReLU())
         self.select = nn.Linear(hidden, 1)
@@ -71,6 +74,12 @@ class PairAgentQ(nn.Module):
         comp = obs[:, n * m + n:n * m + n + m]
         sel = obs[:, n * m + n + m:n * m + n + 2 * m]
         return d, mode, comp, sel
+
+    def _memory(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Return the memory's disagreement shares (B, n, m) and remembered share (B,)."""
+        n, m = self.n, self.m
+        start = n * m + n + 2 * m
+        return obs[:, start:start + n * m].view(-1, n, m), obs[:, start + n * m]
 
     def features(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Return pair features (B, n, m, F) and agent modes one-hot (B, n, 3).
@@ -101,6 +110,9 @@ class PairAgentQ(nn.Module):
         pair.append(mode_hot.unsqueeze(2).expand(b, n, m, 3))
         glob = torch.stack([free.mean(1), 1 - comp.mean(1)], dim=-1)  # (B, 2)
         pair.append(glob.view(b, 1, 1, 2).expand(b, n, m, 2))
+        if self.memory:
+            share, known = self._memory(obs)
+            pair += [share.unsqueeze(-1), known.view(b, 1, 1, 1).expand(b, n, m, 1)]
         return torch.cat(pair, dim=-1), mode_hot
 
     def row_features(self, obs: torch.Tensor, rb: torch.Tensor, ri: torch.Tensor
@@ -124,13 +136,17 @@ class PairAgentQ(nn.Module):
         mode_hot = F.one_hot(mode[rb, ri], 3).float()
         glob = torch.stack([free.mean(1), 1 - comp.mean(1)], dim=-1)[rb]  # (R, 2)
         r = rb.shape[0]
+        extra = []
+        if self.memory:
+            share, known = self._memory(obs)
+            extra = [share[rb, ri].unsqueeze(-1), known[rb].view(r, 1, 1).expand(r, m, 1)]
         feats = torch.cat([
             F.one_hot(di.squeeze(1).long().clamp(0, self.bins - 1), self.bins).float(),
             comp[rb].unsqueeze(-1), sel[rb].unsqueeze(-1),
             (nearest_other / (self.bins - 1)).clamp(max=2.0).unsqueeze(-1),
             torch.stack([near_counts[:, 0], tie_counts[:, 0], tie_counts[:, 1],
                          near_counts[:, 1], tie_counts[:, 2]], dim=-1) / scale,
-            torch.cat([mode_hot, glob], dim=-1).unsqueeze(1).expand(r, m, 5)], dim=-1)
+            torch.cat([mode_hot, glob], dim=-1).unsqueeze(1).expand(r, m, 5), *extra], dim=-1)
         return feats, mode_hot
 
     def forward(self, obs: torch.Tensor, rows: tuple[torch.Tensor, torch.Tensor] | None = None,

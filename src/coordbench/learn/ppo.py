@@ -52,6 +52,7 @@ import torch
 from torch import nn
 
 from coordbench.envs.stat.config import SELECT0
+from coordbench.envs.stat.memory import ObservationMemory
 from coordbench.envs.stat.vec import StatVecEnv
 
 from .coma import masked_probs
@@ -63,9 +64,11 @@ from .core import (
     agent_network,
     choice_rows,
     env_config,
+    input_width,
     masked_greedy,
     mlp,
     one_thread,
+    uses_memory,
 )
 
 
@@ -150,6 +153,7 @@ class PPO:
     def __init__(self, obs_dim: int, n: int, actions: int, tc: TrainConfig) -> None:
         hp = PPOSettings.from_extra(tc.extra)
         self.actor = agent_network(obs_dim, n, actions, tc)
+        self.memory = uses_memory(tc)  # obs_dim then counts the memory's features too
         self.critic = Critic(obs_dim, n, hp.critic_hidden, self.centralised_critic)
 
     def greedy(self, obs: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
@@ -311,8 +315,15 @@ def train(tc: TrainConfig, method: PPO, log=None) -> dict[str, Any]:
     env = StatVecEnv(cfg, tc.num_envs, layouts="uniform", seed=tc.seed + 10_000)
     params = method.parameters()
     opt = FlatAdam(params, tc.lr)
-    obs, masks = (x.copy() for x in env.reset())
+    mem = ObservationMemory(cfg, tc.num_envs) if method.memory else None
+
+    def seen() -> np.ndarray:  # what the agents read now: a copy, the env reuses its arrays
+        return mem.observe(env) if mem is not None else env.obs.copy()
+
+    env.reset()
+    obs, masks = seen(), env.masks.copy()
     n, b, a_dim, t_len = cfg.agents, tc.num_envs, cfg.num_actions, hp.rollout
+    width = input_width(tc)
     steps = updates = 0
     evals = EvalSchedule(tc, method, cfg, log)
     critic = method.critic
@@ -326,7 +337,7 @@ def train(tc: TrainConfig, method: PPO, log=None) -> dict[str, Any]:
         if hp.anneal_lr:  # the fraction of the run still to come, at this rollout's start
             for group in opt.param_groups:
                 group["lr"] = tc.lr * (1.0 - steps / tc.total_steps)
-        buf = {"obs": np.zeros((t_len, b, cfg.obs_dim), np.float32),
+        buf = {"obs": np.zeros((t_len, b, width), np.float32),
                "masks": np.zeros((t_len, b, n, a_dim), np.bool_),
                "act": np.zeros((t_len, b, n), np.int64),
                "logp": np.zeros((t_len, b, n), np.float32),
@@ -343,13 +354,15 @@ def train(tc: TrainConfig, method: PPO, log=None) -> dict[str, Any]:
                 buf["logp"][t] = logp.numpy()
                 buf["val"][t] = critic.denormalize(critic(o)).numpy()
             buf["obs"][t], buf["masks"][t], buf["act"][t] = obs, masks, draws.numpy()
-            nobs, nmasks, reward, info = env.step(buf["act"][t])
+            _, nmasks, reward, info = env.step(buf["act"][t])
             buf["rew"][t], buf["term"][t], buf["trunc"][t] = reward, info.terminated, info.truncated
             timeout = np.flatnonzero(info.truncated & ~info.terminated)
             if len(timeout):  # the episode goes on beyond the limit: bootstrap from its last state
-                buf["boot"][t, timeout] = values(np.stack([info.final_obs[int(e)]
-                                                           for e in timeout]))
-            obs, masks = nobs.copy(), nmasks.copy()
+                last = np.stack([info.final_obs[int(e)] for e in timeout])
+                if mem is not None:  # before seen() forgets the ended episodes
+                    last = mem.final_rows(last, timeout)
+                buf["boot"][t, timeout] = values(last)
+            obs, masks = seen(), nmasks.copy()
             steps += b
         evals.acting_s += time.perf_counter() - t_act
         adv, ret = gae(buf["rew"], buf["val"], values(obs), buf["boot"], buf["term"],

@@ -17,7 +17,7 @@ from coordbench.envs.stat.config import DEFAULT_NUM_BINS, get_config
 from coordbench.errors import ConfigError, CoordbenchError
 
 from . import coma, ppo
-from .core import TrainConfig, env_config
+from .core import TrainConfig, env_config, greedy_actions, input_width
 from .core import train as train_off_policy
 from .dqn import DQN, check_joint_space
 from .fdqn import FDQN
@@ -33,6 +33,8 @@ METHODS = {"dqn": DQN, "fdqn": FDQN, "vdn": VDN, "qmix": QMIX, "qtran": QTRAN, "
            "coma": coma.COMA, "mappo": ppo.MAPPO, "ippo": ppo.IPPO}
 # on-policy methods train in their own module's loop (rollouts, no replay)
 ON_POLICY_TRAIN = {"coma": coma.train, "mappo": ppo.train, "ippo": ppo.train}
+# learners whose loop keeps the observation memory (--memory)
+MEMORY_ALGOS = ("mappo", "ippo")
 CHECKPOINT_FORMAT = "coordbench-stat-policy"
 CHECKPOINT_VERSION = 1
 
@@ -84,7 +86,7 @@ def make(tc: TrainConfig):
     check_algo(tc.algo, tc.config)
     cfg = env_config(tc)
     torch.manual_seed(tc.seed)
-    return METHODS[tc.algo](cfg.obs_dim, cfg.agents, cfg.num_actions, tc)
+    return METHODS[tc.algo](input_width(tc), cfg.agents, cfg.num_actions, tc)
 
 
 def paper_config(config: str, algo: str, **overrides) -> TrainConfig:
@@ -105,14 +107,16 @@ def train_configs(config: str, algo: str, seeds: list[int], *, steps: int | None
                   utd: float = 8.0, num_envs: int | None = None, eval_every: int = 10_000,
                   eval_episodes: int = 20, arch: str = "mlp", lr: float | None = None,
                   eps_anneal_steps: int | None = None,
-                  num_bins: int | None = None) -> list[TrainConfig]:
+                  num_bins: int | None = None, memory: bool = False) -> list[TrainConfig]:
     """Return one TrainConfig per seed for a sweep (the paper's settings, then these);
     ConfigError names a bad choice.
 
     `lr` replaces the paper's learning rate and `eps_anneal_steps` the length of the linear
     epsilon decay (recorded as eps_frac = eps_anneal_steps / total steps), the two settings
     the paper's grid varies (its Appendix D). `num_bins` replaces the paper's 5 distance
-    bins of the observation: a richer observation, filed under a "+binsK" label.
+    bins of the observation: a richer observation, filed under a "+binsK" label. `memory`
+    gives the agents the observation memory (envs/stat/memory.py; pair networks under MAPPO
+    or IPPO only), filed under "+mem".
     """
     from .core import check_arch
 
@@ -133,6 +137,11 @@ def train_configs(config: str, algo: str, seeds: list[int], *, steps: int | None
             raise ConfigError(f"--num-bins must be in {MIN_BINS}..{MAX_BINS}, got {num_bins}")
         if num_bins != DEFAULT_NUM_BINS:  # the paper's own count is the paper's observation
             extra["num_bins"] = int(num_bins)
+    if memory:
+        if arch not in ("pair", "pair-seq") or algo not in MEMORY_ALGOS:
+            raise ConfigError(f"--memory needs --arch pair or pair-seq under "
+                              f"{' or '.join(MEMORY_ALGOS)}; got --arch {arch} with {algo}")
+        extra["memory"] = True
     if extra:
         overrides["extra"] = extra
     if steps is not None:
@@ -211,8 +220,7 @@ def checkpoint_policy(path: str):
         if env.cfg.num_bins != bins:
             raise ConfigError(f"checkpoint {path} was trained on {bins} distance bins, not "
                               f"{env.cfg.num_bins}")
-        with torch.no_grad():
-            return method.greedy(torch.from_numpy(env.obs), torch.from_numpy(env.masks)).numpy()
+        return greedy_actions(method, env)
 
     policy.config = tc.config  # type: ignore[attr-defined]
     policy.num_bins = bins  # type: ignore[attr-defined]

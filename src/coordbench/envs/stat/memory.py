@@ -91,6 +91,14 @@ class ObservationMemory:
         _disagreement(obs, target, self.n, self.m, self.known, self.rows, self.out)
         return self.out
 
+    def final_rows(self, obs_rows: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        """Return last observations `obs_rows` of the envs `idx` (just ended, before the next
+        `update` forgets them) with their memory features appended; no agent holds a pick."""
+        out = np.zeros((len(idx), self.out.shape[1]), dtype=np.float32)
+        _disagreement(obs_rows, np.full((len(idx), self.n), -1, dtype=np.int64), self.n, self.m,
+                      self.known[idx], self.rows[idx], out)
+        return np.concatenate([obs_rows, out], axis=1)
+
     def observe(self, env) -> np.ndarray:
         """Update from a StatVecEnv's current step; return its observation with the memory
         features appended, (B, obs_dim + n*m + 1) float32 (a new array)."""
