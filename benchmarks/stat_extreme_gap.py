@@ -19,6 +19,8 @@ their own directory: the 1.2M-step rows come from
 --dirs runs/extremeN` (N = 150000 / 300000 into runs/extreme150 / runs/extreme300). Rows
 labelled +binsK saw K distance bins instead of the paper's 5 (`--num-bins K`, into
 runs/extreme300_bins K): a richer observation, beside the paper's, never in its place.
+Rows labelled +mem read the paper's observation plus the observation memory (`--memory`,
+into runs/extreme300_mem).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import numpy as np
 
 from coordbench.core.atomic import write_atomic
 from coordbench.core.stats import mean_ci
+from coordbench.learn.registry import paper_config
 from coordbench.report.stat_train_report import (
     gap_closed,
     group,
@@ -61,11 +64,12 @@ def main() -> None:
     ap.add_argument("--num-bins", type=int, default=None,
                     help="distance bins of the observation instead of the paper's 5: a richer, "
                          "labelled observation (filed as METHOD+binsK)")
+    ap.add_argument("--lr", type=float, default=None,
+                    help="learning rate instead of the method's default (filed as +lrX)")
     ap.add_argument("--memory", action="store_true",
                     help="MAPPO/IPPO pair networks: the observation memory (filed as METHOD+mem)")
     args = ap.parse_args()
     if args.run:
-        from coordbench.learn.registry import paper_config
         from coordbench.learn.sweep import parse_seeds, sweep
 
         extra = {} if args.arch == "mlp" else {"arch": args.arch}
@@ -75,8 +79,9 @@ def main() -> None:
             extra["num_bins"] = args.num_bins
         if args.memory:
             extra["memory"] = True
+        lr = {} if args.lr is None else {"lr": args.lr}
         sweep([paper_config(args.config, args.algo, seed=s, total_steps=args.steps,
-                            utd=args.utd, eval_every=50_000, extra=extra)
+                            utd=args.utd, eval_every=50_000, extra=extra, **lr)
                for s in parse_seeds(args.seeds)], args.dirs[0], workers=args.workers)
     groups = group(load_results([d for d in args.dirs if d.exists()])) if any(
         d.exists() for d in args.dirs) else {}
@@ -94,6 +99,9 @@ def main() -> None:
         for r in rs:
             k = seed_idx[r["config"]["seed"]]
             label = method + ("+lr-anneal" if r["config"]["extra"].get("anneal_lr") else "")
+            default_lr = paper_config(config, r["config"]["algo"]).lr
+            if r["config"]["lr"] != default_lr:
+                label += f"+lr{r['config']['lr']:g}"
             key = f"{config} {label} {r['config']['total_steps']}"
             ledger.setdefault(key, {}).pop("summary", None)
             ledger[key].setdefault("seeds", {})[str(r["config"]["seed"])] = {
@@ -107,8 +115,9 @@ def main() -> None:
     print(text)
 
 
-# the scripted allocators that read only the paper's observation (agents/stat/scripted.py)
-OBS_RULES = ("greedy_obs", "hungarian_obs", "nearest_obs")
+# the scripted allocators that read only the paper's observation (agents/stat/scripted.py),
+# the last two with a memory of it (envs/stat/memory.py)
+OBS_RULES = ("greedy_obs", "hungarian_obs", "nearest_obs", "greedy_mem", "nearest_mem")
 
 
 def add_obs_rules(ledger: dict) -> None:
@@ -141,16 +150,20 @@ def render(ledger: dict) -> str:
              "the per-seed ledger stat_extreme_gap.json, and this table is rendered from it. "
              "Per seed, on that seed's 20 paper evaluation layouts: gap closed = (learned - "
              "random valid) / (Hungarian - random valid); mean ± 95% CI over seeds (n). "
-             "Steps = environment steps trained (the paper trains 20M). The last three "
+             "Steps = environment steps trained (the paper trains 20M). The last five "
              "columns are scripted allocators reading only the paper's observation (distance "
-             "bins), on the same layouts: what a one-step rule closes with what the learners "
+             "bins), on the same layouts: what a rule closes with what the learners "
              "see. greedy_obs: agents in index order take their lowest-bin task not claimed "
              "this step; hungarian_obs: the assignment with the fewest bins in total; "
              "nearest_obs: each agent its own lowest-bin task, without the others' picks "
-             "(decentralized, as the learners' policies act). A method labelled +binsK "
+             "(decentralized, as the learners' policies act); greedy_mem and nearest_mem: "
+             "greedy_obs and nearest_obs with a memory of the observation, ordering a bin's "
+             "tasks by how many remembered rows (each executed task's own bins) disagree with "
+             "the agent's own bins. A method labelled +binsK "
              "trained and was evaluated on K distance bins, a richer observation than the "
-             "paper's 5 (`--num-bins K`); its last three columns are still the rules on the "
-             "paper's bins (the rules on K bins: stat_obs_bins.md).", "",
+             "paper's 5 (`--num-bins K`); its rule columns are still the rules on the "
+             "paper's bins (the rules on K bins: stat_obs_bins.md). A method labelled +mem "
+             "read the paper's observation and that memory's features (`--memory`).", "",
              "| config | method | steps | n | final return | max return | gap closed (final) "
              "| gap closed (max) | per seed (final %, by seed) | random valid | Hungarian | "
              "paper's best (gap closed) | "
