@@ -33,7 +33,8 @@ import numpy as np
 
 from coordbench.core.atomic import write_atomic
 from coordbench.core.stats import mean_ci
-from coordbench.learn.registry import paper_config
+from coordbench.errors import ConfigError
+from coordbench.learn.registry import paper_config, train_configs
 from coordbench.report.stat_train_report import (
     gap_closed,
     group,
@@ -77,7 +78,11 @@ def main() -> None:
             extra["anneal_lr"] = True
         if args.num_bins is not None:
             extra["num_bins"] = args.num_bins
-        if args.memory:
+        if args.memory:  # the same checks as `stat train --memory`
+            try:
+                train_configs(args.config, args.algo, [0], arch=args.arch, memory=True)
+            except ConfigError as exc:
+                ap.error(str(exc))
             extra["memory"] = True
         lr = {} if args.lr is None else {"lr": args.lr}
         sweep([paper_config(args.config, args.algo, seed=s, total_steps=args.steps,

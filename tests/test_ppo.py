@@ -334,6 +334,8 @@ def test_a_richer_observation_is_labelled_trained_on_and_kept_with_its_checkpoin
 
 def test_the_observation_memory_is_labelled_read_by_the_pair_network_and_kept_in_play(
         tmp_path, monkeypatch):
+    import dataclasses
+
     import coordbench.learn.ppo as ppo_module
     from coordbench.envs.stat.memory import ObservationMemory, memory_of, width
     from coordbench.errors import ConfigError
@@ -359,10 +361,26 @@ def test_the_observation_memory_is_labelled_read_by_the_pair_network_and_kept_in
             observed.append(out.shape)
             return out
 
+        def final_rows(self, obs_rows, idx, committed):
+            out = super().final_rows(obs_rows, idx, committed)
+            finals.append((out.shape, committed.any()))
+            return out
+
+    finals = []
     monkeypatch.setattr(ppo_module, "ObservationMemory", RecordingMemory)
     res = train(tc, method)
     assert len(observed) == 1 + 512 // tc.num_envs  # the reset, then every step
     assert set(observed) == {(tc.num_envs, cfg.obs_dim + width(cfg))}
+    assert all(math.isfinite(c["return"]) for c in res["curve"])
+    assert not finals  # no episode reaches the limit of 700
+    # with a limit of 12 steps, episodes time out with picks held: their last rows, memory
+    # included, bootstrap the returns
+    short = dataclasses.replace(cfg, episode_limit=12)
+    monkeypatch.setattr(ppo_module, "env_config", lambda _: short)
+    res = train(tc, make(tc))
+    assert finals and {s for s, _ in finals} <= {(k, cfg.obs_dim + width(cfg))
+                                                  for k in range(1, tc.num_envs + 1)}
+    assert any(held for _, held in finals)
     assert all(math.isfinite(c["return"]) for c in res["curve"])
 
     # the network reads the memory: changing a decision agent's shares changes its scores

@@ -108,7 +108,7 @@ def test_memory_lifts_the_rules_past_the_one_step_cap_on_100_tasks():
     assert gap["greedy_mem"] > 0.91 and gap["nearest_mem"] > 0.90
 
 
-def test_final_rows_append_the_memory_of_an_ended_episode_with_no_picks_held():
+def test_final_rows_append_the_memory_of_an_ended_episode_as_every_row_does():
     cfg, env = _env("5A-25T-50x30", 3, seed=2)
     rng = np.random.default_rng(4)
     for _ in range(60):
@@ -116,8 +116,10 @@ def test_final_rows_append_the_memory_of_an_ended_episode_with_no_picks_held():
         env.step(POLICIES["greedy_obs"](env, rng))
     mem = memory_of(env)
     idx = np.array([2, 0])
-    got = mem.final_rows(env.obs[idx], idx)
-    free = np.full_like(env.state.target, -1)
-    want = mem.features(env.obs, free)[idx]
+    held = env.masks[idx][:, :, 1:3].any(-1)  # what the training loop reads at a time-out
+    assert held.any() and not held.all()
+    np.testing.assert_array_equal(held, env.state.target[idx] >= 0)
+    got = mem.final_rows(env.obs[idx], idx, held)
+    want = mem.features(env.obs, env.state.target)[idx]
     np.testing.assert_array_equal(got[:, :cfg.obs_dim], env.obs[idx])
     np.testing.assert_array_equal(got[:, cfg.obs_dim:], want)

@@ -360,7 +360,9 @@ def train(tc: TrainConfig, method: PPO, log=None) -> dict[str, Any]:
             if len(timeout):  # the episode goes on beyond the limit: bootstrap from its last state
                 last = np.stack([info.final_obs[int(e)] for e in timeout])
                 if mem is not None:  # before seen() forgets the ended episodes
-                    last = mem.final_rows(last, timeout)
+                    # an agent holding a pick has MOVE or EXECUTE valid, never otherwise
+                    held = np.stack([info.final_masks[int(e)][:, 1:3].any(-1) for e in timeout])
+                    last = mem.final_rows(last, timeout, held)
                 buf["boot"][t, timeout] = values(last)
             obs, masks = seen(), nmasks.copy()
             steps += b

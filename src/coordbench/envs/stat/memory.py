@@ -91,12 +91,15 @@ class ObservationMemory:
         _disagreement(obs, target, self.n, self.m, self.known, self.rows, self.out)
         return self.out
 
-    def final_rows(self, obs_rows: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    def final_rows(self, obs_rows: np.ndarray, idx: np.ndarray,
+                   committed: np.ndarray) -> np.ndarray:
         """Return last observations `obs_rows` of the envs `idx` (just ended, before the next
-        `update` forgets them) with their memory features appended; no agent holds a pick."""
+        `update` forgets them) with their memory features appended; `committed` (len(idx), n)
+        says which agents held a pick (their features are 0, as in every other row)."""
         out = np.zeros((len(idx), self.out.shape[1]), dtype=np.float32)
-        _disagreement(obs_rows, np.full((len(idx), self.n), -1, dtype=np.int64), self.n, self.m,
-                      self.known[idx], self.rows[idx], out)
+        # the features only ask whether an agent holds a pick, not which
+        held = np.where(committed, 0, -1).astype(np.int64)
+        _disagreement(obs_rows, held, self.n, self.m, self.known[idx], self.rows[idx], out)
         return np.concatenate([obs_rows, out], axis=1)
 
     def observe(self, env) -> np.ndarray:
