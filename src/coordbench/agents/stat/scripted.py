@@ -21,6 +21,8 @@ task follow their mask (MOVE, then EXECUTE); agents with nothing left to pick ID
   observation (envs/stat/memory.py): within an agent's lowest bin, the task whose
   remembered bins to the executed tasks disagree least with the agent's own (ties at
   random). What the paper's observation allows a policy with memory, not only one step.
+  The memory is the team's (rows any teammate saw); `nearest_mem` agents share it but still
+  decide without the others' picks of the step.
 
 When decision agents outnumber selectable tasks, the mask still forces the unmatched ones to
 pick; they take their nearest selectable task, and the environment's conflict rule (closest

@@ -11,9 +11,11 @@ agree on almost every remembered task, and the share that disagree grows with |p
 
 `ObservationMemory` keeps the remembered rows of a batch of environments and turns them into
 one number per (agent, task), that share of disagreements (0 for agents with a committed
-task), plus the share of tasks remembered. It reads only the observation and each agent's
-own pick (the task it executes, from its own SELECT; PyMARL's agents get their last action
-as input too), never positions. A row is forgotten when its environment's step counter is
+task), plus the share of tasks remembered. It reads only the observation and the agents'
+picks (which task an executing agent is at: its own SELECT, which PyMARL's agents get back
+as their last action, and the teammates' picks, which a team deciding in index order sees
+as they are made), never positions. It is one memory per team, not per agent: every agent
+reads the rows any teammate saw. A row is forgotten when its environment's step counter is
 0 again (a new episode), so one memory serves evaluation and auto-resetting training alike;
 `update` is idempotent, so several readers of the same step can share it.
 """
