@@ -19,8 +19,9 @@ their own directory: the 1.2M-step rows come from
 --dirs runs/extremeN` (N = 150000 / 300000 into runs/extreme150 / runs/extreme300). Rows
 labelled +binsK saw K distance bins instead of the paper's 5 (`--num-bins K`, into
 runs/extreme300_bins K): a richer observation, beside the paper's, never in its place.
-Rows labelled +mem read the paper's observation plus the observation memory (`--memory`,
-into runs/extreme300_mem).
+Rows labelled +mem read the paper's observation plus the observation memory: `--run --algo
+mappo --arch pair-seq --memory --anneal-lr --lr 3e-4 --steps 300000 --dirs runs/extreme_lr`
+(filed as +lr0.0003; without --memory into runs/extreme_lr_nomem for the control).
 """
 
 from __future__ import annotations
@@ -73,21 +74,17 @@ def main() -> None:
     if args.run:
         from coordbench.learn.sweep import parse_seeds, sweep
 
-        extra = {} if args.arch == "mlp" else {"arch": args.arch}
-        if args.anneal_lr:
-            extra["anneal_lr"] = True
-        if args.num_bins is not None:
-            extra["num_bins"] = args.num_bins
-        if args.memory:  # the same checks as `stat train --memory`
-            try:
-                train_configs(args.config, args.algo, [0], arch=args.arch, memory=True)
-            except ConfigError as exc:
-                ap.error(str(exc))
-            extra["memory"] = True
-        lr = {} if args.lr is None else {"lr": args.lr}
-        sweep([paper_config(args.config, args.algo, seed=s, total_steps=args.steps,
-                            utd=args.utd, eval_every=50_000, extra=extra, **lr)
-               for s in parse_seeds(args.seeds)], args.dirs[0], workers=args.workers)
+        try:  # the checks and settings of `stat train`
+            tcs = train_configs(args.config, args.algo, parse_seeds(args.seeds),
+                                steps=args.steps, utd=args.utd, eval_every=50_000,
+                                arch=args.arch, lr=args.lr, num_bins=args.num_bins,
+                                memory=args.memory)
+        except ConfigError as exc:
+            ap.error(str(exc))
+        for tc in tcs:
+            if args.anneal_lr:
+                tc.extra = {**tc.extra, "anneal_lr": True}
+        sweep(tcs, args.dirs[0], workers=args.workers)
     groups = group(load_results([d for d in args.dirs if d.exists()])) if any(
         d.exists() for d in args.dirs) else {}
     spec = {}

@@ -207,8 +207,7 @@ def greedy_actions(method: Method, env: StatVecEnv) -> np.ndarray:
     plus the memory's features (kept per env, envs/stat/memory.py) if the method reads them."""
     obs = env.obs
     if getattr(method, "memory", False):
-        mem = memory_of(env)
-        obs = np.concatenate([env.obs, mem.features(env.obs, env.state.target)], axis=1)
+        obs = memory_of(env).augment(env.obs, env.state.target)
     with torch.no_grad():
         return method.greedy(torch.from_numpy(obs), torch.from_numpy(env.masks)).numpy()
 

@@ -79,7 +79,8 @@ class ObservationMemory:
     def __init__(self, cfg: StatConfig, batch: int) -> None:
         self.n, self.m = cfg.agents, cfg.tasks
         self.known = np.zeros((batch, self.m), dtype=np.bool_)
-        self.rows = np.zeros((batch, self.m, self.m), dtype=np.float32)
+        # bins are whole numbers below 1000 (MAX_BINS): int16 keeps B*m*m small
+        self.rows = np.zeros((batch, self.m, self.m), dtype=np.int16)
         self.out = np.zeros((batch, width(cfg)), dtype=np.float32)
 
     def update(self, obs: np.ndarray, target: np.ndarray, t: np.ndarray) -> None:
@@ -104,12 +105,16 @@ class ObservationMemory:
         _disagreement(obs_rows, held, self.n, self.m, self.known[idx], self.rows[idx], out)
         return np.concatenate([obs_rows, out], axis=1)
 
+    def augment(self, obs: np.ndarray, target: np.ndarray) -> np.ndarray:
+        """Return `obs` with the memory features appended, (B, obs_dim + n*m + 1) float32
+        (a new array)."""
+        return np.concatenate([obs, self.features(obs, target)], axis=1)
+
     def observe(self, env) -> np.ndarray:
-        """Update from a StatVecEnv's current step; return its observation with the memory
-        features appended, (B, obs_dim + n*m + 1) float32 (a new array)."""
+        """Update from a StatVecEnv's current step; return `augment` of its observation."""
         s = env.state
         self.update(env.obs, s.target, s.t)
-        return np.concatenate([env.obs, self.features(env.obs, s.target)], axis=1)
+        return self.augment(env.obs, s.target)
 
 
 _MEMORIES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
