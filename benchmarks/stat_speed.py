@@ -15,7 +15,10 @@ under random valid actions, measured in this one process:
 - batch 1: the vectorized core with one environment (the per-episode path), with observations;
 - gym wrapper: `coordbench/STAT-v0`, one environment, observations and masks;
 - python reference: coordbench's plain-Python STAT (envs/stat/reference.py), which, like the
-  released environment, rebuilds the state vector and the masks in Python every step.
+  released environment, rebuilds the state vector and the masks in Python every step;
+- sections (one thread, B=4096): nanoseconds per env step of rebuilding the masks alone, of the
+  observation vectors on top of them, and of the rest of step() (`measure_sections`), beside
+  the budget per env step that 500x the released environment's step() rate allows.
 
 The python reference and the one-thread vec figures alternate for `--rounds` rounds (this
 machine's speed drifts by tens of percent within minutes, and by several times between days)
@@ -48,7 +51,7 @@ from coordbench.envs.stat.config import get_config
 from coordbench.envs.stat.gym_env import StatGymEnv
 from coordbench.envs.stat.layouts import LayoutStream
 from coordbench.envs.stat.reference import ReferenceStatEnv
-from coordbench.envs.stat.speed import measure_speed
+from coordbench.envs.stat.speed import measure_sections, measure_speed
 
 CONFIGS = ["3A-6T-10x6", "5A-25T-50x30", "5A-100T-50x30"]
 # Documented step() rates of the released environment on one core of this machine kind (the
@@ -145,6 +148,7 @@ def main() -> None:
                                   threads=1).step_only_per_s
         one = measure_speed(cfg, 1, args.seconds, threads=1).steps_per_s
         gym_ = gym_rate(name, args.seconds)
+        sections = measure_sections(cfg, args.batch, args.seconds)
         same_run = bool(released_rounds)
         released = statistics.median(released_rounds) if same_run else RELEASED_ENV[name]
         row = {"config": name, "python_reference": ref, "vec_obs": vec,
@@ -161,7 +165,11 @@ def main() -> None:
                    for k, x in enumerate(steps)],
                "python_reference_per_round": refs, "vec_obs_step_only_per_round": steps,
                "vec_obs_over_released": vec / released,
-               "vec_obs_all_threads_over_released": vec_mt / released}
+               "vec_obs_all_threads_over_released": vec_mt / released,
+               "sections_ns": {"step": sections.step_ns, "masks": sections.masks_ns,
+                               "observation": sections.observation_ns,
+                               "rest": sections.rest_ns},
+               "budget_500x_ns": 1e9 / (500 * released)}
         rows.append(row)
         print(json.dumps({k: round(v, 1) if isinstance(v, float) else v for k, v in row.items()}))
     meta = {"python": platform.python_version(), "machine": platform.machine(),
@@ -201,6 +209,22 @@ def main() -> None:
             f"**{r['vec_obs_step_only_over_released']:,.0f}x** ({per_round}) | "
             f"{r['vec_obs_over_released']:,.0f}x | "
             f"{r['vec_obs_all_threads_over_released']:,.0f}x |")
+    lines += [
+        "", f"## Where step() spends its time (ns per env step, one thread, B={args.batch})", "",
+        "Medians over the same states of random play: the fused kernel refreshing the masks "
+        "alone, then masks and observations (the observation column is the difference), then "
+        "the whole step(); rest = step() minus both (dynamics, conflicts, rewards, auto-resets, "
+        "the Python around the kernel). The budget is the time per env step that 500x the "
+        "released environment's step() rate of this run allows.", "",
+        "| config | step() | masks | observation | rest | 500x budget | masks + observation "
+        "over budget |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        sec, budget = r["sections_ns"], r["budget_500x_ns"]
+        lines.append(f"| {r['config']} | {sec['step']:,.0f} | {sec['masks']:,.0f} | "
+                     f"{sec['observation']:,.0f} | {sec['rest']:,.0f} | {budget:,.0f} | "
+                     f"{(sec['masks'] + sec['observation']) / budget:.2f}x |")
     (args.out / "stat_speed.md").write_text("\n".join(lines) + "\n")
     print(f"wrote {args.out / 'stat_speed.md'}")
 

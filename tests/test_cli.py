@@ -4,6 +4,7 @@ import json
 import subprocess
 import sys
 
+import pytest
 from typer.testing import CliRunner
 
 from coordbench.cli import app
@@ -42,6 +43,18 @@ def test_stat_speed_json():
     assert payload["steps_per_s"] > 0 and payload["batch"] == 64
     # the step alone is a part of the loop that also draws the actions
     assert payload["step_only_per_s"] > payload["steps_per_s"]
+
+
+def test_stat_speed_sections_split_step_time():
+    res = runner.invoke(app, ["stat", "speed", "--config", "3A-6T-10x6", "--batch", "256",
+                              "--seconds", "0.3", "--sections", "--json"])
+    assert res.exit_code == 0, res.output
+    sec = json.loads(res.stdout)
+    assert sec["threads"] == 1 and sec["batch"] == 256
+    assert sec["step_ns"] == pytest.approx(sec["masks_ns"] + sec["observation_ns"]
+                                           + sec["rest_ns"])
+    # step() refreshes the masks too, and does far more besides (dynamics, rewards, resets)
+    assert 0 < sec["masks_ns"] < sec["step_ns"]
 
 
 def test_run_and_report_write_a_run_directory(tmp_path):
@@ -89,6 +102,7 @@ def test_user_errors_are_one_line_without_traceback(tmp_path):
         (["stat", "eval", "--config", "7A-XX", "--policy", "random"], "unknown STAT config"),
         (["stat", "eval", "--config", "3A-6T-5x3", "--policy", "best"], "unknown STAT policy"),
         (["stat", "speed", "--batch", "0"], "--batch must be >= 1"),
+        (["stat", "speed", "--sections", "--no-obs"], "--sections times the observations"),
         (["report", str(tmp_path)], "no manifest.json"),
         (["stat", "eval", "--config", "3A-6T-5x3", "--policy", "random", "--layouts", "grid",
           "--out", str(tmp_path / "x")], "unknown layout kind"),

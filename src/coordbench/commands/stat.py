@@ -335,6 +335,9 @@ def stat_speed(
     seconds: float = typer.Option(5.0, help="Measurement time."),
     no_obs: bool = typer.Option(False, "--no-obs", help="Skip building observation vectors."),
     threads: int | None = typer.Option(None, help="Threads for observations (default: all)."),
+    sections: bool = typer.Option(
+        False, "--sections", help="Split step()'s time per env step into masks, observations "
+        "and the rest (one thread unless --threads)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Measure joint environment steps per second under random valid actions."""
@@ -343,11 +346,23 @@ def stat_speed(
     import numba
 
     from coordbench.envs.stat.config import get_config
-    from coordbench.envs.stat.speed import MAX_BATCH, measure_speed
+    from coordbench.envs.stat.speed import MAX_BATCH, measure_sections, measure_speed
+    from coordbench.errors import ConfigError
 
     check_range("--batch", batch, 1, MAX_BATCH)
     check_range("--seconds", seconds, 0, 3600, low_open=True)
     check_range("--threads", threads, 1, numba.config.NUMBA_NUM_THREADS)
+    if sections:
+        if no_obs:
+            raise ConfigError("--sections times the observations; drop --no-obs")
+        sec = measure_sections(get_config(config), batch, seconds, threads=threads or 1)
+        if as_json:
+            emit_json(asdict(sec))
+        else:
+            out.print(f"{sec.config} batch {sec.batch}, {sec.threads} thread(s), ns per env "
+                      f"step: step() {sec.step_ns:,.0f} = masks {sec.masks_ns:,.0f} + "
+                      f"observation {sec.observation_ns:,.0f} + rest {sec.rest_ns:,.0f}")
+        return
     res = measure_speed(get_config(config), batch, seconds, with_obs=not no_obs, threads=threads)
     if as_json:
         emit_json(asdict(res))

@@ -81,3 +81,64 @@ def _measure(cfg: StatConfig, batch: int, seconds: float, with_obs: bool, seed: 
     elapsed = now - start
     return SpeedResult(cfg.name, batch, elapsed, steps, episodes, steps / elapsed, with_obs,
                        threads, steps / in_step)
+
+
+@dataclass(frozen=True)
+class StepSections:
+    """Where the time of one `StatVecEnv.step()` goes, in nanoseconds per environment step.
+
+    `masks_ns`: rebuilding the action masks alone; `observation_ns`: the observation vectors on
+    top of the masks; `rest_ns`: the rest of step() (the dynamics, conflict resolution,
+    rewards, auto-resets and the Python around the kernel); `step_ns`: all of step().
+    """
+
+    config: str
+    batch: int
+    threads: int
+    step_ns: float
+    masks_ns: float
+    observation_ns: float
+    rest_ns: float
+
+
+def measure_sections(cfg: StatConfig, batch: int, seconds: float, *, seed: int = 0,
+                     threads: int = 1) -> StepSections:
+    """Return the per-section cost of step() (see StepSections) under random valid play.
+
+    Each iteration, at the state random play has reached, times the fused kernel refreshing
+    masks only, then masks and observations (neither changes the state), then the whole
+    step(); sections are differences of those medians, all taken on the same states.
+    """
+    if not 1 <= threads <= numba.config.NUMBA_NUM_THREADS:
+        raise ConfigError(f"threads must be in 1..{numba.config.NUMBA_NUM_THREADS}, got {threads}")
+    previous = numba.get_num_threads()
+    numba.set_num_threads(threads)
+    try:
+        env = StatVecEnv(cfg, batch, seed=seed)
+        rng = np.random.default_rng(seed)
+        env.reset()
+        every = env._all
+        masks_t, observe_t, step_t = [], [], []
+        deadline = time.perf_counter() + seconds
+        for k in range(1_000_000):  # bounded; the deadline ends it first
+            actions = env.random_valid_actions(rng)
+            env.compute_obs = False
+            t0 = time.perf_counter()
+            env._observe(every)
+            env.compute_obs = True
+            t1 = time.perf_counter()
+            env._observe(every)
+            t2 = time.perf_counter()
+            env.step(actions)
+            t3 = time.perf_counter()
+            if k >= 3:  # the first calls compile and warm caches
+                masks_t.append(t1 - t0)
+                observe_t.append(t2 - t1)
+                step_t.append(t3 - t2)
+            if t3 >= deadline and k >= 13:
+                break
+    finally:
+        numba.set_num_threads(previous)
+    per_env = 1e9 / batch
+    masks, observe, step = (float(np.median(x)) * per_env for x in (masks_t, observe_t, step_t))
+    return StepSections(cfg.name, batch, threads, step, masks, observe - masks, step - observe)
