@@ -215,7 +215,9 @@ def main() -> None:
         "alone, then masks and observations (the observation column is the difference), then "
         "the whole step(); rest = step() minus both (dynamics, conflicts, rewards, auto-resets, "
         "the Python around the kernel). The budget is the time per env step that 500x the "
-        "released environment's step() rate of this run allows.", "",
+        "released environment's step() rate allows (" + (
+            "measured in this run)." if all(r["released_env_same_run"] for r in rows) else
+            "documented figures from another day, not this run's)."), "",
         "| config | step() | masks | observation | rest | 500x budget | masks + observation "
         "over budget |",
         "|---|---|---|---|---|---|---|",

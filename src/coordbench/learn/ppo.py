@@ -51,7 +51,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from coordbench.envs.stat.config import SELECT0
+from coordbench.envs.stat.config import EXECUTE, MOVE, SELECT0
 from coordbench.envs.stat.memory import ObservationMemory
 from coordbench.envs.stat.vec import StatVecEnv
 
@@ -361,7 +361,8 @@ def train(tc: TrainConfig, method: PPO, log=None) -> dict[str, Any]:
                 last = np.stack([info.final_obs[int(e)] for e in timeout])
                 if mem is not None:  # before seen() forgets the ended episodes
                     # an agent holding a pick has MOVE or EXECUTE valid, never otherwise
-                    held = np.stack([info.final_masks[int(e)][:, 1:3].any(-1) for e in timeout])
+                    held = np.stack([info.final_masks[int(e)][:, [MOVE, EXECUTE]].any(-1)
+                                     for e in timeout])
                     last = mem.final_rows(last, timeout, held)
                 buf["boot"][t, timeout] = values(last)
             obs, masks = seen(), nmasks.copy()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numba
@@ -47,12 +49,20 @@ def measure_speed(cfg: StatConfig, batch: int, seconds: float, *, with_obs: bool
     the clock starts.
     """
     threads = numba.config.NUMBA_NUM_THREADS if threads is None else threads
+    with numba_threads(threads):
+        return _measure(cfg, batch, seconds, with_obs, seed, threads)
+
+
+@contextmanager
+def numba_threads(threads: int) -> Iterator[None]:
+    """Run the body on `threads` of numba's threads, then restore the previous count
+    (ConfigError if out of range). Yields nothing."""
     if not 1 <= threads <= numba.config.NUMBA_NUM_THREADS:
         raise ConfigError(f"threads must be in 1..{numba.config.NUMBA_NUM_THREADS}, got {threads}")
     previous = numba.get_num_threads()
     numba.set_num_threads(threads)
     try:
-        return _measure(cfg, batch, seconds, with_obs, seed, threads)
+        yield
     finally:
         numba.set_num_threads(previous)
 
@@ -109,11 +119,7 @@ def measure_sections(cfg: StatConfig, batch: int, seconds: float, *, seed: int =
     masks only, then masks and observations (neither changes the state), then the whole
     step(); sections are differences of those medians, all taken on the same states.
     """
-    if not 1 <= threads <= numba.config.NUMBA_NUM_THREADS:
-        raise ConfigError(f"threads must be in 1..{numba.config.NUMBA_NUM_THREADS}, got {threads}")
-    previous = numba.get_num_threads()
-    numba.set_num_threads(threads)
-    try:
+    with numba_threads(threads):
         env = StatVecEnv(cfg, batch, seed=seed)
         rng = np.random.default_rng(seed)
         env.reset()
@@ -137,8 +143,6 @@ def measure_sections(cfg: StatConfig, batch: int, seconds: float, *, seed: int =
                 step_t.append(t3 - t2)
             if t3 >= deadline and k >= 13:
                 break
-    finally:
-        numba.set_num_threads(previous)
     per_env = 1e9 / batch
     masks, observe, step = (float(np.median(x)) * per_env for x in (masks_t, observe_t, step_t))
     return StepSections(cfg.name, batch, threads, step, masks, observe - masks, step - observe)
