@@ -350,6 +350,12 @@ def test_train_lr_and_eps_anneal_steps_are_recorded_and_guard_resume(tmp_path):
     for bad in (["--lr", "0"], ["--lr", "-1"], ["--eps-anneal-steps", "0"]):
         res = CliRunner().invoke(app, [*args, *bad])
         assert isinstance(res.exception, ConfigError), bad
+    # the on-policy PPO methods sample from their policy: an epsilon setting would be ignored
+    for algo in ("mappo", "ippo"):
+        res = CliRunner().invoke(app, [*args[:5], algo, *args[6:], "--eps-anneal-steps", "128"])
+        assert isinstance(res.exception, ConfigError), algo
+        assert "does not use" in str(res.exception) and "\n" not in str(res.exception)
+    assert not list(tmp_path.glob("*ppo*"))  # refused before anything was written
 
 
 def test_pair_network_scores_any_agent_rows_as_the_full_forward():
@@ -404,3 +410,41 @@ def test_one_update_moves_the_agent_network(algo):
     assert all(not torch.equal(before[k], after[k]) for k in before)
     target = method.q_target.state_dict()
     assert all(torch.equal(before[k], target[k]) for k in before)  # the target waits
+
+
+def test_undefined_diagnostics_are_null_in_result_files_and_na_in_tables(tmp_path):
+    """With one task no step has a decision, so conflicts per decision is undefined: the
+    evaluation says so without a numpy warning, the result file stays strict JSON (null, no
+    NaN token), it reads back as NaN, and the tables print n/a."""
+    import math
+    import warnings
+
+    from coordbench.learn.result_file import parse_result
+    from coordbench.learn.sweep import read_result
+
+    args = ["stat", "train", "--config", "2A-1T-1x1", "--algo", "iql", "--steps", "256",
+            "--seeds", "0", "--num-envs", "8", "--eval-every", "128", "--eval-episodes", "2",
+            "--executor", "local", "--workers", "1", "--out", str(tmp_path), "--json"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    path = tmp_path / "iql_2A-1T-1x1_seed0.json"
+
+    def no_constants(name):
+        raise AssertionError(f"non-JSON token {name} in {path.name}")
+
+    raw = json.loads(path.read_text(), parse_constant=no_constants)
+    assert raw["final"]["conflicts_per_decision"] is None
+    assert all(row["conflicts_per_decision"] is None for row in raw["curve"])
+    assert raw["final"]["success"] == 1.0  # defined metrics are untouched
+    back = read_result(path)
+    assert math.isnan(back["final"]["conflicts_per_decision"])
+    assert math.isnan(back["curve"][0]["conflicts_per_decision"])
+    # files from before, with NaN tokens, still read
+    old = parse_result('{"final_return": 1.0, "final": {"x": NaN}, "curve": [{"x": NaN}]}')
+    assert math.isnan(old["final"]["x"]) and math.isnan(old["curve"][0]["x"])
+    table = CliRunner().invoke(app, ["stat", "table", str(tmp_path)])
+    assert table.exit_code == 0, table.output
+    diversity = table.output.split("assignment diversity")[1].split("###")[0]
+    assert "| IQL | n/a |" in diversity and "nan" not in table.output

@@ -39,7 +39,10 @@ class Estimate:
         return self.method == "t"
 
     def fmt(self, digits: int = 2) -> str:
-        """Return 'mean ± ci95', or 'mean [lo, hi]' for an asymmetric interval, as text."""
+        """Return 'mean ± ci95', or 'mean [lo, hi]' for an asymmetric interval, as text
+        ('n/a' when no sample defines the mean)."""
+        if math.isnan(self.mean):
+            return "n/a"
         if self.ci95 is None or self.lo is None or self.hi is None:
             return f"{self.mean:.{digits}f}"
         if self.symmetric:

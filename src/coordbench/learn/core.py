@@ -240,7 +240,12 @@ def evaluate_policy(act, cfg: StatConfig, seed: int, episodes: int) -> dict[str,
             cfg.agents, cfg.tasks, *(stacked[k][rows, b].astype(np.float64) for k in (
                 "rewards", "conflicts", "forced_idle", "unique_assigned", "decision_pre",
                 "decision_post", "completions")))))
-    return {k: float(np.nanmean([m[k] for m in per_ep])) for k in per_ep[0]}
+    means = {}
+    for k in per_ep[0]:
+        values = np.array([m[k] for m in per_ep], dtype=np.float64)
+        # a diagnostic no episode defines (no decision step at all) stays NaN, without warning
+        means[k] = float(np.nanmean(values)) if not np.isnan(values).all() else float("nan")
+    return means
 
 
 def train(tc: TrainConfig, method: Method, log=None) -> dict[str, Any]:

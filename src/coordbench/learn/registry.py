@@ -154,6 +154,9 @@ def train_configs(config: str, algo: str, seeds: list[int], *, steps: int | None
     if eps_anneal_steps is not None:
         if eps_anneal_steps < 1:
             raise ConfigError(f"--eps-anneal-steps must be >= 1, got {eps_anneal_steps}")
+        if algo in ON_POLICY_TRAIN and algo != "coma":  # PPO samples its policy: no epsilon
+            raise ConfigError(f"--eps-anneal-steps sets epsilon-greedy exploration, which "
+                              f"{algo} does not use (it samples from its policy)")
         for tc in out:
             tc.eps_frac = eps_anneal_steps / tc.total_steps
     return out

@@ -10,7 +10,6 @@ sweep loses only the runs in flight.
 from __future__ import annotations
 
 import contextlib
-import json
 import threading
 from collections.abc import Callable
 from dataclasses import asdict
@@ -25,6 +24,7 @@ from coordbench.runner.executors import check_executor, make_executor
 
 from .core import TrainConfig, method_label
 from .registry import checkpoint_bytes, make, train
+from .result_file import parse_result, result_text
 
 MAX_SEEDS = 1000
 MAX_SEED = 2**32 - 1
@@ -217,7 +217,7 @@ def sweep(configs: list[TrainConfig], out: Path, workers: int = 2,
             # checkpoint and log first: the result file marks the run finished
             write_atomic_bytes(checkpoint_path(out, tc), ckpt)
             write_atomic(log_path(out, tc), log_text(res))
-            write_atomic(result_path(out, tc), json.dumps(res, indent=1) + "\n")
+            write_atomic(result_path(out, tc), result_text(res))
             live_log_path(out, tc).unlink(missing_ok=True)
             if say:
                 say(f"{_Progress.name(tc)}: done, final return {res['final_return']:.2f}, "
@@ -245,7 +245,7 @@ def check_same_settings(path: Path, tc: TrainConfig) -> None:
 def read_result(path: Path) -> dict[str, Any]:
     """Return one run's result, or raise RunDirError if the file is damaged."""
     try:
-        res = json.loads(Path(path).read_text())
+        res = parse_result(Path(path).read_text())
         if not isinstance(res, dict) or "final_return" not in res:
             raise ValueError
         return res

@@ -27,6 +27,7 @@ from coordbench.core.stats import (
     welch_test,
 )
 from coordbench.errors import ConfigError, RunDirError
+from coordbench.learn.result_file import parse_result
 from coordbench.metrics.stat import SEED_KINDS
 
 METHOD_ORDER = ("dqn", "fdqn", "vdn", "qmix", "qtran", "iql", "coma", "mappo", "ippo")
@@ -79,7 +80,7 @@ def load_results(dirs: list[Path]) -> list[dict[str, Any]]:
         found = 0
         for f in files:
             try:
-                res = json.loads(f.read_text())
+                res = parse_result(f.read_text())
             except (OSError, json.JSONDecodeError) as exc:
                 raise RunDirError(f"training result {f} is corrupt ({type(exc).__name__})") \
                     from None

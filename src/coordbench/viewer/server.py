@@ -16,8 +16,6 @@ dependency and a second server stack for four GET routes.
 from __future__ import annotations
 
 import errno
-import json
-import math
 import os
 import re
 import threading
@@ -29,6 +27,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 from coordbench.core.rundir import RunDir
+from coordbench.core.strict_json import dumps_strict
 from coordbench.errors import ConfigError, CoordbenchError, RunDirError
 
 from . import index
@@ -48,17 +47,6 @@ def static_text(name: str) -> str:
     return resources.files("coordbench.viewer").joinpath("static", name).read_text("utf-8")
 
 
-def clean_json(value: Any) -> Any:
-    """Return `value` with NaN and infinities as None (JSON has no such numbers)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: clean_json(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [clean_json(v) for v in value]
-    return value
-
-
 def _mtime(folder: Path) -> tuple[int, int]:
     """Return (mtime, entries) of a folder ((-1, 0) if absent): a file system with coarse
     timestamps may give two changes one mtime, but not one entry count too often."""
@@ -69,8 +57,8 @@ def _mtime(folder: Path) -> tuple[int, int]:
 
 
 def dumps(value: Any) -> str:
-    """Return `value` as strict JSON text (see `clean_json`)."""
-    return json.dumps(clean_json(value), separators=(",", ":"), allow_nan=False)
+    """Return `value` as compact strict JSON text (NaN and infinities as null)."""
+    return dumps_strict(value, separators=(",", ":"))
 
 
 class Viewer:
