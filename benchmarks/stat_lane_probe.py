@@ -20,9 +20,11 @@ observation, on the same states of random play, side by side in one process, one
 
 Beside them, the time per env step that 500x the released environment's step() rate allows
 (the release's rate from the committed benchmarks/results/stat_speed.json run, the only
-place it was measured side by side), and the share of end-to-end training time that
-stepping takes: StatVecEnv.step() at the learners' 32 environments against QMIX's measured
-end-to-end rate in benchmarks/results/stat_train_speed.json.
+place it was measured side by side), the rest of step() in this run (dynamics, conflicts,
+rewards, auto-resets: `coordbench stat speed --sections`), and the share of end-to-end
+training time that stepping takes: StatVecEnv.step() at the learners' 32 environments
+against QMIX's end-to-end training rate at utd 8, both measured in this run (QMIX as in
+stat_train_speed.py).
 """
 
 from __future__ import annotations
@@ -38,9 +40,10 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 from results_io import RESULTS, write_results
+from stat_train_speed import measure as measure_training
 
-from coordbench.envs.stat.config import get_config
-from coordbench.envs.stat.speed import measure_speed, numba_threads
+from coordbench.envs.stat.config import ARRIVAL_RADIUS, get_config
+from coordbench.envs.stat.speed import measure_sections, measure_speed, numba_threads
 from coordbench.envs.stat.vec import StatVecEnv
 
 BATCH = 4096
@@ -110,8 +113,8 @@ def probe(name: str, seconds: float, lanes: int) -> dict:
     obs = np.zeros_like(env.obs)
     masks = np.zeros_like(env.masks)
     scratch = np.zeros((cfg.agents * cfg.tasks, lanes))
-    inv_w = 1.0 / (cfg.width / cfg.num_bins)
-    top = float(cfg.num_bins - 1)
+    inv_w = 1.0 / env._bin_w
+    top = env._top_bin
     kernel_t, lane_t = [], []
     obs_diff = mask_diff = entries = 0
     deadline = time.perf_counter() + seconds
@@ -124,7 +127,7 @@ def probe(name: str, seconds: float, lanes: int) -> dict:
         t0 = time.perf_counter()
         env._observe(env._all)
         t1 = time.perf_counter()
-        lane_masks_observe(*state, inv_w, top, 0.5, scratch, obs, masks)
+        lane_masks_observe(*state, inv_w, top, ARRIVAL_RADIUS, scratch, obs, masks)
         t2 = time.perf_counter()
         if it >= 3:  # the first calls compile and warm caches
             kernel_t.append(t1 - t0)
@@ -154,30 +157,32 @@ def main() -> None:
     ap.add_argument("--configs", default="3A-6T-10x6,5A-25T-50x30,5A-100T-50x30")
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--lanes", type=int, default=8)
+    ap.add_argument("--train-steps", type=int, default=40_000,
+                    help="QMIX training steps timed per config for the training share")
     args = ap.parse_args()
     if BATCH % args.lanes:
         raise SystemExit(f"--lanes must divide {BATCH}, got {args.lanes}")
-    speed = {r["config"]: r for r in committed("stat_speed").get("rows", [])}
-    train = {(r["algo"], r["config"], r["utd"]): r["steps_per_s"]
-             for r in committed("stat_train_speed").get("rows", [])}
+    speed_run = committed("stat_speed")
+    speed = {r["config"]: r for r in speed_run.get("rows", [])}
     rows = []
     with numba_threads(1):
         for name in args.configs.split(","):
             row = probe(name, args.seconds, args.lanes)
             release = speed.get(name, {}).get("released_env_step")
             row["budget_500x_ns"] = 1e9 / (500 * release) if release else None
-            row["sections_ns"] = speed.get(name, {}).get("sections_ns")
+            sec = measure_sections(get_config(name), BATCH, args.seconds, threads=1)
+            row["rest_ns"] = sec.rest_ns  # the dynamics and the Python around the kernel
             env32 = measure_speed(get_config(name), TRAIN_ENVS, args.seconds, threads=1)
             row["step_per_s_32_envs"] = env32.step_only_per_s
-            qmix = train.get(("qmix", name, 8.0))
+            qmix = measure_training("qmix", name, args.train_steps, 8.0)["steps_per_s"]
             row["qmix_utd8_train_per_s"] = qmix
-            row["step_share_of_training"] = qmix / env32.step_only_per_s if qmix else None
+            row["step_share_of_training"] = qmix / env32.step_only_per_s
             rows.append(row)
             print(json.dumps(row))
     meta = {"python": platform.python_version(), "machine": platform.machine(),
             "batch": BATCH, "lanes": args.lanes, "threads": 1, "seconds": args.seconds,
-            "date": date.today().isoformat(),
-            "release_rate_from": committed("stat_speed").get("meta", {}).get("date")}
+            "train_steps": args.train_steps, "date": date.today().isoformat(),
+            "release_rate_from": speed_run.get("meta", {}).get("date")}
     write_results("stat_lane_probe", {"meta": meta, "rows": rows}, render(meta, rows))
 
 
@@ -195,28 +200,27 @@ def render(meta: dict, rows: list[dict]) -> list[str]:
         "state, without the kernel's release-arithmetic redo at bin edges (which flatters it; "
         "the observation entries where they differ are those edges). The 500x budget divides "
         "by the release's step() rate of the committed stat_speed run "
-        f"({meta['release_rate_from']}); 'dynamics + rest' is that run's step() minus masks "
-        "and observation.", "",
+        f"({meta['release_rate_from']}); 'dynamics + rest' is step() minus masks and "
+        "observation, measured in this run as `coordbench stat speed --sections` does.", "",
         "| config | kernel masks+obs | lane masks+obs | kernel/lane | obs entries differing "
-        "| mask entries differing | dynamics + rest (stat_speed) | 500x budget |",
+        "| mask entries differing | dynamics + rest | 500x budget |",
         "|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        rest = (r["sections_ns"] or {}).get("rest")
         lines.append(
             f"| {r['config']} | {ns(r['kernel_ns'])} | {ns(r['lane_ns'])} | "
             f"{r['kernel_over_lane']:.2f}x | {r['obs_entries_differing']:,} of "
-            f"{r['obs_entries']:,} | {r['mask_entries_differing']} | {ns(rest)} | "
+            f"{r['obs_entries']:,} | {r['mask_entries_differing']} | {ns(r['rest_ns'])} | "
             f"{ns(r['budget_500x_ns'])} |")
     lines += ["", "## How much of training is stepping", "",
-              "StatVecEnv.step() at the learners' 32 environments (one thread, this run) "
-              "against QMIX's end-to-end training rate at utd 8 (stat_train_speed.json).", "",
+              "StatVecEnv.step() at the learners' 32 environments against QMIX's end-to-end "
+              f"training rate at utd 8 ({meta['train_steps']:,} steps, acting, updates and "
+              "evaluations), both one thread, this run.", "",
               "| config | step() at 32 envs (steps/s) | QMIX utd 8 end to end (steps/s) "
               "| share of training time in step() |", "|---|---|---|---|"]
     for r in rows:
-        share = r["step_share_of_training"]
         lines.append(f"| {r['config']} | {ns(r['step_per_s_32_envs'])} | "
                      f"{ns(r['qmix_utd8_train_per_s'])} | "
-                     f"{'–' if share is None else f'{100 * share:.1f}%'} |")
+                     f"{100 * r['step_share_of_training']:.1f}% |")
     return lines
 
 
