@@ -24,11 +24,12 @@ from results_io import RESULTS, write_results
 
 from coordbench.core.rundir import RunDir
 from coordbench.envs.physical.tasks import get_task
-from coordbench.learn.imitation import default_config, train_policy
+from coordbench.learn.imitation import default_config
 from coordbench.report.physical_report import main_summary
 from coordbench.reproduce.cohub import METHODS, PAPER_T3, table3_findings
 from coordbench.reproduce.study import show
 from coordbench.suites.physical.demos import make_demos
+from coordbench.suites.physical.learning import train_policy
 from coordbench.suites.physical.suite import evaluate_main
 
 CELLS = (("local", "separate", False), ("local", "shared", False), ("local", "shared", True),

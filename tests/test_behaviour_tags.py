@@ -2,6 +2,7 @@
 
 import pytest
 
+from coordbench.analyses.household import tag_table
 from coordbench.core.trajectory import (
     AgentSpec,
     EpisodeEndEvent,
@@ -10,7 +11,7 @@ from coordbench.core.trajectory import (
     Trajectory,
     TrajectoryHeader,
 )
-from coordbench.metrics.behaviour import TAGS, episode_tags, tag_message, tag_table
+from coordbench.metrics.behaviour import TAGS, episode_tags, tag_message
 
 
 @pytest.mark.parametrize("text,tag", [

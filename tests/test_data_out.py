@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 import coordbench
 from coordbench.cli import app
 from coordbench.core.rundir import RunDir
-from coordbench.suites.registry import suite_object
+from coordbench.runner.family import suite_object
 from tests import viewer_runs
 
 # one worker reads the shared small runs (built once per test process)

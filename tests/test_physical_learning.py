@@ -12,7 +12,6 @@ from coordbench.agents.physical.expert import RESYNC_STEPS, ExpertPolicy
 from coordbench.envs.physical.env import PhysicalEnv
 from coordbench.envs.physical.tasks import get_task
 from coordbench.errors import ConfigError
-from coordbench.learn.dagger import DAGGER_SEED0, ShadowPolicy, dagger_rounds
 from coordbench.learn.imitation import (
     LearnedPolicy,
     Trainer,
@@ -22,9 +21,14 @@ from coordbench.learn.imitation import (
     load_policy,
     obs_features,
     stacked_obs,
-    train_policy,
 )
 from coordbench.suites.physical.demos import make_demos
+from coordbench.suites.physical.learning import (
+    DAGGER_SEED0,
+    ShadowPolicy,
+    dagger_rounds,
+    train_policy,
+)
 from coordbench.suites.physical.runner import run
 
 

@@ -12,14 +12,9 @@ From Python::
 `gymnasium.make("coordbench/STAT-v0", config=...)` works once coordbench is imported.
 """
 
-from importlib.metadata import PackageNotFoundError, version
-
 import gymnasium as _gym
 
-try:
-    __version__ = version("coordbench")
-except PackageNotFoundError:  # running from a source tree without an install
-    __version__ = "0.0.0+unknown"
+from coordbench.core.provenance import VERSION as __version__
 
 # registered by name only: the environment module is imported when an environment is made
 if "coordbench/STAT-v0" not in _gym.registry:

@@ -10,39 +10,16 @@ from pathlib import Path
 from typing import Any
 
 from coordbench.errors import ConfigError
-
-SUITES = ("stat", "mecobench", "constructs", "physical")
+from coordbench.runner.family import family, names
 
 
 def _condition(suite: str, options: dict[str, Any]) -> tuple[Any, Any, int | None]:
-    """Return (suite object, condition spec, case limit) from keyword options."""
-    take = options.pop
-    if suite == "stat":
-        from coordbench.suites.stat.suite import SUITE, StatEvalSpec
-
-        limit = take("episodes", 100)
-        return SUITE, StatEvalSpec(**options), limit
-    if suite == "mecobench":
-        from coordbench.suites.mecobench.runner import HouseholdSpec
-        from coordbench.suites.mecobench.suite import SUITE, household_condition
-
-        tasks, instance_set, limit = take("tasks", None), take("suite", None), take("limit", None)
-        spec = HouseholdSpec(**options)
-        return SUITE, household_condition(str(tasks) if tasks else None, instance_set, spec), \
-            limit
-    if suite == "constructs":
-        from coordbench.suites.constructs.runner import ConstructSpec
-        from coordbench.suites.constructs.suite import SUITE, ConstructCondition
-
-        where = {k: take(k) for k in ("subset", "construct", "team", "limit", "instances_file")
-                 if k in options}
-        return SUITE, ConstructCondition(ConstructSpec(**options), **where), None
-    if suite == "physical":
-        from coordbench.suites.physical.suite import SUITE, PhysicalSpec
-
-        limit = take("rollouts", 100)
-        return SUITE, PhysicalSpec(**options), limit
-    raise ConfigError(f"unknown suite {suite!r}; choose from {', '.join(SUITES)}")
+    """Return (suite object, condition spec, case limit) from keyword options, through the
+    family's `condition` builder."""
+    f = family(suite)
+    if f is None or f.condition is None:
+        raise ConfigError(f"unknown suite {suite!r}; choose from {', '.join(names('condition'))}")
+    return f.get("condition")(options)
 
 
 def evaluate(suite: str, *, out: str | Path | None = None, executor: str = "local",

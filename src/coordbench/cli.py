@@ -11,18 +11,9 @@ from pathlib import Path
 
 import typer
 
-from coordbench import __version__
-from coordbench.commands import (
-    constructs,
-    data,
-    household,
-    models,
-    physical,
-    reproduce,
-    stat,
-    view,
-)
+from coordbench.commands import data, models, reproduce, view
 from coordbench.commands.common import err, executor_option, out, play, workers_option
+from coordbench.core.provenance import VERSION as __version__
 from coordbench.errors import ConfigError, CoordbenchError
 
 
@@ -60,11 +51,21 @@ def _root(version_flag: bool = typer.Option(False, "--version", callback=_versio
     PENDING_FAILURES.clear()  # a command of an earlier invocation in this process
 
 
-app.add_typer(stat.app, name="stat")
-app.add_typer(household.app, name="mecobench")
+_GROUPS: set[str] = set()
+
+
+def add_family_commands() -> None:
+    """Serve each registered family's command group as `coordbench <command>` (once each)."""
+    from coordbench.runner.family import families
+
+    for f in families():
+        if f.commands is not None and f.command and f.command not in _GROUPS:
+            _GROUPS.add(f.command)
+            app.add_typer(f.get("commands"), name=f.command)
+
+
+add_family_commands()
 app.add_typer(models.app, name="models")
-app.add_typer(constructs.app, name="constructs")
-app.add_typer(physical.app, name="physical")
 app.command("view")(view.view)
 app.command("export")(data.export)
 app.command("table")(data.table)
@@ -91,6 +92,8 @@ def run(
     cases: int | None = typer.Option(None, min=1, help="Household and construct cases per "
                                                        "condition (default: all; a quick "
                                                        "look)."),
+    only: str | None = typer.Option(None, "--families", help="Comma-separated families of "
+                                    "the default benchmark to run (default: all of them)."),
     executor: str = executor_option(),
     workers: int = workers_option(),
 ) -> None:
@@ -101,7 +104,7 @@ def run(
     with broadcast, parallel (team of 3) and sequential (team of 2). Coordination constructs
     (rep240): rule-based central, decentralized and communicating planners. Physical
     collaboration: the scripted experts, nominal and noisy, on all ten tasks. The plan is
-    coordbench/suites/data/default_plan.json; the options override it.
+    each family's `default_plan` in coordbench/runner/family.py; the options override it.
     """
     from coordbench.commands.limits import MAX_EPISODES, MAX_SEED, MAX_WORKERS
     from coordbench.core.files import check_out_dir, check_range
@@ -128,8 +131,15 @@ def run(
         plan["physical"]["rollouts"] = physical
     if cases is not None:
         for family in ("mecobench", "constructs"):
-            if plan[family]:
+            if plan.get(family):
                 plan[family]["limit"] = cases
+    if only is not None:
+        chosen = [v.strip() for v in only.split(",") if v.strip()]
+        unknown = [v for v in chosen if v not in plan]
+        if not chosen or unknown:
+            raise ConfigError(f"--families: unknown family {', '.join(unknown) or repr(only)}; "
+                              f"choose from {', '.join(plan)}")
+        plan = {name: section for name, section in plan.items() if name in chosen}
     items, labels = expand(plan)
     _report(play(out_dir, items, labels=labels, executor=executor, workers=workers,
                  report=False))
@@ -183,6 +193,7 @@ def version() -> None:
 def main() -> None:
     """Entry point of the `coordbench` script: user errors become one line and exit code 2."""
     try:
+        add_family_commands()  # families an entry point or a plugin registered since import
         app()
     except CoordbenchError as e:
         err.print(f"[bold red]error:[/] {e}", highlight=False, soft_wrap=True)

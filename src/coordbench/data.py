@@ -36,7 +36,7 @@ from coordbench.core.trajectory import (
     Trajectory,
 )
 from coordbench.errors import RunDirError
-from coordbench.suites.registry import suite_object
+from coordbench.runner.family import suite_object
 
 EPISODE_COLUMNS = ("suite", "condition", "episode_id", "key", "seed", "task_id",
                    "termination", "success", "events")
@@ -114,12 +114,15 @@ class RunData:
         """Return one row per complete episode of a family with a coordination profile:
         suite, condition, episode_id, then every measure of `metrics.profile.KEYS` (NaN
         where it does not apply), the numbers `coordbench profile` averages."""
-        from coordbench.metrics.profile import KEYS, PROFILES, episode_profile
+        from coordbench.metrics.profile import KEYS, episode_profile
+        from coordbench.runner.family import names
+
+        profiled = names("profile")
 
         rows = [{"suite": t.header.suite, "condition": cond, "episode_id": t.header.episode_id,
                  **{k: (float("nan") if v is None else v)
                     for k, v in episode_profile(t).items()}}
-                for cond, _, t in self._loaded if t.header.suite in PROFILES]
+                for cond, _, t in self._loaded if t.header.suite in profiled]
         return pd.DataFrame(rows, columns=["suite", "condition", "episode_id", *KEYS])
 
     def steps(self) -> pd.DataFrame:

@@ -11,12 +11,18 @@ records (team size, structure, number of target objects).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from coordbench.core.stats import mean_ci
 from coordbench.core.trajectory import Trajectory
-from coordbench.metrics.behaviour import episode_indicators, episode_tags
+from coordbench.metrics.behaviour import (
+    TAG_RULES_VERSION,
+    TAGS,
+    episode_indicators,
+    episode_tags,
+)
 from coordbench.metrics.household import (
     completion_curve,
     completion_rate,
@@ -287,14 +293,26 @@ def coordination_queries(trajs: Sequence[Trajectory]) -> Json:
     return out
 
 
-def metric_levels(groups: Mapping[str, Sequence[Trajectory]],
-                  metrics: Mapping[str, Callable[[Trajectory], float | None]]) -> Json:
-    """Return {label: {metric: mean (clipped t over the episodes where it applies)}} for
-    share-valued metrics (CAR, DOL, HFR, spatial error) of several groups."""
-    out: Json = {}
-    for label, trajs in groups.items():
-        out[label] = {}
-        for name, fn in metrics.items():
-            vals = [v for v in (fn(t) for t in trajs) if v is not None]
-            out[label][name] = mean_score(vals)
+def tag_table(trajs: Iterable[Trajectory]) -> list[dict[str, object]]:
+    """Return per tag: share of episodes using it, messages per episode, and SR/CR with vs
+    without it (delta = with - without; None where either side has no episode)."""
+    rows = [(episode_tags(t), success(t), completion_rate(t)) for t in trajs]
+    out = []
+    for tag in TAGS:
+        with_ = [(s, c) for tags, s, c in rows if tags[tag] > 0]
+        without = [(s, c) for tags, s, c in rows if tags[tag] == 0]
+
+        def mean(xs, k):
+            return mean_ci([x[k] for x in xs]).mean if xs else None
+
+        sr_w, sr_o, cr_w, cr_o = mean(with_, 0), mean(without, 0), mean(with_, 1), \
+            mean(without, 1)
+        out.append({
+            "tag": tag, "episodes_with": len(with_), "share": len(with_) / len(rows) if rows
+            else 0.0, "per_episode": (sum(t[tag] for t, _, _ in rows) / len(rows)) if rows
+            else 0.0, "SR_with": sr_w, "SR_without": sr_o,
+            "delta_SR": None if sr_w is None or sr_o is None else sr_w - sr_o,
+            "CR_with": cr_w, "CR_without": cr_o,
+            "delta_CR": None if cr_w is None or cr_o is None else cr_w - cr_o,
+            "rules_version": TAG_RULES_VERSION})
     return out

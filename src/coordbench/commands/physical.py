@@ -147,11 +147,10 @@ def physical_eval(
     from coordbench.envs.physical.demo_files import load_demos
     from coordbench.llm.registry import load_registry
     from coordbench.report import physical_report as rep
-    from coordbench.runner import Limits
+    from coordbench.runner import Limits, ModelResources
     from coordbench.suites.physical.suite import (
         LLM,
         SUITE,
-        PhysicalResources,
         PhysicalSpec,
         make_policy,
     )
@@ -196,7 +195,7 @@ def physical_eval(
         settings = harness_settings(models, cache, cache_path, max_connections, None,
                                     {model or ""}, breaker)
         team = {"in_flight": in_flight, "stats": local_stats(settings, executor),
-                "resources": PhysicalResources(settings, max_reply_tokens),
+                "resources": ModelResources(settings, max_reply_tokens),
                 "limits": Limits(cost_limit, max_tokens_per_episode, fail_fast=fail_fast,
                                  breaker=breaker)}
     labels = [f"{s.task} {shown} {s.protocol}" for _, s, _ in plan]
@@ -237,7 +236,7 @@ def physical_eval(
 
 def _train_one(job: tuple) -> tuple[str, dict[str, Any], bytes]:
     from coordbench.envs.physical.demo_files import load_demos
-    from coordbench.learn.imitation import fit_on
+    from coordbench.suites.physical.learning import fit_on
 
     cfg, demos, out_path = job
     train = load_demos(Path(demos) / f"{cfg.task}_train.npz")

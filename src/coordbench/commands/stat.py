@@ -87,12 +87,11 @@ def stat_eval(
     from coordbench.metrics.stat import KINDS
     from coordbench.report.format import estimate_json
     from coordbench.report.stat_report import collect, console_table
-    from coordbench.runner import Limits
+    from coordbench.runner import Limits, ModelResources
     from coordbench.suites.stat.suite import (
         LLM,
         SUITE,
         StatEvalSpec,
-        StatResources,
         condition_metrics,
     )
 
@@ -121,7 +120,7 @@ def stat_eval(
     run = play(out_dir or Path("runs") / "stat-eval" / spec.condition, [(SUITE, spec)],
                limit=episodes, quiet=as_json, executor=executor, workers=workers,
                in_flight=in_flight,
-               resources=StatResources(settings, max_reply_tokens) if policy == LLM else None,
+               resources=ModelResources(settings, max_reply_tokens) if policy == LLM else None,
                limits=Limits(cost_limit, max_tokens_per_episode, fail_fast=fail_fast,
                              breaker=breaker),
                labels=[f"{config} {policy}" + (f" {model} {protocol}" if model else "")],

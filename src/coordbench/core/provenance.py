@@ -5,9 +5,14 @@ from __future__ import annotations
 import hashlib
 import subprocess
 from functools import lru_cache
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as _installed
 from pathlib import Path
 
-from coordbench import __version__
+try:
+    VERSION = _installed("coordbench")
+except PackageNotFoundError:  # running from a source tree without an install
+    VERSION = "0.0.0+unknown"
 
 
 @lru_cache(maxsize=1)
@@ -29,7 +34,7 @@ def git_sha() -> str | None:
 
 def version() -> str:
     """Return the installed coordbench version."""
-    return __version__
+    return VERSION
 
 
 def file_digest(path: str | Path, length: int = 10) -> str:

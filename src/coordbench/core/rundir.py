@@ -225,10 +225,6 @@ class RunDir:
         """Return the keys of `condition`'s episodes whose last attempt errored, sorted."""
         return _keys(self.path / "errors" / condition)
 
-    def has_episode(self, condition: str, key: str) -> bool:
-        """Return whether episode `key` of `condition` is complete on disk."""
-        return self.episode_path(condition, key).is_file()
-
     def write_episode(self, condition: str, key: str, trajectory: Trajectory) -> Path:
         """Atomically write a complete trajectory; return its path."""
         if trajectory.end is None:

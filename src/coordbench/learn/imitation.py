@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -31,9 +32,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from coordbench.core.atomic import write_atomic_bytes
 from coordbench.core.checkpoint import checkpoint_bytes, read_checkpoint
-from coordbench.envs.physical.demo_files import load_demos
 from coordbench.envs.physical.robot import ACTION_DIM, ACTION_HIGH, ACTION_LOW, PROPRIO_DIM
 from coordbench.errors import ConfigError, CoordbenchError
 
@@ -387,28 +386,16 @@ def merge(parts: list[RobotData]) -> RobotData:
 
 
 # -- training -----------------------------------------------------------------------------------
-def train_policy(cfg: PolicyConfig, demos_dir: Path, out: Path) -> dict[str, Any]:
-    """Train the baseline on `<task>_train.npz` (validation on `_val`), write the checkpoint
-    to `out`; return losses and timing."""
-    res, blob = fit_policy(cfg, demos_dir)
-    write_atomic_bytes(Path(out), blob)
-    return {**res, "checkpoint": str(out)}
-
-
-def fit_policy(cfg: PolicyConfig, demos_dir: Path) -> tuple[dict[str, Any], bytes]:
-    """Train the baseline (see `train_policy`); return (losses and timing, checkpoint bytes),
-    so a worker elsewhere can hand the checkpoint back to the driver."""
-    cfg.check()
-    train = load_demos(Path(demos_dir) / f"{cfg.task}_train.npz")
-    val_path = Path(demos_dir) / f"{cfg.task}_val.npz"
-    val = load_demos(val_path) if val_path.is_file() else None
-    return fit_on(cfg, train, val)
-
-
 def fit_on(cfg: PolicyConfig, train: dict[str, np.ndarray],
-           val: dict[str, np.ndarray] | None) -> tuple[dict[str, Any], bytes]:
-    """Train the baseline on demonstration arrays (and DAgger rounds where cfg.dagger > 0);
-    return (losses, rounds and timing, checkpoint bytes)."""
+           val: dict[str, np.ndarray] | None,
+           more_rounds: Callable[[PolicyConfig, Trainer], list[dict[str, Any]]] | None = None
+           ) -> tuple[dict[str, Any], bytes]:
+    """Train the baseline on demonstration arrays, then `more_rounds(cfg, trainer)` where
+    cfg.dagger > 0 (the physical suite's DAgger: `suites.physical.learning.fit_on`); return
+    (losses, rounds and timing, checkpoint bytes)."""
+    if cfg.dagger and more_rounds is None:
+        raise ConfigError("DAgger rounds need the physical suite's labeller: train through "
+                          "coordbench.suites.physical.learning")
     from coordbench.learn.core import one_thread
 
     one_thread()
@@ -418,9 +405,7 @@ def fit_on(cfg: PolicyConfig, train: dict[str, np.ndarray],
     trainer.fit(cfg.steps)
     rounds: list[dict[str, Any]] = []
     if cfg.dagger:
-        from coordbench.learn.dagger import dagger_rounds
-
-        rounds = dagger_rounds(cfg, trainer)
+        rounds = more_rounds(cfg, trainer)
     wall = time.perf_counter() - start
     res = {"task": cfg.task, "algo": cfg.algo, "obs": cfg.obs, "scope": cfg.scope,
            "sharing": cfg.sharing, "agent_id": cfg.agent_id, "steps": cfg.steps,

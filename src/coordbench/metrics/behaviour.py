@@ -9,9 +9,7 @@ SEEN, AT, ASSIGN, ...) are tagged by the same rules.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 
-from coordbench.core.stats import mean_ci
 from coordbench.core.trajectory import MessageEvent, Trajectory
 
 TAG_RULES_VERSION = "2"  # 2: Coord-Q needs a question about teammates or the team's state
@@ -120,30 +118,3 @@ def _count_tags(traj: Trajectory) -> dict[str, int]:
         for tag in tag_message(m.content):
             counts[tag] += 1
     return counts
-
-
-def tag_table(trajs: Iterable[Trajectory]) -> list[dict[str, object]]:
-    """Return per tag: share of episodes using it, messages per episode, and SR/CR with vs
-    without it (delta = with - without; None where either side has no episode)."""
-    from coordbench.metrics.household import completion_rate, success
-
-    rows = [(episode_tags(t), success(t), completion_rate(t)) for t in trajs]
-    out = []
-    for tag in TAGS:
-        with_ = [(s, c) for tags, s, c in rows if tags[tag] > 0]
-        without = [(s, c) for tags, s, c in rows if tags[tag] == 0]
-
-        def mean(xs, k):
-            return mean_ci([x[k] for x in xs]).mean if xs else None
-
-        sr_w, sr_o, cr_w, cr_o = mean(with_, 0), mean(without, 0), mean(with_, 1), \
-            mean(without, 1)
-        out.append({
-            "tag": tag, "episodes_with": len(with_), "share": len(with_) / len(rows) if rows
-            else 0.0, "per_episode": (sum(t[tag] for t, _, _ in rows) / len(rows)) if rows
-            else 0.0, "SR_with": sr_w, "SR_without": sr_o,
-            "delta_SR": None if sr_w is None or sr_o is None else sr_w - sr_o,
-            "CR_with": cr_w, "CR_without": cr_o,
-            "delta_CR": None if cr_w is None or cr_o is None else cr_w - cr_o,
-            "rules_version": TAG_RULES_VERSION})
-    return out

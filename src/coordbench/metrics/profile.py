@@ -43,6 +43,7 @@ from coordbench.core.trajectory import (
     StatStepEvent,
     Trajectory,
 )
+from coordbench.runner.family import family
 
 # the contract's measures, in table order, then the extensions
 MEASURES = ("redundancy", "idle_share", "division_of_labour", "handoff_failure",
@@ -196,15 +197,11 @@ def physical_profile(traj: Trajectory) -> Profile:
             "progress_per_step": _ratio(units / max(1, until - start), steps)}
 
 
-PROFILES: dict[str, Callable[[Trajectory], Profile]] = {
-    "stat": stat_profile, "mecobench": household_profile, "constructs": construct_profile,
-    "physical": physical_profile}
-
-
 def episode_profile(traj: Trajectory) -> Profile:
     """Return {measure: value or None} for one episode of any family (every key of `KEYS`);
     ValueError for a suite without a profile."""
-    fn = PROFILES.get(traj.header.suite)
+    f = family(traj.header.suite)
+    fn = f.get("profile") if f is not None else None
     if fn is None:
         raise ValueError(f"no coordination profile for suite {traj.header.suite!r}")
     out = traj.memo("profile", fn)

@@ -16,13 +16,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from coordbench.core.rundir import RunDir
-from coordbench.suites.registry import suite_object
+from coordbench.runner.family import family
 
 from .figures import labels_for
 from .format import pct
 
 FORMATS = ("md", "csv", "html")
-_HEADLINE = {"stat_train": ("final_return", "max_return")}
 
 
 @dataclass
@@ -35,10 +34,8 @@ class SuiteTable:
 
 
 def _metrics(suite: str) -> tuple[str, ...]:
-    if suite in _HEADLINE:
-        return _HEADLINE[suite]
-    obj = suite_object(suite)
-    return tuple(obj.headline) if obj is not None else ()
+    f = family(suite)
+    return f.headline_metrics() if f is not None else ()
 
 
 def collect(runs: list[RunDir]) -> list[SuiteTable]:

@@ -10,7 +10,6 @@ directory without a manifest is recognised by its result files.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,36 +17,17 @@ from typing import Any
 
 from coordbench.core.rundir import RunDir
 from coordbench.errors import RunDirError
+from coordbench.runner.family import families, family_of
 
 from .section import Section
-
-# manifests of coordbench before 0.2 recorded no suite for STAT and physical conditions
-_PREFIXES = {"stat_": "stat", "mecobench_": "mecobench", "constructs_": "constructs",
-             "physical_": "physical"}
 
 
 def suite_of(condition: str, spec: dict[str, Any]) -> str:
     """Return the suite a condition belongs to (as recorded; inferred for old manifests)."""
-    if "suite" in spec:
-        return str(spec["suite"])
-    for prefix, name in _PREFIXES.items():
-        if condition.startswith(prefix):
-            return name
-    raise RunDirError(f"condition {condition} records no suite")
-
-
-def _sections() -> dict[str, Callable[[RunDir, list[str]], Section]]:
-    from . import (
-        constructs_report,
-        household_report,
-        physical_report,
-        stat_report,
-        stat_train_report,
-    )
-
-    return {"stat": stat_report.section, "mecobench": household_report.section,
-            "constructs": constructs_report.section, "physical": physical_report.section,
-            "stat_train": stat_train_report.section}
+    name = family_of(condition, spec)
+    if name is None:
+        raise RunDirError(f"condition {condition} records no suite")
+    return name
 
 
 @dataclass
@@ -72,7 +52,7 @@ def compose(run: RunDir) -> Report:
     by_suite: dict[str, list[str]] = {}
     for cond, spec in run.conditions.items():
         by_suite.setdefault(suite_of(cond, spec), []).append(cond)
-    sections = _sections()
+    sections = {f.name: f.get("report") for f in families() if f.report is not None}
     unknown = sorted(set(by_suite) - set(sections))
     if unknown:
         raise RunDirError(f"{run.path} has conditions of unknown suite(s) {', '.join(unknown)}; "

@@ -9,7 +9,6 @@ bar and its table cell always agree.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -302,23 +301,52 @@ def stat_train_profiles(data: dict[str, Any]) -> Figure | None:
                   "play (0) to Hungarian (1), exceeds tau.", fig)
 
 
+def stat_figures(run: RunDir, conds: list[str], entries: dict[str, ENTRY],
+                 data: dict[str, Any] | None) -> list[Figure | None]:
+    """Return STAT's figures: per-condition bars."""
+    return list(stat_bars(entries))
+
+
+def mecobench_figures(run: RunDir, conds: list[str], entries: dict[str, ENTRY],
+                      data: dict[str, Any] | None) -> list[Figure | None]:
+    """Return the household figures: SR/CR/AUC/CAR bars and step-completion curves."""
+    return [metric_bars(entries, ("SR", "CR", "AUC", "CAR"),
+                        "Household teams: SR (Wilson 95%), CR, AUC and CAR "
+                        "(95% t, clipped to [0, 1]) over cases."),
+            household_curves(run, [c for c in conds if c in entries])]
+
+
+def constructs_figures(run: RunDir, conds: list[str], entries: dict[str, ENTRY],
+                       data: dict[str, Any] | None) -> list[Figure | None]:
+    """Return the construct figures: SR, construct score and legality bars, and the scores
+    per construct."""
+    return [metric_bars(entries, ("SR", "CS", "legal_rate"),
+                        "Coordination constructs: SR, construct score and "
+                        "legality over instances."),
+            construct_scores(entries)]
+
+
+def physical_figures(run: RunDir, conds: list[str], entries: dict[str, ENTRY],
+                     data: dict[str, Any] | None) -> list[Figure | None]:
+    """Return the physical figures: phase funnels."""
+    return [physical_funnels(entries)]
+
+
+def stat_train_figures(run: RunDir, conds: list[str], entries: dict[str, ENTRY],
+                       data: dict[str, Any] | None) -> list[Figure | None]:
+    """Return a training directory's figures: learning curves and diagnostic profiles."""
+    return [*stat_train_curves(data or {}), stat_train_profiles(data or {})]
+
+
 def for_suite(run: RunDir, suite: str, conds: list[str], results: dict[str, ENTRY],
               data: dict[str, Any] | None = None) -> list[Figure]:
     """Return the figures of one family's conditions in `run` (`data`: what its report
-    section kept for them)."""
+    section kept for them), drawn by the family's `figures` piece."""
+    from coordbench.runner.family import family
+
+    f = family(suite)
+    draw = f.get("figures") if f is not None else None
+    if draw is None:
+        return []
     entries = {c: results[c] for c in conds if c in results}
-    makers: dict[str, Callable[[], list[Figure | None]]] = {
-        "stat": lambda: list(stat_bars(entries)),
-        "mecobench": lambda: [metric_bars(entries, ("SR", "CR", "AUC", "CAR"),
-                                          "Household teams: SR (Wilson 95%), CR, AUC and CAR "
-                                          "(95% t, clipped to [0, 1]) over cases."),
-                              household_curves(run, [c for c in conds if c in entries])],
-        "constructs": lambda: [metric_bars(entries, ("SR", "CS", "legal_rate"),
-                                           "Coordination constructs: SR, construct score and "
-                                           "legality over instances."),
-                               construct_scores(entries)],
-        "physical": lambda: [physical_funnels(entries)],
-        "stat_train": lambda: [*stat_train_curves(data or {}),
-                               stat_train_profiles(data or {})],
-    }
-    return [f for f in makers.get(suite, list)() if f is not None]
+    return [fig for fig in draw(run, conds, entries, data) if fig is not None]

@@ -5,9 +5,10 @@ from __future__ import annotations
 from rich.table import Table
 
 from coordbench.agents.household.protocols import get_protocol
+from coordbench.analyses.household import tag_table
 from coordbench.core.rundir import RunDir
 from coordbench.core.stats import Estimate, summarize
-from coordbench.metrics.behaviour import TAG_RULES_VERSION, tag_table
+from coordbench.metrics.behaviour import TAG_RULES_VERSION
 from coordbench.metrics.household import (
     KINDS,
     duplicate_grabs,

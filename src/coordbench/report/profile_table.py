@@ -18,7 +18,8 @@ from typing import Any
 from coordbench.core.rundir import RunDir
 from coordbench.core.stats import estimate
 from coordbench.errors import RunDirError
-from coordbench.metrics.profile import KEYS, KINDS, MEASURES, PROFILES, episode_profile
+from coordbench.metrics.profile import KEYS, KINDS, MEASURES, episode_profile
+from coordbench.runner.family import names as family_names
 
 from .across_runs import run_names
 from .figures import labels_for
@@ -56,7 +57,7 @@ def collect(runs: list[RunDir]) -> ProfileTable:
     for run, name in zip(runs, names, strict=True):
         for cond, spec in run.conditions.items():
             suite = str(spec.get("suite", ""))
-            if suite not in PROFILES:
+            if suite not in family_names("profile"):
                 continue
             trajectories = []
             for key in run.episode_keys(cond):

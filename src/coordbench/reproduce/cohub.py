@@ -146,7 +146,8 @@ def _record(job: tuple[str, int, str]) -> str:
 
 def _train(job: tuple[Policy, Settings, str]) -> tuple[str, bytes, dict[str, Any]]:
     from coordbench.envs.physical.demo_files import load_demos
-    from coordbench.learn.imitation import default_config, fit_on
+    from coordbench.learn.imitation import default_config
+    from coordbench.suites.physical.learning import fit_on
 
     p, s, out = job
     algo, kw = METHODS[p.method]

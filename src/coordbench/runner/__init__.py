@@ -10,9 +10,9 @@ from .conditions import (
 )
 from .episode import Limits, Recorder, current_recorder, record_model_call
 from .executors import EXECUTORS, check_executor, make_executor
-from .suite import Case, PlayContext, Suite, Team
+from .suite import Case, ModelResources, PlayContext, Suite, Team
 
-__all__ = ["EXECUTORS", "Case", "Limits", "PlayContext", "Recorder", "Suite", "Team",
-           "check_executor", "condition_values", "current_recorder", "make_executor",
+__all__ = ["EXECUTORS", "Case", "Limits", "ModelResources", "PlayContext", "Recorder", "Suite",
+           "Team", "check_executor", "condition_values", "current_recorder", "make_executor",
            "play_concurrently", "record_model_call", "register", "run_condition",
            "run_conditions"]

@@ -3,10 +3,10 @@
 - `Suite`: a family's name, the cases of one of its conditions, how to play a list of cases
   (batched in lockstep, or concurrently for model-driven teams), and its metrics over a
   trajectory. Its report section lives in `coordbench.report`, registered under the same name.
-- `Team`: who decides in an episode. Every family's teams have the same two verbs, `reset` and
-  `act`; what they observe and return stays the family's own (STAT's batched arrays, a
-  household team's observations and messages, a physical team's (n, 9) controls), as
-  PettingZoo shares one API shape over per-environment spaces.
+- `Team`: who decides in an episode. Teams have the same two verbs, `reset` and `act`; what
+  they observe and return stays the family's own (a household team's `StepView` -> `Turn`,
+  a physical team's environments -> (n, 9) controls), as PettingZoo shares one API shape
+  over per-environment spaces.
 
 A spec is a frozen dataclass that names one condition; it travels to worker processes (and to
 Ray workers) by pickling, so it holds plain data. A suite object is stateless and pickles by
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from coordbench.core.trajectory import Trajectory
 
@@ -46,6 +46,21 @@ class PlayContext:
     resources: Any = None
     limits: Limits = field(default_factory=Limits)
     in_flight: int = 8
+
+
+@dataclass(frozen=True)
+class ModelResources:
+    """Run-wide options of model-driven play that do not name a condition: the
+    model-harness settings (or a ModelHarness when played in this process) and a per-reply
+    token cap. A family that needs more (rendered views, a step cap) has its own class with
+    the same `identity`."""
+
+    harness: Any = None
+    max_reply_tokens: int | None = None
+
+    def identity(self) -> dict[str, Any]:
+        """Return the options that change the episodes (recorded with each condition)."""
+        return {"max_reply_tokens": self.max_reply_tokens}
 
 
 Played = tuple[Case, Trajectory]
@@ -77,8 +92,11 @@ class Suite(Protocol, Generic[S]):
         """Return the episode's metrics (None where a metric does not apply)."""
 
 
+@runtime_checkable
 class Team(Protocol[Obs, Act]):
-    """Who decides in an episode: the two verbs every family's teams share."""
+    """Who decides in an episode: the two verbs every family's teams share (a household or
+    construct team on `suites.household_episode`, a physical team policy, a model-driven
+    STAT team); STAT's scripted allocators stay batched functions `policy(env, rng)`."""
 
     name: str
 

@@ -1,65 +1,38 @@
-"""Run plans: the default benchmark (`suites/data/default_plan.json`) as runner items."""
+"""Run plans: the default benchmark (each family's `default_plan` section) as runner items."""
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 from typing import Any
 
-DEFAULT_PLAN = Path(__file__).parent / "data" / "default_plan.json"
+from coordbench.errors import ConfigError
+from coordbench.runner.family import families, family
 
 
-def load_plan(path: Path = DEFAULT_PLAN) -> dict[str, Any]:
-    """Return a plan file's families and their settings."""
-    return json.loads(Path(path).read_text(encoding="utf-8"))
+def load_plan(path: Path | None = None) -> dict[str, Any]:
+    """Return a plan: {family: its settings}; the default benchmark (every registered
+    family's `default_plan`, a fresh copy) or a plan file's content."""
+    if path is not None:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    return {f.name: copy.deepcopy(f.default_plan) for f in families()
+            if f.default_plan is not None and f.plan is not None}
 
 
 def expand(plan: dict[str, Any]) -> tuple[list[tuple], list[str]]:
-    """Return (runner items (suite, spec, limit), a progress label per item) for `plan`;
-    a family missing from the plan (or set to null) is not run. A household or construct
-    section's optional `limit` keeps the first cases of each condition."""
+    """Return (runner items (suite, spec, limit), a progress label per item) for `plan`, in
+    the families' registration order; a family missing from the plan (or set to null) is not
+    run."""
+    unknown = [name for name in plan if name != "description"
+               and (family(name) is None or family(name).plan is None)]
+    if unknown:
+        raise ConfigError(f"the plan names no runnable family {', '.join(unknown)}")
     items: list[tuple] = []
     labels: list[str] = []
-    if plan.get("stat"):
-        from coordbench.suites.stat.suite import SUITE, StatEvalSpec
-
-        p = plan["stat"]
-        for c in p["configs"]:
-            for pol in p["policies"]:
-                items.append((SUITE, StatEvalSpec(c, pol, p["layouts"], p["seed"]),
-                              p["episodes"]))
-                labels.append(f"{c} {pol}")
-    if plan.get("mecobench"):
-        from coordbench.suites.mecobench.runner import HouseholdSpec
-        from coordbench.suites.mecobench.suite import SUITE as HH
-        from coordbench.suites.mecobench.suite import household_condition
-
-        p = plan["mecobench"]
-        for t in p["teams"]:
-            for proto in p["protocols"]:
-                spec = HouseholdSpec(t["structure"], t["team"], proto, p["agents"])
-                items.append((HH, household_condition(None, p["instance_set"], spec),
-                              p.get("limit")))
-                labels.append(f"household {t['structure']} n={t['team']} {proto}")
-    if plan.get("constructs"):
-        from coordbench.suites.constructs.runner import ConstructSpec
-        from coordbench.suites.constructs.suite import SUITE as CS
-        from coordbench.suites.constructs.suite import ConstructCondition
-
-        p = plan["constructs"]
-        for planner in p["planners"]:
-            items.append((CS, ConstructCondition(ConstructSpec(planner, p["agents"]),
-                                                 p["subset"]), p.get("limit")))
-            labels.append(f"constructs {p['subset']} {planner}")
-    if plan.get("physical") and plan["physical"]["rollouts"] > 0:
-        from coordbench.envs.physical.tasks import TASKS
-        from coordbench.suites.physical.suite import SUITE as PH
-        from coordbench.suites.physical.suite import PhysicalSpec
-
-        p = plan["physical"]
-        tasks = list(TASKS) if p["tasks"] == "all" else p["tasks"]
-        for task in tasks:
-            for pol in p["policies"]:
-                items.append((PH, PhysicalSpec(task, pol), p["rollouts"]))
-                labels.append(f"physical {task} {pol}")
+    for f in families():
+        if plan.get(f.name):
+            more, more_labels = f.get("plan")(plan[f.name])
+            items += more
+            labels += more_labels
     return items, labels

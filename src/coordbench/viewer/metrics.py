@@ -10,9 +10,8 @@ from typing import Any
 from coordbench.core.rundir import RunDir
 from coordbench.core.trajectory import Trajectory
 from coordbench.errors import CoordbenchError
-from coordbench.metrics.profile import PROFILES
 from coordbench.metrics.profile import episode_profile as profile_of
-from coordbench.suites.registry import suite_object
+from coordbench.runner.family import family, suite_object
 
 
 def episode_metrics(traj: Trajectory) -> tuple[dict[str, float | None], str | None]:
@@ -28,7 +27,8 @@ def episode_metrics(traj: Trajectory) -> tuple[dict[str, float | None], str | No
 
 def episode_profile(traj: Trajectory) -> tuple[dict[str, float | None], str | None]:
     """Return (the episode's coordination profile, `metrics.profile`, None) or ({}, why not)."""
-    if traj.header.suite not in PROFILES:
+    f = family(traj.header.suite)
+    if f is None or f.profile is None:
         return {}, f"no coordination profile for suite {traj.header.suite!r}"
     try:
         return profile_of(traj), None
@@ -38,8 +38,8 @@ def episode_profile(traj: Trajectory) -> tuple[dict[str, float | None], str | No
 
 def headline(name: str) -> list[str]:
     """Return the metrics a family's listing leads with (its Suite.headline)."""
-    suite = suite_object(name)
-    return list(suite.headline) if suite is not None else []
+    f = family(name)
+    return list(f.headline_metrics()) if f is not None else []
 
 
 class MetricsCache:

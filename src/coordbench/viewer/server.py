@@ -75,14 +75,16 @@ class Viewer:
         threading.Thread(target=self._warm, name="viewer-warm", daemon=True).start()
 
     def _warm(self) -> None:
-        from .replay import mecobench
+        from coordbench.runner.family import family
 
         suites = set()
         for rd in self.runs.values():
             for cond, spec in rd.conditions.items():
-                suites.add(index.suite_name(cond, spec))
-                if index.suite_name(cond, spec) == "mecobench":
-                    mecobench.find_task(spec, "case0000", "")
+                name = index.suite_name(cond, spec)
+                suites.add(name)
+                f = family(name)
+                if f is not None and f.warm is not None:
+                    f.get("warm")(spec)
         for name in sorted(suites):
             headline(name)
 

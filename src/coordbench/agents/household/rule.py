@@ -545,12 +545,6 @@ class RuleMind:
             return self._door(obs) in obs.mates_at_door.values()
         return self.giver_waiting is not None or (not obs.held and self.idle_at_door)
 
-    def _zone_done(self, obs: Observation) -> bool:
-        need = self._needed(obs)
-        return not any(cls for o, (cls, room) in self.known.items()
-                       if room in obs.allowed_rooms and o not in self.gone
-                       and need.get(cls, 0) > 0)
-
     def _door(self, obs: Observation) -> int:
         for d in obs.handover_doors:
             for door, a, b in obs.doors:

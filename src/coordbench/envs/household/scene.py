@@ -85,11 +85,6 @@ class Scene:
         """Return the doors joining rooms a and b (a door and its doorjambs)."""
         return [d for d, pair in self.doors.items() if set(pair) == {a, b}]
 
-    def neighbours(self, rid: int) -> set[int]:
-        """Return the rooms that share a door with room `rid`."""
-        return {b if a == rid else a for a, b in self.doors.values() if rid in (a, b)}
-
-
 def _num(v: Any, where: str) -> float:
     if not isinstance(v, int | float) or isinstance(v, bool) or not math.isfinite(v):
         raise ConfigError(f"{where}: expected a number, got {v!r}")

@@ -28,17 +28,15 @@ from coordbench.agents.household.protocols import maybe_await, message_events
 from coordbench.core.trajectory import (
     ActionRecord,
     AgentSpec,
-    Conflict,
-    HouseholdStepEvent,
     MessageEvent,
     Trajectory,
 )
-from coordbench.envs.household.actions import WAIT
 from coordbench.envs.household.engine import HouseholdEnv
-from coordbench.envs.household.render import ImageStore, png_bytes, render_agent
+from coordbench.envs.household.render import ImageStore
 from coordbench.envs.household.task import HouseholdTask, task_from_dict
 from coordbench.errors import ConfigError
 from coordbench.runner import Limits, Recorder
+from coordbench.suites.household_episode import Choice, StepView, Turn, play_household
 
 PLANNERS = ("central", "decentralized", "decentralized_comm")
 AGENTS = ("oracle", "rule", "llm", "learned")
@@ -169,6 +167,52 @@ def make_team(spec: ConstructSpec, harness=None):
     return LlmPlanners(harness, spec.model, spec.planner)
 
 
+class InstanceTeam:
+    """A construct team on the household episode: the planners choose from the shared state
+    (seeing their rendered views under `--observation image`), at most the actions the budget
+    has room for land, in the spec's landing order."""
+
+    def __init__(self, planners: Any, n: int, budget: int, order: str) -> None:
+        self.planners, self.n, self.budget = planners, n, budget
+        self.name = getattr(planners, "name", type(planners).__name__)
+        self.landing = list(range(n)) if order == "index" else list(range(n))[::-1]
+        self.used = self.t = 0
+
+    def reset(self) -> None:
+        """Start counting the budget afresh."""
+        self.used = 0
+
+    async def act(self, view: StepView) -> Turn | None:
+        """Return the step's choices, or None when every planner has nothing left to do."""
+        self.t = view.t
+        images = {int(k.removeprefix("agent_")): v for k, v in view.images.items()}
+        step = await maybe_await(self.planners.act(images))
+        chosen, errors = step.chosen, step.errors
+        if all(a is None for a in chosen) and not errors:
+            return None
+        acting = [i for i in range(self.n) if chosen[i] is not None][:self.budget - self.used]
+        choices = []
+        for i in range(self.n):
+            if i in acting:
+                choices.append(Choice(chosen[i]))
+            elif i in errors:
+                code = "invalid" if errors[i].startswith("invalid:") else "protocol_failure"
+                choices.append(Choice(None, (code, errors[i])))
+            else:
+                choices.append(Choice(None))
+        return Turn(choices, self.landing, message_events(view.t, step.messages))
+
+    def executed(self, acting: list[int], records: list[ActionRecord]) -> list[MessageEvent]:
+        """Count the step's actions against the budget; return the notes planners post."""
+        self.used += len(records)
+        return [MessageEvent(t=self.t, phase="broadcast", sender=s, content=m)
+                for s, m in self.planners.executed(acting, records)]
+
+    def exhausted(self) -> bool:
+        """Return whether the action budget is spent."""
+        return self.used >= self.budget
+
+
 async def arun_construct(raw: dict[str, Any], spec: ConstructSpec, episode_id: str,
                          harness=None, images: ImageStore | None = None,
                          limits: Limits | None = None) -> Trajectory:
@@ -183,8 +227,9 @@ async def arun_construct(raw: dict[str, Any], spec: ConstructSpec, episode_id: s
     n = len(task.roles) if task.roles else len(task.start_rooms)
     env = HouseholdEnv(task, n, spec.seed, "with_close")
     budget = task.budget()
-    team = make_team(spec, harness)
-    team.reset(env, info)
+    planners = make_team(spec, harness)
+    planners.reset(env, info)
+    team = InstanceTeam(planners, n, budget, spec.order)
     rec = Recorder(
         suite="constructs", episode_id=episode_id, task_id=str(raw["task_id"]), seed=spec.seed,
         team=[AgentSpec(id=f"agent_{i}", role=task.roles[i] if task.roles else "agent",
@@ -195,56 +240,10 @@ async def arun_construct(raw: dict[str, Any], spec: ConstructSpec, episode_id: s
                 "observation": spec.observation, "construct": facts,
                 **({"planner": spec.planner} if spec.protocol else {})},
         limits=limits)
-    used = 0
-    t = 0
-    stop: str | None = None
     with rec:
-        while used < budget and not env.success():
-            rec.t = t
-            image_paths = {}
-            if images is not None and spec.observation == "image":
-                image_paths = {i: str(images.root / f"{images.put(png_bytes(render_agent(env, i)))}"
-                                                    ".png") for i in range(n)}
-            step = await maybe_await(team.act(image_paths))
-            chosen, errors = step.chosen, step.errors
-            if all(a is None for a in chosen) and not errors:
-                stop = "every planner has nothing left to do"
-                break
-            room = budget - used
-            acting = [i for i in range(n) if chosen[i] is not None][:room]
-            landing = list(range(n)) if spec.order == "index" else list(range(n))[::-1]
-            outcomes = env.step([chosen[i] if i in acting else WAIT for i in range(n)], landing)
-            records = []
-            for i in range(n):
-                if i in acting:
-                    a, o = chosen[i], outcomes[i]
-                    node = task.scene.nodes.get(a.obj) if isinstance(a.obj, int) else None
-                    records.append(ActionRecord(agent=i, action=a.name, args=a.args(),
-                                                obj_class=node.class_name if node else None,
-                                                outcome=o.code, detail=o.detail,
-                                                completed=list(o.completed)))
-                elif i in errors:
-                    code = "invalid" if errors[i].startswith("invalid:") else "protocol_failure"
-                    records.append(ActionRecord(agent=i, action="none", outcome=code,
-                                                detail=errors[i]))
-            used += len(records)
-            notes = team.executed(acting, records)
-            rec.flush_calls()
-            rec.emit(*message_events(t, step.messages))
-            rec.emit(*(MessageEvent(t=t, phase="broadcast", sender=s, content=m)
-                       for s, m in notes))
-            rec.emit(HouseholdStepEvent(
-                t=t, actions=records,
-                conflicts=[Conflict(target=o, agents=m, winner=w)
-                           for o, m, w in env.last_conflicts],
-                satisfied=env.satisfied(), completion=env.completion_rate(),
-                buffers={str(b): env.buffer_load(b) for b in facts.get("buffers", [])},
-                images={f"agent_{i}": p.rsplit("/", 1)[-1][:-4]
-                        for i, p in image_paths.items()}))
-            t += 1
-            stop = rec.stop_reason()
-            if stop:
-                break
+        t, stop = await play_household(env, rec, team, steps=budget, images=images,
+                                       view_agents=spec.observation == "image",
+                                       buffers=facts.get("buffers", []))
     return rec.finish(t, success=env.success(), stop=stop,
                       detail=f"budget of {budget} actions exhausted")
 

@@ -139,3 +139,19 @@ class ConstructSuite:
 
 
 SUITE = ConstructSuite()
+
+
+def plan_items(p: dict[str, Any]) -> tuple[list[tuple], list[str]]:
+    """Return (runner items, progress labels) of the default benchmark's construct section:
+    each planner on the subset (its optional `limit`: first cases)."""
+    items = [(SUITE, ConstructCondition(ConstructSpec(planner, p["agents"]), p["subset"]),
+              p.get("limit")) for planner in p["planners"]]
+    return items, [f"constructs {p['subset']} {planner}" for planner in p["planners"]]
+
+
+def api_condition(options: dict[str, Any]) -> tuple[ConstructSuite, ConstructCondition, None]:
+    """Return (suite, condition, None) from `coordbench.evaluate("constructs", ...)`'s
+    options (the selection `subset`, `construct`, `team`, `limit`, `instances_file`)."""
+    where = {k: options.pop(k) for k in ("subset", "construct", "team", "limit",
+                                         "instances_file") if k in options}
+    return SUITE, ConstructCondition(ConstructSpec(**options), **where), None

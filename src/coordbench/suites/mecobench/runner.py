@@ -8,27 +8,21 @@ from dataclasses import asdict, dataclass
 from coordbench.agents.household.oracle import OracleTeam
 from coordbench.agents.household.protocols import (
     PROTOCOLS,
-    Decision,
     Mind,
     ProtocolTeam,
     get_protocol,
     message_events,
 )
 from coordbench.agents.household.rule import RuleMind
-from coordbench.core.trajectory import (
-    ActionRecord,
-    AgentSpec,
-    Conflict,
-    HouseholdStepEvent,
-    Trajectory,
-)
-from coordbench.envs.household.actions import CONFLICT_SETS, WAIT, Outcome
+from coordbench.core.trajectory import ActionRecord, AgentSpec, MessageEvent, Trajectory
+from coordbench.envs.household.actions import CONFLICT_SETS, Outcome
 from coordbench.envs.household.engine import HouseholdEnv
 from coordbench.envs.household.observe import observe
-from coordbench.envs.household.render import ImageStore, png_bytes, render_agent, render_team
+from coordbench.envs.household.render import ImageStore
 from coordbench.envs.household.task import PRIORS, HouseholdTask
 from coordbench.errors import ConfigError
 from coordbench.runner import Limits, Recorder
+from coordbench.suites.household_episode import Choice, StepView, Turn, play_household
 
 AGENT_KINDS = ("oracle", "rule", "llm")
 
@@ -93,6 +87,57 @@ def run_case(task: HouseholdTask, spec: HouseholdSpec, case_seed: int, episode_i
     return asyncio.run(arun_case(task, spec, case_seed, episode_id, minds, images))
 
 
+class CaseTeam:
+    """A MECoBench team on the household episode: each agent observes the case (the text,
+    and its rendered views where they are rendered) and the protocol's team decides, or the
+    oracle plans for everyone."""
+
+    def __init__(self, env: HouseholdEnv, task: HouseholdTask, spec: HouseholdSpec,
+                 case_seed: int, steps: int, minds: list[Mind] | None) -> None:
+        self.env, self.task, self.spec, self.steps = env, task, spec, steps
+        self.name = spec.agents
+        self.oracle = OracleTeam(env) if spec.agents == "oracle" else None
+        if minds is None and self.oracle is None:
+            minds = make_minds(spec, case_seed)
+        self.team = None if self.oracle else ProtocolTeam(minds, spec.protocol)
+        self.goal_text = task.goal_text(spec.prior)
+        self.hints = task.hints(spec.prior, case_seed)
+        self.described = task.described(spec.prior)
+        self.spots = task.spots(spec.prior)
+        self.last: list[Outcome | None] = [None] * env.n
+
+    def reset(self) -> None:
+        """Forget the previous step's outcomes (a new episode on the same environment)."""
+        self.last = [None] * self.env.n
+
+    async def act(self, view: StepView) -> Turn:
+        """Return the step's choices: every agent acts (a failed decision waits)."""
+        if self.team is None:
+            return Turn([Choice(a) for a in self.oracle.act()])
+        env, n = self.env, self.env.n
+        obs = [observe(env, i, goal_text=self.goal_text, hints=self.hints,
+                       described=self.described, spots=self.spots,
+                       steps_left=self.steps - view.t, last=self.last[i]) for i in range(n)]
+        for i, o in enumerate(obs):
+            o.extra.update({k: v for k, v in (("image", view.images.get(f"agent_{i}")),
+                                              ("team_image", view.images.get("team"))) if v})
+        decisions, transcript = await self.team.act(obs)
+        return Turn([Choice(d.action, None if d.action else
+                            ("protocol_failure", d.error or "no action"), d.raw or None,
+                            d.tokens) for d in decisions],
+                    messages=message_events(view.t, transcript))
+
+    def executed(self, acting: list[int], records: list[ActionRecord]) -> list[MessageEvent]:
+        """Keep each agent's outcome for its next observation; MECoBench agents post no notes."""
+        for r in records:
+            self.last[r.agent] = Outcome(r.outcome, r.detail, tuple(r.completed))
+        return []
+
+    def exhausted(self) -> bool:
+        """Return False: a case's only budget is its step budget."""
+        return False
+
+
 async def arun_case(task: HouseholdTask, spec: HouseholdSpec, case_seed: int, episode_id: str,
                     minds: list[Mind] | None = None, images: ImageStore | None = None,
                     max_steps: int | None = None, limits: Limits | None = None) -> Trajectory:
@@ -115,14 +160,7 @@ async def arun_case(task: HouseholdTask, spec: HouseholdSpec, case_seed: int, ep
     steps = task.team_steps(n, spec.prior)
     if max_steps is not None:
         steps = min(steps, max_steps)
-    goal_text = task.goal_text(spec.prior)
-    hints = task.hints(spec.prior, case_seed)
-    described = task.described(spec.prior)
-    spots = task.spots(spec.prior)
-    oracle = OracleTeam(env) if spec.agents == "oracle" else None
-    if minds is None and oracle is None:
-        minds = make_minds(spec, case_seed)
-    team = None if oracle else ProtocolTeam(minds, spec.protocol)
+    team = CaseTeam(env, task, spec, case_seed, steps, minds)
     rec = Recorder(
         suite="mecobench", episode_id=episode_id, task_id=str(task.task_id), seed=case_seed,
         team=[AgentSpec(id=f"agent_{i}", role=protocol.role(i), driver=spec.agents)
@@ -136,52 +174,7 @@ async def arun_case(task: HouseholdTask, spec: HouseholdSpec, case_seed: int, ep
                 "required_handovers": task.required_handovers, "source": task.source,
                 "conflict_set": spec.conflict_set},
         limits=limits)
-    reason: str | None = None
-    last: list[Outcome | None] = [None] * n
     with rec:
-        for t in range(steps):
-            rec.t = t
-            views: dict[str, str] = {}
-            paths: dict[str, str] = {}
-            if images is not None:
-                views = {f"agent_{i}": images.put(png_bytes(render_agent(env, i)))
-                         for i in range(n)}
-                if protocol.team_view:
-                    views["team"] = images.put(png_bytes(render_team(env)))
-                paths = {k: str(images.root / f"{v}.png") for k, v in views.items()}
-            if team is not None:
-                obs = [observe(env, i, goal_text=goal_text, hints=hints, described=described,
-                               spots=spots, steps_left=steps - t, last=last[i]) for i in range(n)]
-                for i, o in enumerate(obs):
-                    o.extra.update({k: v for k, v in (("image", paths.get(f"agent_{i}")),
-                                                      ("team_image", paths.get("team"))) if v})
-                decisions, transcript = await team.act(obs)
-                rec.emit(*message_events(t, transcript))
-                rec.flush_calls()
-            else:
-                decisions = [Decision(a) for a in oracle.act()]
-            actions = [d.action or WAIT for d in decisions]
-            outcomes = env.step(actions)
-            records = []
-            for i, (d, a, o) in enumerate(zip(decisions, actions, outcomes, strict=True)):
-                if d.action is None:
-                    o = Outcome("protocol_failure", d.error or "no action")
-                last[i] = o
-                node = task.scene.nodes.get(a.obj) if isinstance(a.obj, int) else None
-                records.append(ActionRecord(
-                    agent=i, action=a.name if d.action else "none", args=a.args(),
-                    obj_class=node.class_name if node else None, outcome=o.code,
-                    detail=o.detail, completed=list(o.completed), raw=d.raw or None,
-                    tokens=d.tokens))
-            rec.emit(HouseholdStepEvent(
-                t=t, actions=records,
-                conflicts=[Conflict(target=obj, agents=members, winner=w)
-                           for obj, members, w in env.last_conflicts],
-                satisfied=env.satisfied(), completion=env.completion_rate(), images=views))
-            if env.success():
-                break
-            reason = rec.stop_reason()
-            if reason:
-                break
-    return rec.finish(env.t, success=env.success(), stop=reason,
-                      detail="step budget exhausted")
+        t, reason = await play_household(env, rec, team, steps=steps, images=images,
+                                         team_view=protocol.team_view)
+    return rec.finish(t, success=env.success(), stop=reason, detail="step budget exhausted")

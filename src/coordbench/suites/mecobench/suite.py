@@ -171,3 +171,27 @@ def condition_values_of(run: RunDir, cond: str, limit: int | None = None
     """Return {metric: per-case values (None = n/a)} recomputed from saved trajectories."""
     keys = run.episode_keys(cond)
     return condition_values(run, cond, SUITE.metrics, keys[:limit] if limit else keys)
+
+
+def plan_items(p: dict[str, Any]) -> tuple[list[tuple], list[str]]:
+    """Return (runner items, progress labels) of the default benchmark's household section:
+    each team under each protocol on the instance set (its optional `limit`: first cases)."""
+    items: list[tuple] = []
+    labels: list[str] = []
+    for t in p["teams"]:
+        for proto in p["protocols"]:
+            spec = HouseholdSpec(t["structure"], t["team"], proto, p["agents"])
+            items.append((SUITE, household_condition(None, p["instance_set"], spec),
+                          p.get("limit")))
+            labels.append(f"household {t['structure']} n={t['team']} {proto}")
+    return items, labels
+
+
+def api_condition(options: dict[str, Any]) -> tuple[HouseholdSuite, HouseholdCondition,
+                                                   int | None]:
+    """Return (suite, condition, limit) from `coordbench.evaluate("mecobench", ...)`'s
+    options (`tasks` a task file or `suite` an instance set, `limit` the first cases)."""
+    tasks, instance_set = options.pop("tasks", None), options.pop("suite", None)
+    limit = options.pop("limit", None)
+    spec = HouseholdSpec(**options)
+    return SUITE, household_condition(str(tasks) if tasks else None, instance_set, spec), limit

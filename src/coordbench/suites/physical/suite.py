@@ -27,7 +27,7 @@ from coordbench.envs.physical.tasks import get_task
 from coordbench.errors import ConfigError
 from coordbench.llm.client import harness_for
 from coordbench.metrics.physical import episode_metrics
-from coordbench.runner import Case, PlayContext, play_concurrently, run_condition
+from coordbench.runner import Case, ModelResources, PlayContext, play_concurrently, run_condition
 
 from .runner import Policy, arun_skill_episode, run
 
@@ -59,19 +59,6 @@ def policy_label(spec: str) -> str:
     if spec in ("expert", "expert_noisy") or not Path(spec).is_file():
         return spec if spec in ("expert", "expert_noisy") else f"ckpt-{Path(spec).stem}"
     return f"ckpt-{Path(spec).stem}-{file_digest(spec)}"
-
-
-@dataclass(frozen=True)
-class PhysicalResources:
-    """Run-wide options of model-driven play: the model-harness settings (or a ModelHarness
-    when played in this process) and a per-reply token cap."""
-
-    harness: Any = None
-    max_reply_tokens: int | None = None
-
-    def identity(self) -> dict[str, Any]:
-        """Return the options that change the episodes (recorded with each condition)."""
-        return {"max_reply_tokens": self.max_reply_tokens}
 
 
 @dataclass(frozen=True)
@@ -176,7 +163,7 @@ class PhysicalSuite:
 
     def _play_llm(self, spec: PhysicalSpec, cases: list[Case], ctx: PlayContext
                   ) -> AsyncIterator[tuple[Case, Trajectory]]:
-        res = ctx.resources or PhysicalResources()
+        res = ctx.resources or ModelResources()
         cond = self.condition(spec)
 
         async def one(case: Case) -> Trajectory:
@@ -234,3 +221,22 @@ def evaluate_phases(task_name: str, policy_spec: str, demos: Path, run_dir: RunD
     make_policy(policy_spec, task_name)
     return {k: _play(run_dir, PhysicalSpec(task_name, policy_spec, f"phase{k}", str(demos)),
                      per_phase, **options) for k in (1, 2, 3)}
+
+
+def plan_items(p: dict[str, Any]) -> tuple[list[tuple], list[str]]:
+    """Return (runner items, progress labels) of the default benchmark's physical section:
+    each task under each policy (none when `rollouts` is 0)."""
+    from coordbench.envs.physical.tasks import TASKS
+
+    if p["rollouts"] <= 0:
+        return [], []
+    tasks = list(TASKS) if p["tasks"] == "all" else p["tasks"]
+    items = [(SUITE, PhysicalSpec(task, pol), p["rollouts"])
+             for task in tasks for pol in p["policies"]]
+    return items, [f"physical {task} {pol}" for task in tasks for pol in p["policies"]]
+
+
+def api_condition(options: dict[str, Any]) -> tuple[PhysicalSuite, PhysicalSpec, int | None]:
+    """Return (suite, spec, rollouts) from `coordbench.evaluate("physical", ...)`'s options."""
+    limit = options.pop("rollouts", 100)
+    return SUITE, PhysicalSpec(**options), limit

@@ -23,6 +23,17 @@ from coordbench.envs.stat.vec import StatVecEnv
 from coordbench.runner import Limits, Recorder
 
 
+def header_params(spec, k: int, task_positions: np.ndarray) -> dict[str, Any]:
+    """Return the header params of episode `k` of `spec` (a StatEvalSpec): the configuration,
+    the layout source, the episode index, the policy seed and the episode's task positions
+    (what the viewer's replay needs), the same for every STAT episode."""
+    cfg = spec.cfg()
+    return {"agents": cfg.agents, "tasks": cfg.tasks, "width": cfg.width,
+            "height": cfg.height, "episode_limit": cfg.episode_limit,
+            "layouts": spec.layouts, "episode": k, "policy_seed": spec.seed,
+            "task_positions": task_positions.tolist()}
+
+
 def step_event(t: int, actions: np.ndarray, executed: np.ndarray, rewards: np.ndarray,
                 info_b: dict[str, int], completed_task: np.ndarray) -> StatStepEvent:
     conflicts = []
@@ -62,10 +73,7 @@ async def arun_team_episode(spec, k: int, episode_id: str, minds: list[Any],
               for i, m in enumerate(minds)],
         protocol=spec.protocol, policy=spec.policy,
         models={f"agent_{i}": m.alias for i, m in enumerate(minds) if hasattr(m, "alias")},
-        params={"agents": cfg.agents, "tasks": cfg.tasks, "width": cfg.width,
-                "height": cfg.height, "episode_limit": cfg.episode_limit,
-                "layouts": spec.layouts, "episode": k, "policy_seed": spec.seed,
-                "task_positions": layout[0].tolist()},
+        params=header_params(spec, k, layout[0]),
         limits=limits)
     reason = None
     with rec:

@@ -34,26 +34,20 @@ from coordbench.envs.stat.vec import StatVecEnv, steps
 from coordbench.errors import ConfigError
 from coordbench.llm.client import harness_for
 from coordbench.metrics.stat import arrays_from_trajectory, episode_metrics
-from coordbench.runner import Case, PlayContext, Recorder, condition_values, play_concurrently
+from coordbench.runner import (
+    Case,
+    ModelResources,
+    PlayContext,
+    Recorder,
+    condition_values,
+    play_concurrently,
+)
 
-from .runner import arun_team_episode, step_event
+from .runner import arun_team_episode, header_params, step_event
 
 LLM = "llm"  # the policy name of a model-driven team
 RULE = "rule"  # the policy name of a rule-based team under a household protocol
 TEAMS = (LLM, RULE)  # policies played as one mind per agent under a protocol
-
-
-@dataclass(frozen=True)
-class StatResources:
-    """Run-wide options of model-driven STAT play: the model-harness settings (or a
-    ModelHarness when played in this process) and a per-reply token cap."""
-
-    harness: Any = None
-    max_reply_tokens: int | None = None
-
-    def identity(self) -> dict[str, Any]:
-        """Return the options that change the episodes (recorded with each condition)."""
-        return {"max_reply_tokens": self.max_reply_tokens}
 
 
 @dataclass(frozen=True)
@@ -172,7 +166,7 @@ class StatSuite:
 
     def _play_team(self, spec: StatEvalSpec, cases: list[Case], ctx: PlayContext
                    ) -> AsyncIterator[tuple[Case, Trajectory]]:
-        res = ctx.resources or StatResources()
+        res = ctx.resources or ModelResources()
         proto = get_protocol(spec.protocol)
         n = spec.cfg().agents
 
@@ -210,10 +204,7 @@ class StatSuite:
                 suite="stat", episode_id=f"{spec.condition}/{c.key}", task_id=cfg.name,
                 seed=layout_seed(spec.layouts, spec.seed, c.data), team=team,
                 policy=spec.policy,
-                params={"agents": cfg.agents, "tasks": cfg.tasks, "width": cfg.width,
-                        "height": cfg.height, "episode_limit": cfg.episode_limit,
-                        "layouts": spec.layouts, "episode": c.data, "policy_seed": spec.seed,
-                        "task_positions": layouts[b].tolist()})
+                params=header_params(spec, c.data, layouts[b]))
                 for b, c in enumerate(chunk)]
             for was_active, t, actions, _, info in steps(env, partial(_checked, policy, rng)):
                 for b in np.flatnonzero(was_active):
@@ -263,3 +254,17 @@ def condition_metrics(run: RunDir, condition: str, episodes: int | None = None
         wanted = {episode_key(k) for k in range(episodes)}
         keys = [k for k in keys if k in wanted]
     return condition_values(run, condition, SUITE.metrics, keys)
+
+
+def plan_items(p: dict[str, Any]) -> tuple[list[tuple], list[str]]:
+    """Return (runner items, progress labels) of the default benchmark's STAT section: each
+    configuration under each scripted policy."""
+    items = [(SUITE, StatEvalSpec(c, pol, p["layouts"], p["seed"]), p["episodes"])
+             for c in p["configs"] for pol in p["policies"]]
+    return items, [f"{c} {pol}" for c in p["configs"] for pol in p["policies"]]
+
+
+def api_condition(options: dict[str, Any]) -> tuple[StatSuite, StatEvalSpec, int | None]:
+    """Return (suite, spec, episodes) from `coordbench.evaluate("stat", ...)`'s options."""
+    limit = options.pop("episodes", 100)
+    return SUITE, StatEvalSpec(**options), limit

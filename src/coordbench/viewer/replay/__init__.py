@@ -1,7 +1,8 @@
 """The state of an episode at every step, rebuilt by replaying its recorded actions through
 the family's own engine (household, STAT and construct episodes store no states).
 
-One module per family: `stat` (the reference STAT environment), `mecobench` and `constructs`
+One module per family (each family record's `replay` names its `picture`): `stat` (the
+reference STAT environment), `mecobench` and `constructs`
 (the household engine, through `household`), `physical` (no replay: the recorded poses,
 one state per pose sample, and the phase and coupling events are the state).
 
@@ -13,32 +14,21 @@ replay was possible (`available: false` with the reason: the page shows it).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 from coordbench.core.rundir import RunDir
 from coordbench.core.trajectory import Trajectory
 from coordbench.errors import CoordbenchError
+from coordbench.runner.family import family
 
-Picture = dict[str, Any]
+from .common import Picture, unavailable
 
-
-def unavailable(kind: str, why: str) -> Picture:
-    """Return the picture of an episode whose state cannot be rebuilt, saying why."""
-    return {"kind": kind, "static": None, "states": [],
-            "replay": {"available": False, "ok": False, "reason": why}}
-
-
-def _builders() -> dict[str, Callable[[RunDir, str, Trajectory], Picture]]:
-    from . import constructs, mecobench, physical, stat
-
-    return {"stat": stat.picture, "mecobench": mecobench.picture,
-            "constructs": constructs.picture, "physical": physical.picture}
+__all__ = ["Picture", "picture", "unavailable"]
 
 
 def picture(run: RunDir, condition: str, traj: Trajectory) -> Picture:
-    """Return the per-step picture of `traj` for its family (see the module docstring)."""
-    build = _builders().get(traj.header.suite)
+    """Return the per-step picture of `traj` for its family (see the module docstring),
+    built by the family's `replay` piece."""
+    f = family(traj.header.suite)
+    build = f.get("replay") if f is not None else None
     if build is None:
         return unavailable(traj.header.suite, f"no picture for suite {traj.header.suite!r}")
     try:

@@ -11,7 +11,8 @@ from typing import Any
 from coordbench.core.rundir import RunDir
 from coordbench.core.trajectory import Trajectory
 
-from . import Picture, household, unavailable
+from . import household
+from .common import Picture, unavailable
 
 
 def find_instance(spec: dict, key: str, task_id: str) -> dict[str, Any] | str:

@@ -10,7 +10,8 @@ from coordbench.core.rundir import RunDir
 from coordbench.core.trajectory import Trajectory
 from coordbench.envs.household.task import HouseholdTask
 
-from . import Picture, household, unavailable
+from . import household
+from .common import Picture, unavailable
 
 
 @lru_cache(maxsize=8)
@@ -53,3 +54,9 @@ def picture(run: RunDir, condition: str, traj: Trajectory) -> Picture:
     n = int(traj.header.params.get("agents", len(traj.header.team)))
     return household.replay("household", task, traj, n, traj.header.seed,
                             source=str(traj.header.params.get("source", "")))
+
+
+def warm(spec: dict) -> None:
+    """Load a condition's task source once (seconds for an instance set), so the first
+    episode a person opens replays quickly."""
+    find_task(spec, "case0000", "")

@@ -35,7 +35,7 @@ from coordbench.suites.physical.replay import (
     recorded_poses,
 )
 
-from . import Picture
+from .common import Picture
 
 _F = {name: i for i, name in enumerate(ROBOT_FIELDS)}
 # half the side of a CoBot's square base (robot.robot_xml: box size 0.18): the picture draws

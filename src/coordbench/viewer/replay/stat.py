@@ -11,7 +11,7 @@ from coordbench.core.trajectory import StatStepEvent, Trajectory
 from coordbench.envs.stat.config import StatConfig
 from coordbench.envs.stat.reference import ReferenceStatEnv
 
-from . import Picture, unavailable
+from .common import Picture, unavailable
 
 
 def _snapshot(env: ReferenceStatEnv) -> dict[str, Any]:

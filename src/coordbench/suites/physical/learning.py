@@ -1,5 +1,5 @@
-"""DAgger for the physical imitation baselines: the learner drives, the scripted expert
-labels.
+"""Imitation training of the physical baselines, with DAgger rounds: the learner drives,
+the scripted expert labels.
 
 Each round rolls the current policy out on fresh demonstration seeds while every robot's
 nominal scripted expert runs alongside on the same sensing (it never acts: its phase machine
@@ -12,13 +12,19 @@ own sensing where it has fallen out of step with the robot it follows (see Exper
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from coordbench.agents.physical.expert import ExpertPolicy
-from coordbench.suites.physical.demos import DEMO_SEED0, episode_arrays
-from coordbench.suites.physical.runner import run
+from coordbench.core.atomic import write_atomic_bytes
+from coordbench.envs.physical.demo_files import load_demos
+from coordbench.learn import imitation
+from coordbench.learn.imitation import PolicyConfig
+
+from .demos import DEMO_SEED0, episode_arrays
+from .runner import run
 
 DAGGER_SEED0 = DEMO_SEED0 + 500_000  # never the evaluation seeds, nor the demonstrations'
 
@@ -67,3 +73,28 @@ def dagger_rounds(cfg: Any, trainer: Any) -> list[dict[str, Any]]:
                     "rows_added": int(len(more["actions"])),
                     "rows": int(len(trainer.data["actions"]))})
     return out
+
+
+def fit_on(cfg: PolicyConfig, train: dict[str, np.ndarray],
+           val: dict[str, np.ndarray] | None) -> tuple[dict[str, Any], bytes]:
+    """Train the baseline on demonstration arrays and DAgger rounds where cfg.dagger > 0;
+    return (losses, rounds and timing, checkpoint bytes)."""
+    return imitation.fit_on(cfg, train, val, dagger_rounds)
+
+
+def train_policy(cfg: PolicyConfig, demos_dir: Path, out: Path) -> dict[str, Any]:
+    """Train the baseline on `<task>_train.npz` (validation on `_val`), write the checkpoint
+    to `out`; return losses and timing."""
+    res, blob = fit_policy(cfg, demos_dir)
+    write_atomic_bytes(Path(out), blob)
+    return {**res, "checkpoint": str(out)}
+
+
+def fit_policy(cfg: PolicyConfig, demos_dir: Path) -> tuple[dict[str, Any], bytes]:
+    """Train the baseline (see `train_policy`); return (losses and timing, checkpoint bytes),
+    so a worker elsewhere can hand the checkpoint back to the driver."""
+    cfg.check()
+    train = load_demos(Path(demos_dir) / f"{cfg.task}_train.npz")
+    val_path = Path(demos_dir) / f"{cfg.task}_val.npz"
+    val = load_demos(val_path) if val_path.is_file() else None
+    return fit_on(cfg, train, val)

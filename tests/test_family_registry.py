@@ -1,0 +1,144 @@
+"""One record per family: a toy family registered by one `Family` and no other edit runs
+through `coordbench run`, `report`, the viewer's API, `profile`, `load_run`, the API and its
+own command group; every dispatch table of coordbench iterates the registry."""
+
+from __future__ import annotations
+
+import json
+import threading
+import urllib.request
+
+import pytest
+from typer.testing import CliRunner
+
+from coordbench.runner.family import families, family, register, suite_object, unregister
+from tests import toy_family
+
+
+@pytest.fixture
+def toy():
+    register(toy_family.FAMILY)
+    yield toy_family.FAMILY
+    unregister("toy")
+
+
+def _get(url: str) -> dict:
+    with urllib.request.urlopen(url, timeout=30) as r:
+        return json.loads(r.read())
+
+
+def test_the_built_in_families_are_records_with_every_piece_loadable():
+    names = [f.name for f in families()]
+    assert names[:5] == ["stat", "mecobench", "constructs", "physical", "stat_train"]
+    pieces = ("suite", "plan", "condition", "report", "figures", "replay", "warm", "profile",
+              "commands")
+    for f in families():
+        for piece in pieces:
+            if getattr(f, piece) is not None:
+                assert f.get(piece) is not None, (f.name, piece)
+    assert suite_object("mecobench").name == "mecobench"
+    assert family("stat_train").headline_metrics() == ("final_return", "max_return")
+    assert family("nope") is None and suite_object("stat_train") is None
+
+
+def test_a_toy_family_runs_through_every_layer_from_one_record(toy, tmp_path):
+    import coordbench
+    from coordbench.cli import add_family_commands, app
+    from coordbench.report.profile_table import collect
+    from coordbench.viewer.server import make_server, url_of
+
+    add_family_commands()
+    runner = CliRunner()
+    out = tmp_path / "run"
+    res = runner.invoke(app, ["run", "--families", "toy", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    # tokens 5 and 8 (+ the case number), 3 episodes each: 2 agents, agent 1 rests 1 in 3
+    results = json.loads((out / "results.json").read_text())["conditions"]
+    assert set(results) == {"toy_t5_c10", "toy_t8_c10"}
+    assert results["toy_t5_c10"]["suite"] == "toy"
+    assert results["toy_t5_c10"]["metrics"]["success"]["mean"] == 1.0
+    assert results["toy_t5_c10"]["metrics"]["steps"]["mean"] == pytest.approx((3 + 4 + 4) / 3)
+    # pile 10 needs 6 steps at most; pile 8..10 all finish within the cap of 10 steps
+    assert results["toy_t8_c10"]["metrics"]["success"]["n"] == 3
+    assert "## Toy tokens" in (out / "report.md").read_text()
+    assert "<svg" in (out / "report.html").read_text()  # the family's figures
+
+    res = runner.invoke(app, ["report", str(out)])
+    assert res.exit_code == 0 and json.loads((out / "results.json").read_text())[
+        "conditions"] == results
+
+    run = coordbench.load_run(out)
+    episodes = run.episodes()
+    assert len(episodes) == 6 and set(episodes["suite"]) == {"toy"}
+    assert sorted(episodes["steps"])[:3] == [3.0, 4.0, 4.0]
+    prof = run.profile()
+    assert len(prof) == 6 and prof["division_of_labour"].between(0.5, 1.0).all()
+
+    from coordbench.core.rundir import RunDir
+
+    table = collect([RunDir.open(out)])
+    assert {r["condition"] for r in table.rows} == {"toy_t5_c10", "toy_t8_c10"}
+
+    server, _ = make_server(out, 0)
+    th = threading.Thread(target=server.serve_forever, daemon=True)
+    th.start()
+    try:
+        url = url_of(server)
+        run_name = _get(url + "api/runs")["runs"][0]["name"]
+        listing = _get(f"{url}api/episodes?run={run_name}&cond=toy_t5_c10")
+        assert listing["headline"] == ["success", "steps"]
+        ep = _get(f"{url}api/episode?run={run_name}&cond=toy_t5_c10&key=ep000")
+        assert ep["picture"]["kind"] == "toy" and ep["picture"]["replay"]["ok"]
+        assert [s["pile"] for s in ep["picture"]["states"]] == [5, 3, 1, 0]
+        assert ep["profile"]["division_of_labour"] == pytest.approx(3 / 5)
+        assert ep["metrics"]["steps"] == 3.0
+    finally:
+        server.shutdown()
+        server.server_close()
+
+    summary = coordbench.evaluate("toy", out=tmp_path / "api", tokens=4, episodes=2)
+    assert summary["metrics"]["success"]["n"] == 2
+    res = runner.invoke(app, ["toy", "count", "--tokens", "4"])
+    assert res.exit_code == 0 and res.output.strip() == "2"
+
+
+def test_unknown_families_are_one_line_errors(tmp_path):
+    from coordbench.cli import app
+
+    res = CliRunner().invoke(app, ["run", "--families", "nope", "--out", str(tmp_path / "r")])
+    assert res.exit_code != 0 and "unknown family nope" in str(res.exception)
+    assert not (tmp_path / "r").exists()
+    import coordbench
+    from coordbench.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="unknown suite 'nope'"):
+        coordbench.evaluate("nope", out=tmp_path / "x")
+
+
+def test_every_team_factory_builds_a_runner_team():
+    """`runner.Team` is the contract the household episode and the physical runner drive:
+    each family's team factory returns an object with `name`, `reset` and `act`."""
+    from coordbench.agents.physical.expert import ExpertPolicy
+    from coordbench.envs.household.engine import HouseholdEnv
+    from coordbench.envs.household.task import load_tasks
+    from coordbench.runner import Team
+    from coordbench.suites.constructs.runner import (
+        ConstructSpec,
+        InstanceTeam,
+        make_team,
+    )
+    from coordbench.suites.household_episode import HouseholdTeam
+    from coordbench.suites.mecobench.instances import PARALLEL_EXAMPLES
+    from coordbench.suites.mecobench.runner import CaseTeam, HouseholdSpec
+
+    task = load_tasks(PARALLEL_EXAMPLES)[0]
+    env = HouseholdEnv(task, 2, 0)
+    teams = [ExpertPolicy(0.0)]
+    for agents in ("oracle", "rule"):
+        teams.append(CaseTeam(env, task, HouseholdSpec("parallel", 2, agents=agents), 0, 5,
+                              None))
+    for planner in ("central", "decentralized", "decentralized_comm"):
+        teams.append(InstanceTeam(make_team(ConstructSpec(planner, "rule")), 2, 10, "index"))
+    for team in teams:
+        assert isinstance(team, Team), type(team).__name__
+    assert all(isinstance(t, HouseholdTeam) for t in teams[1:])
