@@ -129,14 +129,14 @@ def test_every_team_factory_builds_a_runner_team():
     )
     from coordbench.suites.household_episode import HouseholdTeam
     from coordbench.suites.mecobench.instances import PARALLEL_EXAMPLES
-    from coordbench.suites.mecobench.runner import CaseTeam, HouseholdSpec
+    from coordbench.suites.mecobench.runner import HouseholdSpec, make_case_team
 
     task = load_tasks(PARALLEL_EXAMPLES)[0]
     env = HouseholdEnv(task, 2, 0)
     teams = [ExpertPolicy(0.0)]
     for agents in ("oracle", "rule"):
-        teams.append(CaseTeam(env, task, HouseholdSpec("parallel", 2, agents=agents), 0, 5,
-                              None))
+        teams.append(make_case_team(env, task, HouseholdSpec("parallel", 2, agents=agents), 0,
+                                    5))
     for planner in ("central", "decentralized", "decentralized_comm"):
         teams.append(InstanceTeam(make_team(ConstructSpec(planner, "rule")), 2, 10, "index"))
     for team in teams:

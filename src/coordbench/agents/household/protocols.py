@@ -176,9 +176,9 @@ class TeamProtocol:
     """Runs the communicate phase of one protocol over a list of minds (it keeps the
     protocol's state across steps, e.g. the shared-memory board)."""
 
-    def __init__(self, name: str, rounds: int = 3) -> None:
-        self.protocol = get_protocol(name)
-        self.name = name
+    def __init__(self, protocol: ProtocolSpec | str, rounds: int = 3) -> None:
+        self.protocol = get_protocol(protocol) if isinstance(protocol, str) else protocol
+        self.name = self.protocol.name
         self.rounds = rounds
         self.board: dict[str, Any] = {}
 
@@ -200,13 +200,13 @@ class ProtocolTeam:
 
     name = "protocol_team"
 
-    def __init__(self, minds: list[Mind], protocol: str) -> None:
+    def __init__(self, minds: list[Mind], protocol: ProtocolSpec | str) -> None:
         self.minds = minds
         self.protocol = TeamProtocol(protocol)
 
     def reset(self) -> None:
         """Forget the protocol's state (a new episode)."""
-        self.protocol = TeamProtocol(self.protocol.name, self.protocol.rounds)
+        self.protocol = TeamProtocol(self.protocol.protocol, self.protocol.rounds)
 
     async def act(self, obs: list[Observation]) -> tuple[list[Decision], list[Message]]:
         """Return (each agent's decision, the step's messages)."""

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import asdict, dataclass
+from typing import Any
 
+from coordbench.agents.household.llm import LlmMind
 from coordbench.agents.household.oracle import OracleTeam
 from coordbench.agents.household.protocols import (
     PROTOCOLS,
     Mind,
+    ProtocolSpec,
     ProtocolTeam,
     get_protocol,
     message_events,
@@ -62,11 +65,13 @@ class HouseholdSpec:
         if self.agents == "llm" and not self.model:
             raise ConfigError("--agents llm needs --model ALIAS")
 
-    def alias(self, agent: int) -> str | None:
-        """Return the model alias driving `agent` (None for non-model teams)."""
+    def alias(self, agent: int, protocol: ProtocolSpec | None = None) -> str | None:
+        """Return the model alias driving `agent` (None for non-model teams); `protocol`: the
+        spec's protocol where the caller has already looked it up."""
         if self.agents != "llm":
             return None
-        if self.leader_model and get_protocol(self.protocol).role(agent) == "leader":
+        proto = protocol or get_protocol(self.protocol)
+        if self.leader_model and proto.role(agent) == "leader":
             return self.leader_model
         return self.model
 
@@ -75,10 +80,21 @@ class HouseholdSpec:
         return asdict(self)
 
 
-def make_minds(spec: HouseholdSpec, case_seed: int = 0) -> list[Mind]:
-    """Return rule-based minds for the team (they talk when the protocol lets them)."""
-    talks = get_protocol(spec.protocol).talks
-    return [RuleMind(i, comm=talks, seed=case_seed) for i in range(spec.team)]
+def make_case_team(env: HouseholdEnv, task: HouseholdTask, spec: HouseholdSpec,
+                   case_seed: int, steps: int, minds: list[Mind] | None = None,
+                   harness: Any = None, max_reply_tokens: int | None = None) -> CaseTeam:
+    """Return the team `spec` names for one case, its protocol looked up here once: the
+    oracle, rule minds (they talk where the protocol lets them), model-driven minds on
+    `harness` (a leader's alias where the protocol has one), or the given `minds`."""
+    protocol = get_protocol(spec.protocol)
+    if spec.agents == "oracle":
+        minds = None
+    elif minds is None and spec.agents == "rule":
+        minds = [RuleMind(i, comm=protocol.talks, seed=case_seed) for i in range(spec.team)]
+    elif minds is None and spec.agents == "llm":
+        minds = [LlmMind(i, harness, spec.alias(i, protocol) or "", role=protocol.role(i),
+                         max_tokens=max_reply_tokens) for i in range(spec.team)]
+    return CaseTeam(env, task, spec, protocol, case_seed, steps, minds)
 
 
 def run_case(task: HouseholdTask, spec: HouseholdSpec, case_seed: int, episode_id: str,
@@ -93,13 +109,14 @@ class CaseTeam:
     oracle plans for everyone."""
 
     def __init__(self, env: HouseholdEnv, task: HouseholdTask, spec: HouseholdSpec,
-                 case_seed: int, steps: int, minds: list[Mind] | None) -> None:
+                 protocol: ProtocolSpec, case_seed: int, steps: int,
+                 minds: list[Mind] | None) -> None:
         self.env, self.task, self.spec, self.steps = env, task, spec, steps
+        self.protocol = protocol
         self.name = spec.agents
-        self.oracle = OracleTeam(env) if spec.agents == "oracle" else None
-        if minds is None and self.oracle is None:
-            minds = make_minds(spec, case_seed)
-        self.team = None if self.oracle else ProtocolTeam(minds, spec.protocol)
+        # no minds: the oracle plans for everyone
+        self.oracle = OracleTeam(env) if minds is None else None
+        self.team = None if minds is None else ProtocolTeam(minds, protocol)
         self.goal_text = task.goal_text(spec.prior)
         self.hints = task.hints(spec.prior, case_seed)
         self.described = task.described(spec.prior)
@@ -140,8 +157,10 @@ class CaseTeam:
 
 async def arun_case(task: HouseholdTask, spec: HouseholdSpec, case_seed: int, episode_id: str,
                     minds: list[Mind] | None = None, images: ImageStore | None = None,
-                    max_steps: int | None = None, limits: Limits | None = None) -> Trajectory:
-    """Play one case to success or budget exhaustion; return its trajectory.
+                    max_steps: int | None = None, limits: Limits | None = None,
+                    harness: Any = None, max_reply_tokens: int | None = None) -> Trajectory:
+    """Play one case to success or budget exhaustion; return its trajectory (the team from
+    `make_case_team`: `minds`, or those `spec` names, model-driven ones on `harness`).
 
     `max_steps` caps the team steps below the budget (short smoke episodes); the episode also
     stops early (termination normal_stop, with the reason) when `limits` say so: the team's
@@ -156,17 +175,18 @@ async def arun_case(task: HouseholdTask, spec: HouseholdSpec, case_seed: int, ep
         env = HouseholdEnv(task, n, case_seed, spec.conflict_set)
     except ValueError as e:
         raise ConfigError(f"task {task.task_id}: {e}") from None
-    protocol = get_protocol(spec.protocol)
     steps = task.team_steps(n, spec.prior)
     if max_steps is not None:
         steps = min(steps, max_steps)
-    team = CaseTeam(env, task, spec, case_seed, steps, minds)
+    team = make_case_team(env, task, spec, case_seed, steps, minds, harness, max_reply_tokens)
+    protocol = team.protocol
+    aliases = {f"agent_{i}": spec.alias(i, protocol) for i in range(n)}
     rec = Recorder(
         suite="mecobench", episode_id=episode_id, task_id=str(task.task_id), seed=case_seed,
         team=[AgentSpec(id=f"agent_{i}", role=protocol.role(i), driver=spec.agents)
               for i in range(n)],
         protocol=spec.protocol, policy=spec.agents,
-        models={f"agent_{i}": spec.alias(i) for i in range(n) if spec.alias(i)},
+        models={k: v for k, v in aliases.items() if v},
         params={"structure": task.structure, "agents": n, "prior": spec.prior,
                 "budget": task.budget(spec.prior), "team_steps": steps,
                 "required": {g.key: g.count for g in task.subgoals},

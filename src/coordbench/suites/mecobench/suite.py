@@ -10,8 +10,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from coordbench.agents.household.llm import LlmMind
-from coordbench.agents.household.protocols import get_protocol
 from coordbench.core.rundir import RunDir, safe_name
 from coordbench.core.trajectory import Trajectory
 from coordbench.envs.household.render import ImageStore
@@ -144,15 +142,11 @@ class HouseholdSuite:
 
         async def one(case: Case) -> Trajectory:
             k, task = case.data
-            minds = None
-            if hs.agents == "llm":
-                harness = harness_for(res.harness)
-                proto = get_protocol(hs.protocol)
-                minds = [LlmMind(i, harness, hs.alias(i) or "", role=proto.role(i),
-                                 max_tokens=res.max_reply_tokens) for i in range(hs.team)]
+            harness = harness_for(res.harness) if hs.agents == "llm" else None
             # case seeds follow MECoBench: base seed + case index
-            return await arun_case(task, hs, hs.seed + k, f"{cond}/{case.key}", minds, store,
-                                   max_steps=res.max_steps, limits=ctx.limits)
+            return await arun_case(task, hs, hs.seed + k, f"{cond}/{case.key}", images=store,
+                                   max_steps=res.max_steps, limits=ctx.limits, harness=harness,
+                                   max_reply_tokens=res.max_reply_tokens)
 
         if hs.agents == "llm":
             return play_concurrently(cases, one, ctx)
