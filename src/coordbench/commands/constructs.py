@@ -9,22 +9,9 @@ import typer
 from coordbench.core.files import check_out_dir, check_range
 from coordbench.errors import ConfigError
 
-from .common import (
-    breaker_option,
-    cache_option,
-    emit_json,
-    executor_option,
-    fail_fast_option,
-    harness_settings,
-    local_stats,
-    max_connections_option,
-    models_option,
-    need_torch,
-    out,
-    play,
-    workers_option,
-)
-from .limits import MAX_CONNECTIONS, MAX_EPISODES, MAX_SEED, MAX_WORKERS
+from .common import emit_json, need_torch, out
+from .limits import MAX_EPISODES, MAX_SEED
+from .run_options import RunOptions, run_options
 
 MAX_BUFFER_CAPACITY = 16  # a buffer never needs to hold more than an instance's items
 
@@ -32,6 +19,7 @@ app = typer.Typer(no_args_is_help=True, help="Coordination constructs D1-D4.")
 
 
 @app.command("run")
+@run_options(without=("max_reply_tokens",))
 def constructs_run(
     subset: str = typer.Option("all", help="all (900 instances) | rep240"),
     instances: Path | None = typer.Option(None, help="An instance file (JSON list) instead "
@@ -49,7 +37,6 @@ def constructs_run(
     checkpoint: Path | None = typer.Option(None, help="A learned team's checkpoint "
                                                       "(`constructs train`; agents learned)."),
     model: str | None = typer.Option(None, help="Model alias (agents=llm)."),
-    models: Path | None = models_option(),
     observation: str = typer.Option("blind", help="image | blind"),
     order: str = typer.Option("index", help="Landing order within a step: index | reverse"),
     buffer_capacity: int | None = typer.Option(
@@ -59,14 +46,8 @@ def constructs_run(
              "condition."),
     limit: int | None = typer.Option(None, help="Play only the first K instances."),
     seed: int = typer.Option(0, help="Episode seed."),
-    cache: bool = cache_option(),
-    max_connections: int | None = max_connections_option(),
-    executor: str = executor_option(),
-    workers: int = workers_option(),
-    fail_fast: bool = fail_fast_option(),
-    breaker: int = breaker_option(),
     out_dir: Path | None = typer.Option(None, "--out", help="Run directory (resumable)."),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    opts: RunOptions = RunOptions(),
 ) -> None:
     """Run planners on the construct instances; SR, construct score and legality.
 
@@ -75,7 +56,6 @@ def constructs_run(
     failure shares {dependency, occupancy, affordance, illegal_skill} (of failed episodes;
     null when none failed), and the number of instances.
     """
-    from coordbench.llm.registry import load_registry
     from coordbench.report.constructs_report import (
         console_table,
         episodes,
@@ -83,15 +63,13 @@ def constructs_run(
         summarize_trajectories,
     )
     from coordbench.report.format import estimate_json
-    from coordbench.runner import Limits
     from coordbench.suites.constructs.runner import ConstructSpec
     from coordbench.suites.constructs.suite import HEADLINE, SUITE, ConstructCondition
 
     check_range("--limit", limit, 1, MAX_EPISODES)
     check_range("--seed", seed, 0, MAX_SEED)
-    check_range("--max-connections", max_connections, 1, MAX_CONNECTIONS)
-    check_range("--workers", workers, 1, MAX_WORKERS)
     check_range("--buffer-capacity", buffer_capacity, 1, MAX_BUFFER_CAPACITY)
+    opts.check()
     if out_dir is not None:
         check_out_dir(out_dir)
     # the built-in set's filters are checked even when an instance file replaces the set
@@ -101,8 +79,6 @@ def constructs_run(
         raise ConfigError(f"--construct must be one of D1, D2, D3, D4, not {construct!r}")
     if team is not None and team not in (2, 3, 4):
         raise ConfigError(f"--team must be 2, 3 or 4, got {team}")
-    if models is not None:  # checked even where these planners do not use it
-        load_registry(models)
     planner = planner or ("decentralized" if protocol is not None or agents == "learned"
                           else "central")
     if agents == "learned":
@@ -120,16 +96,13 @@ def constructs_run(
     cond = ConstructCondition(spec, subset, construct, team, limit,
                               str(instances) if instances else None)
     cases = SUITE.cases(cond)  # a bad instance file fails here, before any work
-    settings = harness_settings(models, cache, None, max_connections, seed, {model},
-                                breaker) if agents == "llm" else None
-    run = play(out_dir or Path("runs") / "constructs", [(SUITE, cond)], quiet=as_json,
-               executor=executor, workers=workers, resources=settings,
-               limits=Limits(fail_fast=fail_fast, breaker=breaker),
-               labels=[f"constructs {protocol or planner} {agents}"],
-               stats=local_stats(settings, executor))
+    settings = opts.harness({model}, seed) if agents == "llm" else None
+    run = opts.play(out_dir or Path("runs") / "constructs", [(SUITE, cond)],
+                    resources=settings, settings=settings,
+                    labels=[f"constructs {protocol or planner} {agents}"])
     trajs = episodes(run, SUITE.condition(cond), len(cases))
     overall, per = summarize_trajectories(trajs)
-    if as_json:
+    if opts.as_json:
         payload = {k: estimate_json(overall[k]) for k in HEADLINE if k in overall}
         payload["per_construct"] = {c: {k: estimate_json(d[k]) for k in HEADLINE if k in d}
                                     for c, d in per.items()}

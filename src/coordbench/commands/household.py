@@ -6,41 +6,17 @@ from pathlib import Path
 
 import typer
 
-from coordbench.core.files import check_out_dir, check_out_file, check_range
+from coordbench.core.files import check_out_dir, check_range
 
-from .common import (
-    breaker_option,
-    cache_option,
-    cache_path_option,
-    check_model_limits,
-    cost_limit_option,
-    emit_json,
-    err,
-    executor_option,
-    fail_fast_option,
-    harness_settings,
-    local_stats,
-    max_connections_option,
-    max_reply_tokens_option,
-    max_tokens_per_episode_option,
-    models_option,
-    out,
-    play,
-    positive,
-    workers_option,
-)
-from .limits import (
-    MAX_EPISODES,
-    MAX_IN_FLIGHT,
-    MAX_SEED,
-    MAX_STEPS,
-    MAX_WORKERS,
-)
+from .common import emit_json, err, out, positive
+from .limits import MAX_EPISODES, MAX_SEED, MAX_STEPS
+from .run_options import RunOptions, run_options
 
 app = typer.Typer(no_args_is_help=True, help="MECoBench: household teams.")
 
 
 @app.command("run")
+@run_options()
 def mecobench_run(
     tasks: Path | None = typer.Option(None, help="A MECoBench task file (JSON)."),
     suite: str | None = typer.Option(None, help="A built-in instance set, e.g. v1."),
@@ -51,36 +27,22 @@ def mecobench_run(
     agents: str = typer.Option("rule", help="oracle | rule | llm"),
     model: str | None = typer.Option(None, help="Model alias of every agent (agents=llm)."),
     leader_model: str | None = typer.Option(None, help="Model alias of the leader (agent 0)."),
-    models: Path | None = models_option(),
-    max_connections: int | None = max_connections_option(),
-    cache: bool = cache_option(),
-    cache_path: Path | None = cache_path_option(),
-    max_tokens_per_episode: int | None = max_tokens_per_episode_option(),
-    cost_limit: float | None = cost_limit_option(),
     max_steps: int | None = typer.Option(None, help="Cap team steps (short smoke runs)."),
-    max_reply_tokens: int | None = max_reply_tokens_option(),
-    in_flight: int = typer.Option(8, help="Episodes played concurrently (agents=llm)."),
     prior: str = typer.Option("full", help="full|no_appearance|no_location|none|noisy"),
     conflict_set: str = typer.Option("paper", help="Same-step contention: paper (grab, open) "
                                                    "| with_close (grab, open, close)."),
     limit: int | None = typer.Option(None, help="Play only the first K cases."),
     seed: int = typer.Option(0, help="Base seed; case k uses seed + k."),
     images: bool = typer.Option(False, "--images", help="Render and store agents' views."),
-    executor: str = executor_option(),
-    workers: int = workers_option(),
-    fail_fast: bool = fail_fast_option(),
-    breaker: int = breaker_option(),
     out_dir: Path | None = typer.Option(None, "--out", help="Run directory (resumable)."),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    opts: RunOptions = RunOptions(),
 ) -> None:
     """Run a household team on MECoBench cases; SR, CR, AUC, DOL, CAR, HFR, spatial errors."""
     from rich.table import Table
 
     from coordbench.core.stats import summarize
-    from coordbench.llm.registry import load_registry
     from coordbench.metrics.household import KINDS
     from coordbench.report.format import estimate_json, fmt
-    from coordbench.runner import Limits
     from coordbench.suites.mecobench.instances import check_playable
     from coordbench.suites.mecobench.runner import HouseholdSpec
     from coordbench.suites.mecobench.suite import (
@@ -91,44 +53,33 @@ def mecobench_run(
         household_condition,
     )
 
-    positive(limit=limit, in_flight=in_flight)
+    positive(limit=limit)
     check_range("--limit", limit, 1, MAX_EPISODES)
-    check_range("--in-flight", in_flight, 1, MAX_IN_FLIGHT)
     check_range("--seed", seed, 0, MAX_SEED)
-    check_model_limits(max_connections, max_tokens_per_episode, cost_limit, max_reply_tokens)
     check_range("--max-steps", max_steps, 1, MAX_STEPS)
-    check_range("--workers", workers, 1, MAX_WORKERS)
+    opts.check()
     if out_dir is not None:
         check_out_dir(out_dir)
-    # given paths are checked even where this team does not use them: a typo fails now
-    if models is not None:
-        load_registry(models)
-    if cache_path is not None:
-        check_out_file(cache_path, "--cache-path")
     spec = HouseholdSpec(structure, team, protocol, agents, prior, seed, model, leader_model,
                          conflict_set)
     cond = household_condition(str(tasks) if tasks else None, suite, spec)
     cases = SUITE.cases(cond, limit)
     check_playable([c.data[1] for c in cases], team, prior)
-    if tasks is None and suite is None and not as_json:
+    if tasks is None and suite is None and not opts.as_json:
         # the examples are a smoke test, not the benchmark: say so before anything runs
         err.print(f"note: no --tasks or --suite given, so this plays the {len(cases)} bundled "
                   f"example {structure} task{'s' * (len(cases) != 1)}; --suite v1 plays "
                   "the MECoBench instance set", highlight=False, soft_wrap=True)
-    settings = None
-    if agents == "llm":
-        settings = harness_settings(models, cache, cache_path, max_connections, seed,
-                                    {spec.alias(i) for i in range(team)}, breaker)
-    run = play(out_dir or Path("runs") / "mecobench", [(SUITE, cond)], limit=limit,
-               quiet=as_json, executor=executor, workers=workers, in_flight=in_flight,
-               resources=HouseholdResources(settings, images, max_steps, max_reply_tokens),
-               limits=Limits(cost_limit, max_tokens_per_episode, fail_fast=fail_fast,
-                             breaker=breaker),
-               labels=[f"{structure} n={team} {protocol} {model or agents}"],
-               stats=local_stats(settings, executor))
+    settings = opts.harness({spec.alias(i) for i in range(team)}, seed) \
+        if agents == "llm" else None
+    run = opts.play(out_dir or Path("runs") / "mecobench", [(SUITE, cond)], limit=limit,
+                    resources=HouseholdResources(settings, images, max_steps,
+                                                 opts.max_reply_tokens),
+                    labels=[f"{structure} n={team} {protocol} {model or agents}"],
+                    settings=settings)
     n_cases = len(SUITE.cases(cond, limit))
     summary = summarize(condition_values_of(run, SUITE.condition(cond), n_cases), KINDS)
-    if as_json:
+    if opts.as_json:
         emit_json({"cases": n_cases, **{k: estimate_json(e) for k, e in summary.items()}})
         return
     table = Table(title=f"MECoBench {structure}, team {team}, {protocol}, {agents}, {prior}")

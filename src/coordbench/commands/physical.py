@@ -11,19 +11,9 @@ from coordbench.core.files import check_in_dir, check_out_dir, check_out_file, c
 from coordbench.errors import ConfigError
 
 from .common import (
-    breaker_option,
-    cache_option,
-    cache_path_option,
-    check_model_limits,
-    cost_limit_option,
     emit_json,
     err,
     executor_option,
-    fail_fast_option,
-    max_connections_option,
-    max_reply_tokens_option,
-    max_tokens_per_episode_option,
-    models_option,
     need_av,
     need_torch,
     out,
@@ -32,6 +22,7 @@ from .common import (
     workers_option,
 )
 from .limits import MAX_EPISODES, MAX_SEED, MAX_WORKERS
+from .run_options import RunOptions, run_options
 
 MAX_DEMOS = 10_000  # successful demonstrations per task
 MAX_FRAME = 1024  # pixels of a square frame
@@ -67,15 +58,6 @@ TASK_HELP = ("Task name, a comma-separated list, or all. Tasks: Handover, Pourin
              "BigTable.")
 
 
-def _demos_one(job: tuple) -> tuple[str, dict[str, Any], dict[str, bytes]]:
-    from coordbench.suites.physical.demos import record_demos
-
-    name, n, images, size, *train = job
-    meta, files = record_demos(name, n, images=images, size=size,
-                               n_train=train[0] if train else None)
-    return name, meta, files
-
-
 @app.command("demos")
 def physical_demos(
     task: str = typer.Option(..., help=TASK_HELP),
@@ -89,28 +71,29 @@ def physical_demos(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Record noisy-expert demonstrations (full states, actions, observations, phases); one
-    task per worker."""
-    from coordbench.runner import make_executor
-    from coordbench.suites.physical.demos import write_demos
+    task per worker. A task already recorded in the folder with these settings is kept (a
+    rerun finishes what a killed one left)."""
+    from coordbench.suites.physical.demos import record_all
 
     check_range("--n", n, 1, MAX_DEMOS)
     check_range("--size", size, 16, MAX_FRAME)
     check_range("--workers", workers, 1, MAX_WORKERS)
     check_out_dir(out_dir)
     names = _tasks(task)
-    metas = {}
-    with make_executor(executor, min(workers, len(names))) as ex:
-        for name, meta, files in ex.map(_demos_one, [(t, n, images, size) for t in names]):
-            write_demos(out_dir, files)
-            metas[name] = meta
-            if not as_json:
-                out.print(f"{name}: {meta['episodes']} episodes, rejection rate "
-                          f"{meta['rejection_rate']:.1%} -> {out_dir}")
+
+    def say(name: str, meta: dict[str, Any]) -> None:
+        if not as_json:
+            out.print(f"{name}: {meta['episodes']} episodes, rejection rate "
+                      f"{meta['rejection_rate']:.1%} -> {out_dir}")
+
+    metas = record_all(out_dir, names, n, images=images, size=size, executor=executor,
+                       workers=workers, say=say)
     if as_json:
-        emit_json({name: metas[name] for name in names})
+        emit_json(metas)
 
 
 @app.command("eval")
+@run_options()
 def physical_eval(
     task: str = typer.Option(..., help=TASK_HELP),
     policy: str = typer.Option("expert", help="expert | expert_noisy | PATH (checkpoint) | "
@@ -126,44 +109,21 @@ def physical_eval(
     controller: str | None = typer.Option(None, help="Policy llm: per_robot (one model per "
                                                      "robot, the default) | team (one call "
                                                      "for the whole team)."),
-    models: Path | None = models_option(),
-    max_connections: int | None = max_connections_option(),
-    cache: bool = cache_option(),
-    cache_path: Path | None = cache_path_option(),
-    max_tokens_per_episode: int | None = max_tokens_per_episode_option(),
-    cost_limit: float | None = cost_limit_option(),
-    max_reply_tokens: int | None = max_reply_tokens_option(),
-    in_flight: int = typer.Option(8, help="Episodes played concurrently (policy llm)."),
-    fail_fast: bool = fail_fast_option(),
-    breaker: int = breaker_option(),
-    executor: str = executor_option(),
-    workers: int = workers_option(),
     out_dir: Path = typer.Option(Path("runs/physical"), "--out", help="Run directory "
                                                                       "(resumable)."),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    opts: RunOptions = RunOptions(),
 ) -> None:
     """Evaluate a policy: success and cumulative phase rates with 95% CIs (per task); a
     model-driven team (--policy llm) also model calls, tokens and protocol failures."""
     from coordbench.envs.physical.demo_files import load_demos
-    from coordbench.llm.registry import load_registry
     from coordbench.report import physical_report as rep
-    from coordbench.runner import Limits, ModelResources
-    from coordbench.suites.physical.suite import (
-        LLM,
-        SUITE,
-        PhysicalSpec,
-        make_policy,
-    )
-
-    from .common import harness_settings, local_stats
-    from .limits import MAX_IN_FLIGHT
+    from coordbench.runner import ModelResources
+    from coordbench.suites.physical.suite import LLM, SUITE, PhysicalSpec, make_policy
 
     positive(rollouts=rollouts, per_phase=per_phase)
     check_range("--rollouts", rollouts, 1, MAX_EPISODES)
     check_range("--per-phase", per_phase, 1, MAX_EPISODES)
-    check_range("--workers", workers, 1, MAX_WORKERS)
-    check_range("--in-flight", in_flight, 1, MAX_IN_FLIGHT)
-    check_model_limits(max_connections, max_tokens_per_episode, cost_limit, max_reply_tokens)
+    opts.check()
     check_out_dir(out_dir)
     if controller is not None and policy != LLM:
         raise ConfigError(f"--controller is for --policy llm, not {policy}")
@@ -171,10 +131,6 @@ def physical_eval(
         raise ConfigError("--policy llm has no phase-level evaluation; drop --phase-level")
     if phase_level:
         check_in_dir(demos, "--demos", "demonstrations folder")
-    if models is not None:
-        load_registry(models)
-    if cache_path is not None:
-        check_out_file(cache_path, "--cache-path")
     names = _tasks(task)
     plan: list[tuple] = []
     for name in names:
@@ -189,18 +145,13 @@ def physical_eval(
             plan += [(SUITE, PhysicalSpec(name, policy, f"phase{k}", str(path)), per_phase)
                      for k in (1, 2, 3)]
     shown = Path(policy).name
-    team: dict[str, Any] = {}
+    settings = None
     if policy == LLM:
         shown = f"llm {model} ({controller or 'per_robot'})"
-        settings = harness_settings(models, cache, cache_path, max_connections, None,
-                                    {model or ""}, breaker)
-        team = {"in_flight": in_flight, "stats": local_stats(settings, executor),
-                "resources": ModelResources(settings, max_reply_tokens),
-                "limits": Limits(cost_limit, max_tokens_per_episode, fail_fast=fail_fast,
-                                 breaker=breaker)}
-    labels = [f"{s.task} {shown} {s.protocol}" for _, s, _ in plan]
-    run = play(out_dir, plan, quiet=as_json, executor=executor, workers=workers, labels=labels,
-               **team)
+        settings = opts.harness({model})
+    run = opts.play(out_dir, plan, labels=[f"{s.task} {shown} {s.protocol}" for _, s, _ in plan],
+                    settings=settings, resources=ModelResources(settings, opts.max_reply_tokens)
+                    if policy == LLM else None)
     main = {s.task: (s, n) for _, s, n in plan if s.protocol == "main"}
     payload = {}
     for name in names:
@@ -218,7 +169,7 @@ def physical_eval(
                         for _, s, n in plan if s.task == name and s.phase}
             entry["phase_level"] = rep.phase_json(rep.phase_summary(name, by_phase))
         payload[name] = entry
-    if as_json:
+    if opts.as_json:
         emit_json(payload)
         return
     out.print(rep.console_table(f"physical: {shown}, seeds 1..{rollouts}",
@@ -234,38 +185,18 @@ def physical_eval(
     out.print(f"run directory: {run.path}  (report: {run.path / 'report.html'})")
 
 
-def _train_one(job: tuple) -> tuple[str, dict[str, Any], bytes]:
-    from coordbench.envs.physical.demo_files import load_demos
-    from coordbench.suites.physical.learning import fit_on
-
-    cfg, demos, out_path = job
-    train = load_demos(Path(demos) / f"{cfg.task}_train.npz")
-    val_path = Path(demos) / f"{cfg.task}_val.npz"
-    res, blob = fit_on(cfg, train, load_demos(val_path) if val_path.is_file() else None)
-    return out_path, {**res, "demos": str(demos)}, blob
-
-
 def _generated_demos(names: list[str], n: int, root: Path, executor: str,
                      workers: int, image_size: int | None = None) -> Path:
-    """Return the folder of `n` training demonstrations per task (plus n // 5, at least one,
-    for validation), recording those not there yet; the seeds are fixed, so a folder made
-    once serves every later run with the same count. With `image_size` the demonstrations
-    also hold egocentric frames of that size (a folder of their own)."""
-    from coordbench.runner import make_executor
-    from coordbench.suites.physical.demos import write_demos
+    """Return the folder of `n` training demonstrations per task under `root`, recording
+    those not there yet (suites/physical/demos.py `training_demos`)."""
+    from coordbench.suites.physical.demos import training_demos
 
-    folder = root / (f"n{n}" if image_size is None else f"n{n}_img{image_size}")
-    todo = [t for t in names if not (folder / f"{t}_train.npz").is_file()]
-    if todo:
-        images, size = image_size is not None, image_size or 64
-        with make_executor(executor, min(workers, len(todo))) as ex:
-            for name, meta, files in ex.map(_demos_one, [(t, n + max(1, n // 5), images, size,
-                                                          n) for t in todo]):
-                write_demos(folder, files)
-                err.print(f"{name}: {meta['episodes']['train']} training demonstrations "
-                          f"(rejection rate {meta['rejection_rate']:.1%}) -> {folder}",
-                          highlight=False)
-    return folder
+    def say(name: str, meta: dict[str, Any]) -> None:
+        err.print(f"{name}: {meta['episodes']['train']} training demonstrations "
+                  f"(rejection rate {meta['rejection_rate']:.1%})", highlight=False)
+
+    return training_demos(root, names, n, image_size=image_size, executor=executor,
+                          workers=workers, say=say)
 
 
 SHARING = ("separate", "shared", "shared_id")
@@ -315,17 +246,21 @@ def physical_train(
     workers: int = workers_option(),
     out_path: Path | None = typer.Option(None, "--out", help="Checkpoint file (.pt; one task) "
                                                              "or directory (several)."),
+    snapshot_every: float = typer.Option(60.0, "--snapshot-every", help="Seconds between "
+                                         "snapshots of a policy in training (a killed run "
+                                         "continues from the last one)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Train an imitation baseline (BC, ACT-style, DP-style, or the centralized joint policy)
     on a task's demonstrations, optionally with DAgger rounds, then evaluate it (one task per
-    worker)."""
+    worker). A policy already trained there with these settings is kept; a killed training
+    continues from its last snapshot."""
     need_torch()
-    from coordbench.core.atomic import write_atomic_bytes
     from coordbench.envs.physical.tasks import get_task
     from coordbench.learn.imitation import default_config
     from coordbench.report import physical_report as rep
-    from coordbench.runner import make_executor
+    from coordbench.runner.jobs import run_jobs
+    from coordbench.suites.physical.learning import read_result, train_jobs
     from coordbench.suites.physical.suite import SUITE, PhysicalSpec
 
     check_range("--steps", steps, 1, MAX_GRAD_STEPS)
@@ -336,6 +271,7 @@ def physical_train(
     check_range("--dagger", dagger, 0, MAX_DAGGER)
     check_range("--dagger-episodes", dagger_episodes, 1, MAX_EPISODES)
     check_range("--history", history, 0, MAX_HISTORY)
+    check_range("--snapshot-every", snapshot_every, 0, 86_400)
     for name, value in (("--chunk", chunk), ("--execute", execute)):
         if value is not None:
             check_range(name, value, 1, MAX_CHUNK)
@@ -376,23 +312,28 @@ def physical_train(
     if demos is None:
         demos = _generated_demos(names, n_demos or 50, Path("runs/demos"), executor, workers,
                                  cfg0.image_size if obs == "image" else None)
-    jobs = []
-    for cfg in cfgs:
-        if out_path is not None and len(names) == 1:
-            path = out_path
-        else:
-            path = (out_path or Path("runs/policies")) / f"{cfg.task}_{tag}.pt"
-        jobs.append((cfg, demos, str(path)))
+    if out_path is not None and len(names) == 1:
+        root, files = out_path.parent, [out_path.name]
+    else:
+        root = out_path or Path("runs/policies")
+        files = [f"{cfg.task}_{tag}.pt" for cfg in cfgs]
+    jobs = train_jobs(root, list(zip(cfgs, files, strict=True)), demos)
     results = {}
-    with make_executor(executor, min(workers, len(jobs))) as ex:
-        for path, res, blob in ex.map(_train_one, jobs):
-            write_atomic_bytes(Path(path), blob)
-            results[res["task"]] = {**res, "checkpoint": path}
-            if not as_json:
-                val = "" if res["val_loss"] is None else f", val loss {res['val_loss']:.4f}"
-                out.print(f"{res['task']} {tag}: train loss {res['train_loss']:.4f}{val} "
-                          f"({res['parameters']:,} parameters, {res['train_s']:.0f} s) -> "
-                          f"{path}", highlight=False)
+
+    def done(job: Any, output: Any) -> None:
+        res = output.value
+        if not as_json:
+            val = "" if res["val_loss"] is None else f", val loss {res['val_loss']:.4f}"
+            out.print(f"{res['task']} {tag}: train loss {res['train_loss']:.4f}{val} "
+                      f"({res['parameters']:,} parameters, {res['train_s']:.0f} s) -> "
+                      f"{root / job.key}", highlight=False)
+
+    run_jobs(root, jobs, executor=executor, workers=workers, on_done=done,
+             snapshot_every_s=snapshot_every)
+    for cfg, name in zip(cfgs, files, strict=True):
+        res = read_result(root, name)
+        res.pop("config", None)
+        results[cfg.task] = {**res, "checkpoint": str(root / name)}
     if rollouts:
         plan = [(SUITE, PhysicalSpec(name, results[name]["checkpoint"]), rollouts)
                 for name in names]

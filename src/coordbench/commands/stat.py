@@ -9,26 +9,16 @@ import typer
 from coordbench.core.files import check_in_dir, check_out_dir, check_out_file, check_range
 
 from .common import (
-    breaker_option,
-    cache_option,
-    cache_path_option,
-    check_model_limits,
-    cost_limit_option,
     emit_json,
     err,
     executor_option,
-    fail_fast_option,
-    max_connections_option,
-    max_reply_tokens_option,
-    max_tokens_per_episode_option,
-    models_option,
     need_torch,
     out,
-    play,
     workers_option,
     write_report,
 )
 from .limits import MAX_EPISODES, MAX_SEED, MAX_STEPS, MAX_WORKERS
+from .run_options import RunOptions, run_options
 
 app = typer.Typer(no_args_is_help=True, help="STAT: spatial task allocation at scale.")
 
@@ -50,6 +40,7 @@ def stat_configs() -> None:
 
 
 @app.command("eval")
+@run_options()
 def stat_eval(
     config: str = typer.Option(..., help="STAT config name, e.g. 5A-25T-50x30."),
     policy: str = typer.Option(..., help="random | greedy | matching | hungarian | "
@@ -65,67 +56,32 @@ def stat_eval(
     model: str | None = typer.Option(None, help="Model alias of every agent (policy llm)."),
     protocol: str = typer.Option("none", help="policies llm and rule: none | broadcast | "
                                               "leader | shared_memory"),
-    models: Path | None = models_option(),
-    max_connections: int | None = max_connections_option(),
-    cache: bool = cache_option(),
-    cache_path: Path | None = cache_path_option(),
-    max_tokens_per_episode: int | None = max_tokens_per_episode_option(),
-    cost_limit: float | None = cost_limit_option(),
-    max_reply_tokens: int | None = max_reply_tokens_option(),
-    in_flight: int = typer.Option(8, help="Episodes played concurrently (policy llm)."),
-    fail_fast: bool = fail_fast_option(),
-    breaker: int = breaker_option(),
-    executor: str = executor_option(),
-    workers: int = workers_option(),
     out_dir: Path | None = typer.Option(None, "--out", help="Run directory (resumable)."),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object of metrics."),
+    opts: RunOptions = RunOptions(),
 ) -> None:
     """Evaluate a scripted allocator, a checkpoint or a model-driven team; mean and 95% CI
-    of every diagnostic over episodes."""
+    of every diagnostic over episodes (--json: one object of metrics)."""
     from coordbench.core.stats import summarize
-    from coordbench.llm.registry import load_registry
     from coordbench.metrics.stat import KINDS
     from coordbench.report.format import estimate_json
     from coordbench.report.stat_report import collect, console_table
-    from coordbench.runner import Limits, ModelResources
-    from coordbench.suites.stat.suite import (
-        LLM,
-        SUITE,
-        StatEvalSpec,
-        condition_metrics,
-    )
-
-    from .common import harness_settings, local_stats
-    from .limits import (
-        MAX_IN_FLIGHT,
-    )
+    from coordbench.runner import ModelResources
+    from coordbench.suites.stat.suite import LLM, SUITE, StatEvalSpec, condition_metrics
 
     check_range("--episodes", episodes, 1, MAX_EPISODES)
     check_range("--seed", seed, 0, MAX_SEED)
     check_range("--episode-limit", episode_limit, 1, MAX_STEPS)
-    check_range("--workers", workers, 1, MAX_WORKERS)
-    check_range("--in-flight", in_flight, 1, MAX_IN_FLIGHT)
-    check_model_limits(max_connections, max_tokens_per_episode, cost_limit, max_reply_tokens)
+    opts.check()
     if out_dir is not None:
         check_out_dir(out_dir)
-    if models is not None:
-        load_registry(models)
-    if cache_path is not None:
-        check_out_file(cache_path, "--cache-path")
     spec = StatEvalSpec(config, policy, layouts, seed, episode_limit, model, protocol)
-    settings = None
-    if policy == LLM:
-        settings = harness_settings(models, cache, cache_path, max_connections, seed,
-                                    {model or ""}, breaker)
-    run = play(out_dir or Path("runs") / "stat-eval" / spec.condition, [(SUITE, spec)],
-               limit=episodes, quiet=as_json, executor=executor, workers=workers,
-               in_flight=in_flight,
-               resources=ModelResources(settings, max_reply_tokens) if policy == LLM else None,
-               limits=Limits(cost_limit, max_tokens_per_episode, fail_fast=fail_fast,
-                             breaker=breaker),
-               labels=[f"{config} {policy}" + (f" {model} {protocol}" if model else "")],
-               stats=local_stats(settings, executor))
-    if as_json:
+    settings = opts.harness({model}, seed) if policy == LLM else None
+    run = opts.play(out_dir or Path("runs") / "stat-eval" / spec.condition, [(SUITE, spec)],
+                    limit=episodes, settings=settings,
+                    resources=ModelResources(settings, opts.max_reply_tokens)
+                    if policy == LLM else None,
+                    labels=[f"{config} {policy}" + (f" {model} {protocol}" if model else "")])
+    if opts.as_json:
         summary = summarize(condition_metrics(run, spec.condition, episodes), KINDS)
         emit_json({k: estimate_json(e) for k, e in summary.items()})
         return
@@ -167,6 +123,9 @@ def stat_train(
     executor: str = executor_option("process"),
     workers: int = workers_option(2),
     out_dir: Path = typer.Option(Path("runs/train"), "--out", help="Results directory."),
+    snapshot_every: float = typer.Option(60.0, "--snapshot-every", help="Seconds between "
+                                         "snapshots of a seed in training (a killed sweep "
+                                         "continues from the last one)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Train a cooperative MARL method on STAT over seeds (one seed per worker); final and
@@ -186,13 +145,15 @@ def stat_train(
     check_range("--eval-episodes", eval_episodes, 1, MAX_EPISODES)
     check_range("--lr", lr, 0, 10, low_open=True)
     check_range("--eps-anneal-steps", eps_anneal_steps, 1, MAX_TRAIN_STEPS)
+    check_range("--snapshot-every", snapshot_every, 0, 86_400)
     check_out_dir(out_dir)
     tcs = train_configs(config, algo, parse_seeds(seeds), steps=steps, utd=utd,
                         num_envs=num_envs, eval_every=eval_every, eval_episodes=eval_episodes,
                         arch=arch, lr=lr, eps_anneal_steps=eps_anneal_steps,
                         num_bins=num_bins, memory=memory)
     say = None if as_json else (lambda line: err.print(line, highlight=False, soft_wrap=True))
-    summary = summarize(sweep(tcs, out_dir, workers, executor, say=say))
+    summary = summarize(sweep(tcs, out_dir, workers, executor, say=say,
+                              snapshot_every_s=snapshot_every))
     from coordbench.report.compose import open_for_report
 
     write_report(open_for_report(out_dir))

@@ -37,6 +37,7 @@ from .core import (
     mlp,
     one_thread,
 )
+from .snapshot import Snapshots, adopt
 
 
 class Critic(nn.Module):
@@ -114,8 +115,9 @@ def lambda_returns(rewards: np.ndarray, done: np.ndarray, boot: np.ndarray, nxt:
     return out
 
 
-def train(tc: TrainConfig, method: COMA, log=None) -> dict[str, Any]:
-    """Train COMA under `tc`; return the evaluation curve and summary numbers (as core.train)."""
+def train(tc: TrainConfig, method: COMA, log=None, snapshots=None) -> dict[str, Any]:
+    """Train COMA under `tc`; return the evaluation curve and summary numbers (as core.train,
+    snapshots included)."""
     one_thread()
     torch.manual_seed(tc.seed)
     gen = torch.Generator().manual_seed(tc.seed)
@@ -140,7 +142,20 @@ def train(tc: TrainConfig, method: COMA, log=None) -> dict[str, Any]:
         return draws.view(o.shape[0], n).numpy()
 
     act = sample(obs, masks, epsilon(tc, 0))
+    snaps = Snapshots(snapshots, tc)
+    if (s := snaps.load()) is not None:
+        adopt(method, s["method"])
+        actor_opt, critic_opt, env, obs, masks, act, steps, updates, evals = (s[k] for k in (
+            "actor_opt", "critic_opt", "env", "obs", "masks", "act", "steps", "updates",
+            "evals"))
+        gen.set_state(s["gen"])
+        evals.log, evals.resumed_from_step = log, steps
     while steps < tc.total_steps:
+        if snaps.due():
+            snaps.save({"method": method, "actor_opt": actor_opt,
+                        "critic_opt": critic_opt, "env": env, "obs": obs,
+                        "masks": masks, "act": act, "steps": steps,
+                        "updates": updates, "evals": evals, "gen": gen.get_state()})
         evals.maybe(steps)
         eps = epsilon(tc, steps)
         buf: dict[str, list[np.ndarray]] = {k: [] for k in (

@@ -26,6 +26,8 @@ from coordbench.envs.stat.memory import memory_of, width
 from coordbench.envs.stat.vec import StatVecEnv, steps
 from coordbench.metrics.stat import StatEpisodeArrays, episode_metrics
 
+from .snapshot import Snapshots, adopt
+
 
 @dataclass
 class TrainConfig:
@@ -94,6 +96,19 @@ class FlatAdam:
             offset += k
         self.opt = adam([self.flat], lr)
         self.param_groups = self.opt.param_groups
+        self.params = params
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        # torch.save keeps the parameters' data as views of `flat` but drops gradients:
+        # give the flat tensor its gradient again and the parameters their views into it
+        self.__dict__.update(state)
+        if self.flat.grad is None:
+            self.flat.grad = torch.zeros_like(self.flat.data)
+            offset = 0
+            for p in self.params:
+                k = p.numel()
+                p.grad = self.flat.grad[offset:offset + k].view_as(p)
+                offset += k
 
     def zero_grad(self) -> None:
         """Zero every parameter's gradient (in place: the views stay attached)."""
@@ -168,6 +183,23 @@ class Replay:
         self.actions = np.zeros((size, n), np.int64)
         self.rewards = np.zeros(size, np.float32)
         self.term = np.zeros(size, np.float32)
+
+    _ARRAYS = ("obs", "next_obs", "masks", "next_masks", "actions", "rewards", "term")
+
+    def __getstate__(self) -> dict[str, Any]:
+        # a snapshot keeps only the rows written so far (the buffer is allocated whole)
+        n = self.size if self.full else self.pos
+        state = dict(self.__dict__)
+        state.update({k: getattr(self, k)[:n].copy() for k in self._ARRAYS})
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        for k in self._ARRAYS:
+            rows = state[k]
+            full = np.zeros((self.size, *rows.shape[1:]), rows.dtype)
+            full[:len(rows)] = rows
+            setattr(self, k, full)
 
     def add(self, obs, masks, actions, rewards, next_obs, next_masks, term) -> None:
         """Store a batch of transitions."""
@@ -248,8 +280,10 @@ def evaluate_policy(act, cfg: StatConfig, seed: int, episodes: int) -> dict[str,
     return means
 
 
-def train(tc: TrainConfig, method: Method, log=None) -> dict[str, Any]:
-    """Train `method` under `tc`; return the evaluation curve and summary numbers."""
+def train(tc: TrainConfig, method: Method, log=None, snapshots=None) -> dict[str, Any]:
+    """Train `method` under `tc`; return the evaluation curve and summary numbers. With
+    `snapshots` (a snapshot store: learn/snapshot.py) the run saves its state as it goes and
+    continues from the last snapshot when there is one."""
     one_thread()
     torch.manual_seed(tc.seed)
     rng = np.random.default_rng(tc.seed)
@@ -262,7 +296,17 @@ def train(tc: TrainConfig, method: Method, log=None) -> dict[str, Any]:
     steps = updates = 0
     owed = 0.0
     evals = EvalSchedule(tc, method, cfg, log)
+    snaps = Snapshots(snapshots, tc)
+    if (s := snaps.load()) is not None:
+        adopt(method, s["method"])
+        opt, buf, env, rng, obs, masks, steps, updates, owed, evals = (s[k] for k in (
+            "opt", "buf", "env", "rng", "obs", "masks", "steps", "updates", "owed", "evals"))
+        evals.log, evals.resumed_from_step = log, steps
     while steps < tc.total_steps:
+        if snaps.due():
+            snaps.save({"method": method, "opt": opt, "buf": buf, "env": env,
+                        "rng": rng, "obs": obs, "masks": masks, "steps": steps,
+                        "updates": updates, "owed": owed, "evals": evals})
         evals.maybe(steps)
         eps = epsilon(tc, steps)
         t_act = time.perf_counter()
@@ -315,6 +359,17 @@ class EvalSchedule:
         self.acting_s = 0.0  # the loop adds the time spent choosing actions and stepping
         self.eval_s = 0.0
 
+    def __getstate__(self) -> dict[str, Any]:
+        # the log is the worker's; times restart from the elapsed seconds on resume
+        state = dict(self.__dict__)
+        state["log"] = None
+        state["start"] = time.perf_counter() - self.start
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.start = time.perf_counter() - state["start"]
+
     def maybe(self, steps: int) -> None:
         """Evaluate if `steps` has reached the next checkpoint."""
         if steps >= self.next:
@@ -342,7 +397,10 @@ class EvalSchedule:
         wall = time.perf_counter() - self.start
         curve = self.curve
         best = max(curve, key=lambda c: c["return"])
-        return {"config": asdict(self.tc), "curve": curve, "final_return": curve[-1]["return"],
+        # a run continued from a snapshot says from where (its times count both attempts)
+        resumed = getattr(self, "resumed_from_step", None)
+        return {**({"resumed_from_step": resumed} if resumed is not None else {}),
+                "config": asdict(self.tc), "curve": curve, "final_return": curve[-1]["return"],
                 "max_return": best["return"], "max_return_step": best["step"],
                 "updates": updates, "wall_s": wall, "steps_per_s": steps / wall,
                 "acting_s": self.acting_s, "eval_s": self.eval_s,

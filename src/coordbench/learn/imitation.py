@@ -36,6 +36,8 @@ from coordbench.core.checkpoint import checkpoint_bytes, read_checkpoint
 from coordbench.envs.physical.robot import ACTION_DIM, ACTION_HIGH, ACTION_LOW, PROPRIO_DIM
 from coordbench.errors import ConfigError, CoordbenchError
 
+from .snapshot import Snapshots
+
 ALGOS = ("bc", "act", "dp", "joint")
 FORMAT = "coordbench-physical-policy"
 _MID = torch.tensor((ACTION_HIGH + ACTION_LOW) / 2, dtype=torch.float32)
@@ -388,11 +390,14 @@ def merge(parts: list[RobotData]) -> RobotData:
 # -- training -----------------------------------------------------------------------------------
 def fit_on(cfg: PolicyConfig, train: dict[str, np.ndarray],
            val: dict[str, np.ndarray] | None,
-           more_rounds: Callable[[PolicyConfig, Trainer], list[dict[str, Any]]] | None = None
-           ) -> tuple[dict[str, Any], bytes]:
-    """Train the baseline on demonstration arrays, then `more_rounds(cfg, trainer)` where
-    cfg.dagger > 0 (the physical suite's DAgger: `suites.physical.learning.fit_on`); return
-    (losses, rounds and timing, checkpoint bytes)."""
+           more_rounds: Callable[[PolicyConfig, Trainer, Snapshots],
+                                 list[dict[str, Any]]] | None = None,
+           snapshots: Any = None) -> tuple[dict[str, Any], bytes]:
+    """Train the baseline on demonstration arrays, then `more_rounds(cfg, trainer, snaps)`
+    where cfg.dagger > 0 (the physical suite's DAgger: `suites.physical.learning.fit_on`);
+    return (losses, rounds and timing, checkpoint bytes). With `snapshots` (a snapshot store:
+    learn/snapshot.py) training saves its state as it goes and continues from the last
+    snapshot when there is one."""
     if cfg.dagger and more_rounds is None:
         raise ConfigError("DAgger rounds need the physical suite's labeller: train through "
                           "coordbench.suites.physical.learning")
@@ -401,11 +406,14 @@ def fit_on(cfg: PolicyConfig, train: dict[str, np.ndarray],
     one_thread()
     torch.manual_seed(cfg.seed)
     start = time.perf_counter()
-    trainer = Trainer(cfg, train)
-    trainer.fit(cfg.steps)
+    snaps = Snapshots(snapshots, cfg)
+    state = snaps.load()
+    trainer = state["trainer"] if state is not None else Trainer(cfg, train)
+    resumed_from = list(trainer.position) if state is not None else None
+    trainer.fit(cfg.steps, snaps)
     rounds: list[dict[str, Any]] = []
     if cfg.dagger:
-        rounds = more_rounds(cfg, trainer)
+        rounds = more_rounds(cfg, trainer, snaps)
     wall = time.perf_counter() - start
     res = {"task": cfg.task, "algo": cfg.algo, "obs": cfg.obs, "scope": cfg.scope,
            "sharing": cfg.sharing, "agent_id": cfg.agent_id, "steps": cfg.steps,
@@ -414,6 +422,8 @@ def fit_on(cfg: PolicyConfig, train: dict[str, np.ndarray],
            "train_s": wall, "demo_episodes": int(len(train["episode_start"]) - 1),
            "dagger_rounds": rounds,
            "parameters": int(sum(p.numel() for n in trainer.nets for p in n.parameters()))}
+    if state is not None:  # continued from a snapshot: [stage, network, gradient step]
+        res["resumed_from"] = resumed_from
     return res, trainer.checkpoint()
 
 
@@ -442,13 +452,27 @@ class Trainer:
             self.opts.append(torch.optim.AdamW(net.parameters(), lr=cfg.lr,
                                                weight_decay=1e-4, foreach=True))
 
-    def fit(self, steps: int) -> None:
-        """Take `steps` gradient steps per network on the current dataset."""
-        self.losses = []
-        for group, net, opt in zip(self.groups, self.nets, self.opts, strict=True):
+    def fit(self, steps: int, snaps: Snapshots | None = None, stage: int = 0) -> None:
+        """Take `steps` gradient steps per network on the current dataset: fitting stage
+        `stage` (0 the first fit, r the fit of DAgger round r). With `snaps` the trainer saves
+        itself as it goes; a trainer restored from a snapshot continues the stage where it
+        stopped, and skips a stage it had finished."""
+        pos = getattr(self, "position", None)
+        if pos is not None and pos[0] > stage:
+            return  # finished before the snapshot
+        if pos is None or pos[0] < stage:
+            self.position, self.losses = [stage, 0, 0], []
+        _, g0, k0 = self.position
+        for g in range(g0, len(self.groups)):
+            group, net, opt = self.groups[g], self.nets[g], self.opts[g]
             rows = merge([robot_rows(self.cfg, self.data, i) for i in group])
             net.train()
-            for _ in range(steps):
+            for k in range(k0 if g == g0 else 0, steps):
+                if snaps is not None and snaps.due():
+                    self.position = [stage, g, k]
+                    net.eval()
+                    snaps.save({"trainer": self})
+                    net.train()
                 idx = self.rng.integers(0, len(rows.target), self.cfg.batch)
                 loss = net.loss(*_batch(rows, idx))
                 opt.zero_grad()
@@ -457,6 +481,7 @@ class Trainer:
                 opt.step()
             net.eval()
             self.losses.append(loss.item())
+        self.position = [stage + 1, 0, 0]
 
     def add(self, more: dict[str, np.ndarray]) -> None:
         """Append episodes (same arrays as a demonstration file) to the dataset."""

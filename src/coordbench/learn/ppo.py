@@ -70,6 +70,7 @@ from .core import (
     one_thread,
     uses_memory,
 )
+from .snapshot import Snapshots, adopt
 
 
 @dataclass(frozen=True)
@@ -304,9 +305,10 @@ def policy_terms(actor: nn.Module, obs: torch.Tensor, masks: torch.Tensor, act: 
     return -surrogate.mean(), entropy.mean()
 
 
-def train(tc: TrainConfig, method: PPO, log=None) -> dict[str, Any]:
+def train(tc: TrainConfig, method: PPO, log=None, snapshots=None) -> dict[str, Any]:
     """Train MAPPO or IPPO under `tc`; return the evaluation curve and summary numbers (as
-    core.train; `updates` counts Adam steps, acting time covers collecting the rollouts)."""
+    core.train, snapshots included; `updates` counts Adam steps, acting time covers
+    collecting the rollouts)."""
     one_thread()
     torch.manual_seed(tc.seed)
     gen = torch.Generator().manual_seed(tc.seed)
@@ -332,7 +334,19 @@ def train(tc: TrainConfig, method: PPO, log=None) -> dict[str, Any]:
         with torch.no_grad():
             return critic.denormalize(critic(torch.from_numpy(o))).numpy()
 
+    snaps = Snapshots(snapshots, tc)
+    if (s := snaps.load()) is not None:
+        adopt(method, s["method"])
+        opt, env, mem, obs, masks, steps, updates, evals = (s[k] for k in (
+            "opt", "env", "mem", "obs", "masks", "steps", "updates", "evals"))
+        gen.set_state(s["gen"])
+        critic = method.critic
+        evals.log, evals.resumed_from_step = log, steps
     while steps < tc.total_steps:
+        if snaps.due():
+            snaps.save({"method": method, "opt": opt, "env": env, "mem": mem,
+                        "obs": obs, "masks": masks, "steps": steps,
+                        "updates": updates, "evals": evals, "gen": gen.get_state()})
         evals.maybe(steps)
         if hp.anneal_lr:  # the fraction of the run still to come, at this rollout's start
             for group in opt.param_groups:

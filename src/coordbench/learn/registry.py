@@ -162,12 +162,13 @@ def train_configs(config: str, algo: str, seeds: list[int], *, steps: int | None
     return out
 
 
-def train(tc: TrainConfig, method=None, log=None) -> dict[str, Any]:
-    """Train (a new method for `tc`, or `method`); return the curve and summary numbers."""
+def train(tc: TrainConfig, method=None, log=None, snapshots=None) -> dict[str, Any]:
+    """Train (a new method for `tc`, or `method`); return the curve and summary numbers.
+    With `snapshots` (learn/snapshot.py) the run continues from its last snapshot."""
     method = method if method is not None else make(tc)
     if getattr(method, "on_policy", False):
-        return ON_POLICY_TRAIN[tc.algo](tc, method, log)
-    return train_off_policy(tc, method, log)
+        return ON_POLICY_TRAIN[tc.algo](tc, method, log, snapshots)
+    return train_off_policy(tc, method, log, snapshots)
 
 
 def checkpoint_bytes(tc: TrainConfig, method) -> bytes:

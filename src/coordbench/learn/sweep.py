@@ -2,9 +2,11 @@
 (method, config, seed), resumable, run on the runner's executors (here, worker processes, or
 Ray), summarized with 95% CIs over seeds.
 
-Workers return their result and checkpoint to the driver, which writes them atomically as
-each run finishes; so a Ray cluster's workers need no shared file system, and an interrupted
-sweep loses only the runs in flight.
+Each seed is a job on the runner's job engine (`runner/jobs.py`): workers return their
+result and checkpoint to the driver, which writes them atomically as each run finishes, so
+a Ray cluster's workers need no shared file system; a seed in training also saves snapshots
+(`learn/snapshot.py`) under the run's `.jobs/`, so an interrupted sweep continues each
+half-trained seed from its last snapshot (where the workers see the run's path).
 """
 
 from __future__ import annotations
@@ -16,11 +18,11 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from coordbench.core.atomic import write_atomic, write_atomic_bytes
 from coordbench.core.rundir import RunDir
 from coordbench.core.stats import Estimate, estimate, mean_ci, wilson_ci
 from coordbench.errors import ConfigError, RunDirError
-from coordbench.runner.executors import check_executor, make_executor
+from coordbench.runner.executors import check_executor
+from coordbench.runner.jobs import Job, JobContext, JobOutput, is_done, run_jobs
 
 from .core import TrainConfig, method_label
 from .registry import checkpoint_bytes, make, train
@@ -119,15 +121,19 @@ class _LiveLog:
             f.write(",".join(str(v) for v in row.values()) + "\n")
 
 
-def train_one(job: tuple[dict[str, Any], str | None] | dict[str, Any]
-              ) -> tuple[dict[str, Any], bytes]:
-    """Train one seed (in a worker); return (result, checkpoint bytes). `job` is the
-    config's fields and the live log path (None: no live log, e.g. on a Ray cluster)."""
-    fields, live = job if isinstance(job, tuple) else (job, None)
+def train_job(arg: tuple[dict[str, Any], str | None], ctx: JobContext) -> JobOutput:
+    """Train one seed (a job, in a worker), continuing from its last snapshot if a killed
+    run left one; return its checkpoint, learning log and result file (the result last: it
+    marks the run finished). `arg` is the config's fields and the live log path (None: no
+    live log, e.g. on a Ray cluster)."""
+    fields, live = arg
     tc = TrainConfig(**fields)
     method = make(tc)
-    res = train(tc, method, log=_LiveLog(live))
-    return res, checkpoint_bytes(tc, method)
+    res = train(tc, method, log=_LiveLog(live), snapshots=ctx)
+    out = Path(ctx.root)
+    return JobOutput({checkpoint_path(out, tc).name: checkpoint_bytes(tc, method),
+                      log_path(out, tc).name: log_text(res).encode(),
+                      result_path(out, tc).name: result_text(res).encode()}, res)
 
 
 class _Progress:
@@ -189,12 +195,16 @@ def register_training(run: RunDir, algo_label: str, config: str) -> None:
 
 def sweep(configs: list[TrainConfig], out: Path, workers: int = 2,
           executor: str = "process", command: str = "",
-          say: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
-    """Train every config not yet on disk (one seed per worker); return all results (in
-    `configs` order). `out` is a run directory: its manifest records each (method,
-    configuration) as a condition of suite stat_train, beside the result files and each
-    run's learning log (<run>.csv). With `say`, progress lines go to it: each evaluation of
-    a running seed (local and process workers, which share this disk) and each finished one.
+          say: Callable[[str], None] | None = None,
+          snapshot_every_s: float = 60.0) -> list[dict[str, Any]]:
+    """Train every config not yet on disk (one seed per worker, a job each on the job
+    engine); return all results (in `configs` order). `out` is a run directory: its manifest
+    records each (method, configuration) as a condition of suite stat_train, beside the
+    result files and each run's learning log (<run>.csv). A seed in training saves a
+    snapshot at most every `snapshot_every_s` seconds (under `out/.jobs/`), so a killed
+    sweep continues each half-trained seed where it stopped. With `say`, progress lines go
+    to it: each evaluation of a running seed (local and process workers, which share this
+    disk) and each finished one.
     """
     check_executor(executor, workers)
     out = Path(out)
@@ -203,25 +213,24 @@ def sweep(configs: list[TrainConfig], out: Path, workers: int = 2,
         register_training(run, method_label(tc.algo, tc.extra), tc.config)
     for tc in configs:
         check_same_settings(result_path(out, tc), tc)
-    todo = [tc for tc in configs if not result_path(out, tc).is_file()]
-    if not todo:
-        return [read_result(result_path(out, tc)) for tc in configs]
     # Ray workers may run elsewhere: they keep no live log on this machine's paths
     live = executor in ("local", "process")
-    jobs = [(asdict(tc), str(live_log_path(out, tc)) if live else None) for tc in todo]
+    jobs = [Job(result_path(out, tc).stem, result_path(out, tc).name, train_job,
+                (asdict(tc), str(live_log_path(out, tc)) if live else None)) for tc in configs]
+    todo = [tc for tc, job in zip(configs, jobs, strict=True) if not is_done(out, job)]
     watch = _Progress(say or (lambda _: None), [(tc, live_log_path(out, tc)) for tc in todo])
-    with make_executor(executor, min(workers, len(todo))) as ex, \
-            (watch if say and live else contextlib.nullcontext()):
-        for res, ckpt in ex.map(train_one, jobs):
-            tc = TrainConfig(**res["config"])
-            # checkpoint and log first: the result file marks the run finished
-            write_atomic_bytes(checkpoint_path(out, tc), ckpt)
-            write_atomic(log_path(out, tc), log_text(res))
-            write_atomic(result_path(out, tc), result_text(res))
-            live_log_path(out, tc).unlink(missing_ok=True)
-            if say:
-                say(f"{_Progress.name(tc)}: done, final return {res['final_return']:.2f}, "
-                    f"{res['steps_per_s']:,.0f} steps/s over {res['wall_s']:.0f} s")
+
+    def done(job: Job, output: JobOutput) -> None:
+        res = output.value
+        tc = TrainConfig(**res["config"])
+        live_log_path(out, tc).unlink(missing_ok=True)
+        if say:
+            say(f"{_Progress.name(tc)}: done, final return {res['final_return']:.2f}, "
+                f"{res['steps_per_s']:,.0f} steps/s over {res['wall_s']:.0f} s")
+
+    with (watch if say and live and todo else contextlib.nullcontext()):
+        run_jobs(out, jobs, executor=executor, workers=workers, on_done=done,
+                 snapshot_every_s=snapshot_every_s)
     return [read_result(result_path(out, tc)) for tc in configs]
 
 

@@ -21,7 +21,6 @@ task and method per worker); the evaluations are conditions of the one runner.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -135,58 +134,38 @@ def demos_dir(out: Path) -> Path:
     return Path(out) / "demos"
 
 
-def _record(job: tuple[str, int, str]) -> str:
-    from coordbench.suites.physical.demos import record_demos, write_demos
-
-    task, n, folder = job
-    _, files = record_demos(task, n + max(1, n // 5), n_train=n)
-    write_demos(Path(folder), files)
-    return task
-
-
-def _train(job: tuple[Policy, Settings, str]) -> tuple[str, bytes, dict[str, Any]]:
-    from coordbench.envs.physical.demo_files import load_demos
+def _config(p: Policy, s: Settings):
+    """Return the training config of one of the study's policies."""
     from coordbench.learn.imitation import default_config
-    from coordbench.suites.physical.learning import fit_on
 
-    p, s, out = job
     algo, kw = METHODS[p.method]
     if p.method != "joint":
         kw = {**kw, "scope": p.scope, "sharing": p.sharing, "agent_id": p.agent_id}
-    cfg = default_config(p.task, algo, get_task(p.task).n_robots, steps=s.steps, **kw)
-    folder = demos_dir(Path(out))
-    t0 = time.perf_counter()
-    res, blob = fit_on(cfg, load_demos(folder / f"{p.task}_train.npz"), None)
-    res["train_s"] = time.perf_counter() - t0
-    return str(p.path(Path(out), s)), blob, res
+    return default_config(p.task, algo, get_task(p.task).n_robots, steps=s.steps, **kw)
 
 
 def prepare(options: Options, out: Path, executor: str, workers: int,
             say: Callable[[str], None] | None = None) -> None:
-    """Record the demonstrations and train the policies not on disk yet (resumable, one task
-    or policy per worker); each checkpoint's training numbers go beside it as JSON."""
-    from coordbench.core.atomic import write_atomic, write_atomic_bytes
-    from coordbench.runner import make_executor
+    """Record the demonstrations and train the policies not on disk yet, on the job engine
+    (resumable: a killed training continues from its last snapshot; one task or policy per
+    worker); each checkpoint's training numbers go beside it as JSON."""
+    from coordbench.runner.jobs import run_jobs
+    from coordbench.suites.physical.demos import record_all
+    from coordbench.suites.physical.learning import train_jobs
 
     s = settings(options)
     folder = demos_dir(out)
-    todo = [t for t in s.tasks if not (folder / f"{t}_train.npz").is_file()]
-    if todo:
-        with make_executor(executor, min(workers, len(todo))) as ex:
-            for task in ex.map(_record, [(t, s.demos, str(folder)) for t in todo]):
-                if say:
-                    say(f"cohub: {s.demos} demonstrations of {task} -> {folder}")
-    jobs = [(p, s, str(out)) for p in policies(options) if not p.path(out, s).is_file()]
-    if not jobs:
-        return
-    with make_executor(executor, min(workers, len(jobs))) as ex:
-        for path, blob, res in ex.map(_train, jobs):
-            write_atomic_bytes(Path(path), blob)
-            write_atomic(Path(path).with_suffix(".json"), json.dumps(
-                {k: res[k] for k in ("task", "algo", "scope", "sharing", "agent_id", "steps",
-                                     "train_s", "train_loss", "parameters")}) + "\n")
-            if say:
-                say(f"cohub: trained {Path(path).name} in {res['train_s']:.0f} s")
+    record_all(folder, list(s.tasks), s.demos + max(1, s.demos // 5), n_train=s.demos,
+               executor=executor, workers=workers,
+               say=None if say is None else
+               lambda task, _: say(f"cohub: {s.demos} demonstrations of {task} -> {folder}"))
+    root = Path(out) / "policies"
+    ps = policies(options)
+    jobs = train_jobs(root, [(_config(p, s), p.path(out, s).name) for p in ps], folder,
+                      use_val=False)
+    run_jobs(root, jobs, executor=executor, workers=workers,
+             on_done=None if say is None else lambda job, o: say(
+                 f"cohub: trained {job.key} in {o.value['train_s']:.0f} s"))
 
 
 @dataclass(frozen=True)

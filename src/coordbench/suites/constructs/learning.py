@@ -18,9 +18,11 @@ from coordbench.core.atomic import write_atomic
 from coordbench.core.stats import estimate
 from coordbench.envs.household.menu import construct_nodes
 from coordbench.envs.household.pettingzoo_env import Episode
+from coordbench.errors import ConfigError
+from coordbench.runner.jobs import Job, JobContext, JobOutput, run_jobs
 
 from .instances import select
-from .runner import load_instance
+from .runner import ConstructSpec, load_instance, run_construct
 
 
 def family(construct: str, team: int) -> tuple[list[Episode], list[Episode]]:
@@ -43,27 +45,69 @@ def checkpoint_path(out: Path, construct: str, team: int, seed: int) -> Path:
     return Path(out) / f"learned_{construct}_team{team}_seed{seed}.pt"
 
 
-def train_team(construct: str, team: int, out: Path, steps: int, seed: int = 0,
-               log: Any = None) -> dict[str, Any]:
-    """Train one team (menu PPO) on the family, test it greedily on the held-out instances,
-    write its checkpoint and result; return the result (success and completion estimates
-    over the held-out instances, the curve, training time)."""
+def train_job(arg: tuple[str, int, int, int, Any], ctx: JobContext) -> JobOutput:
+    """Train one team (menu PPO) on the family (a job on the job engine); return its
+    checkpoint and training numbers. `arg`: construct, team size, steps, seed and a progress
+    callback (local runs only)."""
+    import io
+
     from coordbench.learn import menu_ppo
 
+    construct, team, steps, seed, log = arg
     train_eps, test_eps = family(construct, team)
     cfg = menu_ppo.MenuPPOConfig(steps=steps, seed=seed, eval_every=max(1, steps // 4))
     net, res = menu_ppo.train(cfg, train_eps, test_eps, team, "with_close", False, log)
-    ok, comp = menu_ppo.evaluate_each(net, test_eps, team, "with_close", False, seed)
-    path = checkpoint_path(out, construct, team, seed)
-    Path(out).mkdir(parents=True, exist_ok=True)
     meta = {"config": res["config"], "construct": construct, "team": team,
             "train_instances": len(train_eps), "test_instances": len(test_eps)}
-    tmp = path.with_suffix(".pt.tmp")
-    menu_ppo.save(tmp, net, meta)
-    tmp.replace(path)
-    result = {**meta, "checkpoint": str(path),
+    buf = io.BytesIO()
+    menu_ppo.save(buf, net, meta)
+    training = {**meta, "train_s": res["wall_s"], "steps_per_s": res["steps_per_s"],
+                "curve": res["curve"]}
+    name = f"learned_{construct}_team{team}_seed{seed}"
+    return JobOutput({f"{name}.pt": buf.getvalue(),
+                      f"{name}.training.json": (json.dumps(training) + "\n").encode()},
+                     training)
+
+
+def test_team(checkpoint: Path, construct: str, team: int) -> tuple[list[float], list[float]]:
+    """Return (success, final completion) of the learned team on each held-out instance,
+    each played as `constructs run --agents learned` plays it (the household episode)."""
+    from coordbench.core.trajectory import HouseholdStepEvent
+
+    spec = ConstructSpec("decentralized", "learned", checkpoint=str(checkpoint))
+    ok, comp = [], []
+    for raw in select("rep240", construct, team):
+        tr = run_construct(raw, spec, f"test/{raw['task_id']}")
+        steps = tr.steps(HouseholdStepEvent)
+        ok.append(float(tr.end.success))
+        comp.append(steps[-1].completion if steps else 0.0)
+    return ok, comp
+
+
+def train_team(construct: str, team: int, out: Path, steps: int, seed: int = 0,
+               log: Any = None) -> dict[str, Any]:
+    """Train one team (menu PPO) on the family (a job: a finished one is kept), test it
+    greedily on the held-out instances through the household episode, write its checkpoint
+    and result; return the result (success and completion estimates over the held-out
+    instances, the curve, training time). ConfigError where the folder holds this team
+    trained for another number of steps."""
+    path = checkpoint_path(out, construct, team, seed)
+    done = path.with_suffix(".training.json")
+    if done.is_file():
+        trained = json.loads(done.read_text(encoding="utf-8"))
+        if trained.get("config", {}).get("steps") != steps:
+            raise ConfigError(f"{path} was trained for {trained.get('config', {}).get('steps')} "
+                              f"steps, not {steps}; use another --out or delete it")
+    job = Job(path.stem, done.name, train_job, (construct, team, steps, seed, log))
+    run_jobs(Path(out), [job])
+    training = json.loads(done.read_text(encoding="utf-8"))
+    ok, comp = test_team(path, construct, team)
+    result = {**{k: v for k, v in training.items() if k not in ("train_s", "steps_per_s",
+                                                                "curve")},
+              "checkpoint": str(path),
               "success": estimate(ok, "binary").as_dict(),
               "completion": estimate(comp, "unit").as_dict(),
-              "train_s": res["wall_s"], "steps_per_s": res["steps_per_s"], "curve": res["curve"]}
+              "train_s": training["train_s"], "steps_per_s": training["steps_per_s"],
+              "curve": training["curve"]}
     write_atomic(path.with_suffix(".json"), json.dumps(result, indent=1) + "\n")
     return result

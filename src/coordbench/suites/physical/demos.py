@@ -21,6 +21,7 @@ from coordbench.envs.physical.env import PhysicalEnv
 from coordbench.envs.physical.robot import ACTION_DIM, PROPRIO_DIM
 from coordbench.envs.physical.tasks import get_task
 from coordbench.errors import RunDirError
+from coordbench.runner.jobs import Job, JobContext, JobOutput, run_jobs
 
 from .runner import run
 
@@ -142,3 +143,57 @@ def render_frames(task_name: str, arrays: dict[str, np.ndarray],
     return frames, np.array(rows)
 
 
+
+
+def record_job(arg: tuple[str, int, bool, int, int | None], ctx: JobContext) -> JobOutput:
+    """Record one task's demonstrations (a job on the job engine); return its files, the
+    metadata file last (it marks the task done), and the metadata."""
+    task, n, images, size, n_train = arg
+    meta, files = record_demos(task, n, images=images, size=size, n_train=n_train)
+    return JobOutput(files, meta)
+
+
+def _current(folder: Path, task: str, n: int, images: bool, size: int) -> bool:
+    """Return whether `folder` holds `task`'s demonstrations recorded with these settings."""
+    try:
+        meta = json.loads((folder / f"{task}_meta.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return (isinstance(meta, dict) and sum(meta.get("episodes", {}).values()) == n
+            and bool(meta.get("images")) == images
+            and (not images or meta.get("image_size") == size))
+
+
+def demos_jobs(folder: Path, tasks: list[str], n: int, *, images: bool = False,
+               size: int = 64, n_train: int | None = None) -> list[Job]:
+    """Return one recording job per task for `folder`: a task whose demonstrations there
+    were recorded with other settings is recorded again (its files replaced when done)."""
+    return [Job(task, f"{task}_meta.json", record_job, (task, n, images, size, n_train),
+                redo=(folder / f"{task}_meta.json").is_file()
+                and not _current(folder, task, n, images, size)) for task in tasks]
+
+
+def record_all(folder: Path, tasks: list[str], n: int, *, images: bool = False,
+               size: int = 64, n_train: int | None = None, executor: str = "local",
+               workers: int = 1, say: Any = None) -> dict[str, dict[str, Any]]:
+    """Record the demonstrations of `tasks` into `folder` (one task per worker, on the job
+    engine: tasks already recorded with these settings are kept); return {task: metadata}
+    of every task, in `tasks` order. `say(task, meta)` hears of each task recorded now."""
+    folder = Path(folder)
+    run_jobs(folder, demos_jobs(folder, tasks, n, images=images, size=size, n_train=n_train),
+             executor=executor, workers=workers,
+             on_done=None if say is None else lambda job, o: say(job.key, o.value))
+    return {t: json.loads((folder / f"{t}_meta.json").read_text(encoding="utf-8"))
+            for t in tasks}
+
+
+def training_demos(root: Path, tasks: list[str], n: int, *, image_size: int | None = None,
+                   executor: str = "local", workers: int = 1, say: Any = None) -> Path:
+    """Return the folder of `n` training demonstrations per task (plus n // 5, at least one,
+    for validation) under `root`, recording those not there yet; the seeds are fixed, so a
+    folder made once serves every later run with the same count. With `image_size` the
+    demonstrations also hold egocentric frames of that size (a folder of their own)."""
+    folder = Path(root) / (f"n{n}" if image_size is None else f"n{n}_img{image_size}")
+    record_all(folder, tasks, n + max(1, n // 5), images=image_size is not None,
+               size=image_size or 64, n_train=n, executor=executor, workers=workers, say=say)
+    return folder

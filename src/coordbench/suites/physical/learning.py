@@ -12,6 +12,8 @@ own sensing where it has fallen out of step with the robot it follows (see Exper
 
 from __future__ import annotations
 
+import json
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +22,11 @@ import numpy as np
 from coordbench.agents.physical.expert import ExpertPolicy
 from coordbench.core.atomic import write_atomic_bytes
 from coordbench.envs.physical.demo_files import load_demos
+from coordbench.errors import ConfigError
 from coordbench.learn import imitation
 from coordbench.learn.imitation import PolicyConfig
+from coordbench.learn.snapshot import Snapshots
+from coordbench.runner.jobs import Job, JobContext, JobOutput
 
 from .demos import DEMO_SEED0, episode_arrays
 from .runner import run
@@ -51,35 +56,43 @@ class ShadowPolicy:
         return self.expert.label(env)
 
 
-def dagger_rounds(cfg: Any, trainer: Any) -> list[dict[str, Any]]:
+def dagger_rounds(cfg: Any, trainer: Any, snaps: Snapshots | None = None
+                  ) -> list[dict[str, Any]]:
     """Run cfg.dagger rounds on `trainer` (an imitation.Trainer already fit on the
     demonstrations); return per round the learner's success and phase rates on its own
-    rollouts, the rows added and the dataset size."""
+    rollouts, the rows added and the dataset size. A trainer restored from a snapshot
+    (`snaps`) keeps the rounds it finished and the rollouts of the round it was fitting."""
     steps = cfg.dagger_steps or max(1, cfg.steps // 2)
-    out = []
-    for r in range(cfg.dagger):
-        seeds = [DAGGER_SEED0 + 10_000 * cfg.seed + r * cfg.dagger_episodes + k
-                 for k in range(cfg.dagger_episodes)]
-        shadow = ShadowPolicy(trainer.policy(), ExpertPolicy(0.0, resync=True))
-        trs, recs = run(cfg.task, shadow, seeds, record=True, poses=False)
-        more = episode_arrays(cfg.task, list(zip(seeds, trs, recs, strict=True)),
-                              images=cfg.obs == "image", size=cfg.image_size)
-        trainer.add(more)
-        trainer.fit(steps)
-        phases = [sum(1 for e in tr.events if e.type == "physical_phase") for tr in trs]
-        out.append({"round": r + 1, "success": float(np.mean([tr.end.success for tr in trs])),
-                    "phases": {f"p{k}": float(np.mean([p >= k for p in phases]))
-                               for k in (1, 2, 3)},
-                    "rows_added": int(len(more["actions"])),
-                    "rows": int(len(trainer.data["actions"]))})
-    return out
+    if not hasattr(trainer, "rounds"):
+        trainer.rounds = []
+    for r in range(len(trainer.rounds), cfg.dagger):
+        if getattr(trainer, "round_rollouts", None) is None:  # else: resumed mid-fit
+            seeds = [DAGGER_SEED0 + 10_000 * cfg.seed + r * cfg.dagger_episodes + k
+                     for k in range(cfg.dagger_episodes)]
+            shadow = ShadowPolicy(trainer.policy(), ExpertPolicy(0.0, resync=True))
+            trs, recs = run(cfg.task, shadow, seeds, record=True, poses=False)
+            more = episode_arrays(cfg.task, list(zip(seeds, trs, recs, strict=True)),
+                                  images=cfg.obs == "image", size=cfg.image_size)
+            trainer.add(more)
+            phases = [sum(1 for e in tr.events if e.type == "physical_phase") for tr in trs]
+            trainer.round_rollouts = {
+                "round": r + 1, "success": float(np.mean([tr.end.success for tr in trs])),
+                "phases": {f"p{k}": float(np.mean([p >= k for p in phases])) for k in (1, 2, 3)},
+                "rows_added": int(len(more["actions"]))}
+        trainer.fit(steps, snaps, stage=r + 1)
+        trainer.rounds.append({**trainer.round_rollouts,
+                               "rows": int(len(trainer.data["actions"]))})
+        trainer.round_rollouts = None
+    return list(trainer.rounds)
 
 
 def fit_on(cfg: PolicyConfig, train: dict[str, np.ndarray],
-           val: dict[str, np.ndarray] | None) -> tuple[dict[str, Any], bytes]:
-    """Train the baseline on demonstration arrays and DAgger rounds where cfg.dagger > 0;
-    return (losses, rounds and timing, checkpoint bytes)."""
-    return imitation.fit_on(cfg, train, val, dagger_rounds)
+           val: dict[str, np.ndarray] | None, snapshots: Any = None
+           ) -> tuple[dict[str, Any], bytes]:
+    """Train the baseline on demonstration arrays and DAgger rounds where cfg.dagger > 0,
+    continuing from the last snapshot in `snapshots` if there is one; return (losses, rounds
+    and timing, checkpoint bytes)."""
+    return imitation.fit_on(cfg, train, val, dagger_rounds, snapshots)
 
 
 def train_policy(cfg: PolicyConfig, demos_dir: Path, out: Path) -> dict[str, Any]:
@@ -98,3 +111,51 @@ def fit_policy(cfg: PolicyConfig, demos_dir: Path) -> tuple[dict[str, Any], byte
     val_path = Path(demos_dir) / f"{cfg.task}_val.npz"
     val = load_demos(val_path) if val_path.is_file() else None
     return fit_on(cfg, train, val)
+
+
+def train_job(arg: tuple[PolicyConfig, str, str, bool], ctx: JobContext) -> JobOutput:
+    """Train one policy (a job on the job engine), continuing from its last snapshot if a
+    killed run left one; return its checkpoint and its result file `<checkpoint>.json` (the
+    training numbers, config and demonstrations: written last, it marks the policy done).
+    `arg`: the config, the demonstrations folder, the checkpoint's file name in the job's
+    root, and whether to report the validation loss (on `<task>_val.npz`, where present)."""
+    cfg, demos, name, use_val = arg
+    train = load_demos(Path(demos) / f"{cfg.task}_train.npz")
+    val_path = Path(demos) / f"{cfg.task}_val.npz"
+    val = load_demos(val_path) if use_val and val_path.is_file() else None
+    res, blob = fit_on(cfg, train, val, snapshots=ctx)
+    res = {**res, "demos": str(demos), "config": asdict(cfg)}
+    return JobOutput({name: blob, result_name(name): (json.dumps(res, indent=1) + "\n").encode()},
+                     res)
+
+
+def result_name(checkpoint: str) -> str:
+    """Return the file name of a policy's result, beside its checkpoint."""
+    return str(Path(checkpoint).with_suffix(".json"))
+
+
+def train_jobs(root: Path, items: list[tuple[PolicyConfig, str]], demos: Path,
+               use_val: bool = True) -> list[Job]:
+    """Return one training job per (config, checkpoint name in `root`); ConfigError (one
+    line) where a finished policy there was trained with other settings."""
+    jobs = []
+    for cfg, name in items:
+        done = Path(root) / result_name(name)
+        if done.is_file():
+            try:
+                old = json.loads(done.read_text(encoding="utf-8"))
+            except ValueError:
+                raise ConfigError(f"{done} is not a training result; delete it to retrain "
+                                  "that policy") from None
+            now = json.loads(json.dumps(asdict(cfg)))
+            if "config" in old and old["config"] != now:
+                diff = sorted(k for k in now if old["config"].get(k) != now[k])
+                raise ConfigError(f"{Path(root) / name} was trained with other settings "
+                                  f"({', '.join(diff)}); use another --out or delete it")
+        jobs.append(Job(name, result_name(name), train_job, (cfg, str(demos), name, use_val)))
+    return jobs
+
+
+def read_result(root: Path, checkpoint: str) -> dict[str, Any]:
+    """Return a finished policy's result (its `<checkpoint>.json`)."""
+    return json.loads((Path(root) / result_name(checkpoint)).read_text(encoding="utf-8"))
