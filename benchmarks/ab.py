@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from coordbench.learn.core import one_thread
-from coordbench.learn.registry import paper_config, train
+from coordbench.learn.methods import paper_config, train
 
 
 def train_rate(algo: str, config: str, steps: int, utd: float = 8.0,

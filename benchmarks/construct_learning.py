@@ -27,9 +27,9 @@ from pathlib import Path
 from coordbench.core.stats import estimate
 from coordbench.metrics.constructs import episode_metrics
 from coordbench.metrics.profile import episode_profile
+from coordbench.suites.constructs.episode import ConstructSpec, run_construct
 from coordbench.suites.constructs.instances import select
 from coordbench.suites.constructs.learning import checkpoint_path, train_team
-from coordbench.suites.constructs.runner import ConstructSpec, run_construct
 
 TEAMS = {"oracle": ConstructSpec("decentralized", "oracle"),
          "rule central": ConstructSpec("central", "rule"),
@@ -54,8 +54,8 @@ def household_rows(steps: int, seeds: list[int]) -> list[dict]:
     same held-out tasks."""
     from coordbench.core.trajectory import HouseholdStepEvent
     from coordbench.learn import menu_ppo
+    from coordbench.suites.mecobench.episode import HouseholdSpec, run_case
     from coordbench.suites.mecobench.instances import load_suite
-    from coordbench.suites.mecobench.runner import HouseholdSpec, run_case
 
     tasks = [t for t in load_suite("v1") if t.structure == "parallel"]
     train = [(t, None) for k, t in enumerate(tasks) if k % 4]

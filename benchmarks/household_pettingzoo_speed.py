@@ -29,8 +29,8 @@ import numpy as np
 from coordbench.envs.household.engine import HouseholdEnv
 from coordbench.envs.household.menu import construct_nodes
 from coordbench.envs.household.pettingzoo_env import HouseholdParallelEnv
+from coordbench.suites.constructs.episode import load_instance
 from coordbench.suites.constructs.instances import select
-from coordbench.suites.constructs.runner import load_instance
 from coordbench.suites.mecobench.instances import load_suite
 
 

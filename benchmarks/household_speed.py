@@ -40,8 +40,8 @@ from pathlib import Path
 from coordbench.core.trajectory import HouseholdStepEvent
 from coordbench.envs.household.actions import Action
 from coordbench.envs.household.engine import HouseholdEnv
+from coordbench.suites.mecobench.episode import HouseholdSpec, run_case
 from coordbench.suites.mecobench.instances import load_suite
-from coordbench.suites.mecobench.runner import HouseholdSpec, run_case
 
 
 def _episodes(tasks, spec_for):

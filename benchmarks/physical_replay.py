@@ -33,7 +33,7 @@ def _without_poses(tr) -> list:
 def measure(task: str, rollouts: int, repeats: int) -> dict:
     """Return rollouts/s and bytes per episode with and without poses for one task."""
     from coordbench.agents.physical.expert import ExpertPolicy
-    from coordbench.suites.physical.runner import run
+    from coordbench.suites.physical.episode import run
 
     wall = {False: 0.0, True: 0.0}
     cpu = {False: 0.0, True: 0.0}
@@ -71,7 +71,7 @@ def recording_ms(task: str, samples: int, repeats: int = 20) -> float:
     encoding into the event."""
     from coordbench.envs.physical.env import PhysicalEnv
     from coordbench.envs.physical.tasks import get_task
-    from coordbench.suites.physical.runner import PoseTrack, pose
+    from coordbench.suites.physical.episode import PoseTrack, pose
 
     env = PhysicalEnv(get_task(task))
     env.reset(1)
@@ -89,7 +89,7 @@ def recording_ms(task: str, samples: int, repeats: int = 20) -> float:
 def render_cost(task: str, width: int, height: int) -> dict:
     """Return the seconds, frames and file size of seed 1's video."""
     from coordbench.agents.physical.expert import ExpertPolicy
-    from coordbench.suites.physical.runner import run
+    from coordbench.suites.physical.episode import run
     from coordbench.suites.physical.video import render_video
 
     tr = run(task, ExpertPolicy(0.0), [1])[0][0]

@@ -24,7 +24,7 @@ from pathlib import Path
 def evaluate(task: str, rollouts: int) -> dict:
     """Run the expert on seeds 1..N; return timing and success."""
     from coordbench.agents.physical.expert import ExpertPolicy
-    from coordbench.suites.physical.runner import run
+    from coordbench.suites.physical.episode import run
 
     start = time.perf_counter()
     steps = wins = 0

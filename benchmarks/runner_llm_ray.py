@@ -30,11 +30,11 @@ from coordbench.core.trajectory import ModelCallEvent  # noqa: E402
 from coordbench.llm.client import HarnessSettings  # noqa: E402
 from coordbench.llm.loopback import ScriptedServer  # noqa: E402
 from coordbench.runner import run_conditions  # noqa: E402
-from coordbench.suites.mecobench.runner import HouseholdSpec  # noqa: E402
+from coordbench.suites.mecobench.episode import HouseholdSpec  # noqa: E402
 from coordbench.suites.mecobench.suite import (  # noqa: E402
     SUITE,
-    HouseholdResources,
-    household_condition,
+    MecobenchResources,
+    mecobench_condition,
 )
 from tests.scripted_team import household_reply  # noqa: E402
 
@@ -59,13 +59,13 @@ def sweep(root: Path, base_url: str, executor: str, workers: int) -> tuple[RunDi
     models.write_text(f"models:\n  scripted:\n    base_url: {base_url}\n    model: scripted-1\n"
                       "    max_retries: 3\n    timeout_s: 10\n    max_connections: 4\n")
     settings = HarnessSettings(str(models), cache=False, seed=0)
-    plan = [(SUITE, household_condition(None, "v1", HouseholdSpec(
+    plan = [(SUITE, mecobench_condition(None, "v1", HouseholdSpec(
         "parallel", 2, proto, "llm", seed=seed, model="scripted")), 2)
         for proto in PROTOCOLS for seed in (0, 1)]
     run = RunDir.create_or_open(root / "run")
     start = time.perf_counter()
     run_conditions(run, plan, executor=executor, workers=workers,
-                   resources=HouseholdResources(settings, max_steps=4), in_flight=4)
+                   resources=MecobenchResources(settings, max_steps=4), in_flight=4)
     return run, time.perf_counter() - start
 
 

@@ -32,7 +32,7 @@ from coordbench.envs.stat.config import get_config
 from coordbench.envs.stat.vec import StatVecEnv
 from coordbench.learn.core import TrainConfig, adam, masked_max
 from coordbench.learn.dqn import DQN, encode, joint_mask
-from coordbench.learn.registry import make, paper_config, train
+from coordbench.learn.methods import make, paper_config, train
 
 CONFIGS = ("3A-6T-10x6", "3A-12T-10x6")
 VARIANTS = ("full", "chosen", "chosen+valid")

@@ -35,7 +35,7 @@ import numpy as np
 from coordbench.core.atomic import write_atomic
 from coordbench.core.stats import mean_ci
 from coordbench.errors import ConfigError
-from coordbench.learn.registry import paper_config, train_configs
+from coordbench.learn.methods import paper_config, train_configs
 from coordbench.report.stat_train_report import (
     gap_closed,
     group,

@@ -71,7 +71,7 @@ def main() -> None:
     ap.add_argument("--seeds", default="0-4", help="training seeds, e.g. 0-4 or 1,3")
     args = ap.parse_args()
     if args.run:
-        from coordbench.learn.registry import paper_config
+        from coordbench.learn.methods import paper_config
         from coordbench.learn.sweep import parse_seeds, sweep
 
         out = Path("runs/fidelity") / f"utd{args.utd:g}"

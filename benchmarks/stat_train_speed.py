@@ -24,7 +24,7 @@ import platform
 import time
 from pathlib import Path
 
-from coordbench.learn.registry import paper_config, train
+from coordbench.learn.methods import paper_config, train
 
 # (algo, config) pairs measured; DQN only where the paper runs it.
 PAIRS = [(a, "3A-6T-10x6") for a in ("dqn", "fdqn", "vdn", "qmix", "qtran", "iql", "coma")]

@@ -13,8 +13,8 @@ from coordbench.cli import app
 from coordbench.core.trajectory import HouseholdStepEvent, MessageEvent, ModelCallEvent
 from coordbench.metrics.constructs import episode_metrics
 from coordbench.metrics.profile import episode_profile
+from coordbench.suites.constructs.episode import ConstructSpec, run_construct
 from coordbench.suites.constructs.instances import select
-from coordbench.suites.constructs.runner import ConstructSpec, run_construct
 from tests.cli_errors import error_line
 
 TALKING = ("broadcast", "discuss", "leader", "shared_memory")

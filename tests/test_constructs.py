@@ -22,9 +22,9 @@ from coordbench.envs.household.actions import Action
 from coordbench.envs.household.engine import HouseholdEnv
 from coordbench.envs.household.task import task_from_dict
 from coordbench.metrics import constructs as C
+from coordbench.suites.constructs.episode import ConstructSpec, run_construct
 from coordbench.suites.constructs.families import FAMILIES
 from coordbench.suites.constructs.instances import V1_SHA256, fingerprint, select, v1
-from coordbench.suites.constructs.runner import ConstructSpec, run_construct
 
 W = Action("wait")
 
@@ -155,7 +155,7 @@ def test_cross_applied_scores_are_defined_where_their_facts_exist(planner, agent
 
 
 def test_score_facts_complete_an_instance_without_changing_its_own():
-    from coordbench.suites.constructs.runner import load_instance, score_facts
+    from coordbench.suites.constructs.episode import load_instance, score_facts
 
     for construct in ("D1", "D2", "D3", "D4"):
         raw = select("rep240", construct)[0]
@@ -172,7 +172,7 @@ def test_score_facts_complete_an_instance_without_changing_its_own():
 
 
 def test_buffer_capacity_is_a_parameter_the_oracle_respects():
-    from coordbench.suites.constructs.runner import with_capacity
+    from coordbench.suites.constructs.episode import with_capacity
 
     raws = select("rep240", "D4")[::4]
     for cap in (1, 3):

@@ -122,14 +122,14 @@ def test_every_team_factory_builds_a_runner_team():
     from coordbench.envs.household.engine import HouseholdEnv
     from coordbench.envs.household.task import load_tasks
     from coordbench.runner import Team
-    from coordbench.suites.constructs.runner import (
+    from coordbench.suites.constructs.episode import (
         ConstructSpec,
         InstanceTeam,
         make_team,
     )
     from coordbench.suites.household_episode import HouseholdTeam
+    from coordbench.suites.mecobench.episode import HouseholdSpec, make_case_team
     from coordbench.suites.mecobench.instances import PARALLEL_EXAMPLES
-    from coordbench.suites.mecobench.runner import HouseholdSpec, make_case_team
 
     task = load_tasks(PARALLEL_EXAMPLES)[0]
     env = HouseholdEnv(task, 2, 0)

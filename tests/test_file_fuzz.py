@@ -92,7 +92,7 @@ def example_tasks() -> list[dict]:
 
 def test_mutated_mecobench_task_files_are_refused_or_played(tmp_path, example_tasks):
     from coordbench.metrics.household import episode_metrics
-    from coordbench.suites.mecobench.runner import HouseholdSpec, arun_case
+    from coordbench.suites.mecobench.episode import HouseholdSpec, arun_case
 
     counts: Counter[str] = Counter()
     protocols = ("none", "broadcast", "leader")
@@ -118,9 +118,9 @@ def test_mutated_mecobench_task_files_are_refused_or_played(tmp_path, example_ta
 
 def test_mutated_construct_instance_files_are_refused_or_played(tmp_path):
     from coordbench.metrics.constructs import episode_metrics
+    from coordbench.suites.constructs.episode import ConstructSpec, run_construct
     from coordbench.suites.constructs.families import CONSTRUCTS, FAMILIES
     from coordbench.suites.constructs.instances import TEAMS, generate
-    from coordbench.suites.constructs.runner import ConstructSpec, run_construct
     from coordbench.suites.constructs.suite import load_instance_file
 
     # one gated instance per construct and team size (as the v1 set draws them): every

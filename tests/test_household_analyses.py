@@ -242,8 +242,8 @@ def test_conflict_sets_paper_default_and_with_close():
 
 def test_oracle_team_never_conflicts():
     from coordbench.metrics.household import conflict_action_rate
+    from coordbench.suites.mecobench.episode import HouseholdSpec, run_case
     from coordbench.suites.mecobench.instances import load_suite
-    from coordbench.suites.mecobench.runner import HouseholdSpec, run_case
 
     tasks = load_suite("v1")[:96:4]
     for team in (2, 4):
@@ -257,8 +257,8 @@ def test_rule_minds_use_the_appearance_prior():
     it grabs it, puts it back and says so; with the descriptions it never does."""
     from coordbench.agents.household.rule import CONFUSION, LOOKALIKES, RuleMind
     from coordbench.metrics.household import wrong_class_grabs
+    from coordbench.suites.mecobench.episode import HouseholdSpec, run_case
     from coordbench.suites.mecobench.instances import load_suite
-    from coordbench.suites.mecobench.runner import HouseholdSpec, run_case
 
     assert 0 < CONFUSION < 1 and "waterglass" in LOOKALIKES["wineglass"]
     assert all(a in LOOKALIKES[b] for a, bs in LOOKALIKES.items() for b in bs)  # symmetric
@@ -279,7 +279,7 @@ def test_rule_minds_use_the_appearance_prior():
 def test_rule_minds_open_the_furniture_a_location_prior_names():
     """A goal object inside a closed container: with the location prior the mind opens the
     named container first and finishes sooner than without it."""
-    from coordbench.suites.mecobench.runner import HouseholdSpec, run_case
+    from coordbench.suites.mecobench.episode import HouseholdSpec, run_case
 
     task = _v1(2)
     steps = {p: len(run_case(task, HouseholdSpec("parallel", 1, prior=p), 2, "x").steps(

@@ -166,7 +166,7 @@ def test_malformed_task_files_name_file_task_and_field(tmp_path):
 
 def test_views_are_deterministic_labelled_pngs_stored_once(tmp_path):
     from coordbench.envs.household.render import ImageStore, png_bytes, render_agent
-    from coordbench.suites.mecobench.runner import HouseholdSpec, run_case
+    from coordbench.suites.mecobench.episode import HouseholdSpec, run_case
 
     task = tasks("parallel")[0]
     env = HouseholdEnv(task, 2, seed=0)

@@ -15,8 +15,8 @@ from coordbench.cli import app
 from coordbench.envs.household.menu import N_FEATURES, construct_nodes
 from coordbench.envs.household.pettingzoo_env import HouseholdParallelEnv
 from coordbench.errors import ActionError
+from coordbench.suites.constructs.episode import load_instance
 from coordbench.suites.constructs.instances import select
-from coordbench.suites.constructs.runner import load_instance
 from coordbench.suites.mecobench.instances import load_suite
 from tests.cli_errors import error_line
 

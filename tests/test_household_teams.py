@@ -7,8 +7,8 @@ import pytest
 from coordbench.agents.household.protocols import PROTOCOLS
 from coordbench.envs.household.task import load_tasks
 from coordbench.metrics.household import episode_metrics
+from coordbench.suites.mecobench.episode import HouseholdSpec, run_case
 from coordbench.suites.mecobench.instances import PARALLEL_EXAMPLES, SEQUENTIAL_EXAMPLES
-from coordbench.suites.mecobench.runner import HouseholdSpec, run_case
 
 
 def mean_metric(path, structure, n, protocol, key, seeds=range(4)):

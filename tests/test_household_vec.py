@@ -27,8 +27,8 @@ from coordbench.envs.household.menu import (
 from coordbench.envs.household.pettingzoo_env import HouseholdParallelEnv
 from coordbench.envs.household.vec import OUTCOME_CODES, HouseholdVecEnv
 from coordbench.errors import ActionError, ConfigError
+from coordbench.suites.constructs.episode import load_instance
 from coordbench.suites.constructs.instances import select
-from coordbench.suites.constructs.runner import load_instance
 from coordbench.suites.mecobench.instances import load_suite
 from tests.test_household_pettingzoo import _construct_eps
 
@@ -160,8 +160,8 @@ def recorded_plan(task, n: int, raw=None) -> list[list[Action]]:
     """Return the joint actions a rule team played on `task` (a construct instance's `raw`:
     its central planner)."""
     from coordbench.core.trajectory import HouseholdStepEvent
-    from coordbench.suites.constructs.runner import ConstructSpec, run_construct
-    from coordbench.suites.mecobench.runner import HouseholdSpec, run_case
+    from coordbench.suites.constructs.episode import ConstructSpec, run_construct
+    from coordbench.suites.mecobench.episode import HouseholdSpec, run_case
 
     tr = (run_case(task, HouseholdSpec(task.structure, n), 0, "plan") if raw is None
           else run_construct(raw, ConstructSpec(), "plan"))
@@ -264,7 +264,7 @@ def play_beside_engine(cases, n: int, seed: int, conflict_set: str,
 def test_perturbed_plans_meet_every_rule_of_the_engine(v1, verbs):
     """With every verb (and an unknown one) the masks are compared too; with the verbs that
     have a feature slot, the entry features as well."""
-    from coordbench.suites.constructs.runner import with_capacity
+    from coordbench.suites.constructs.episode import with_capacity
 
     verbs = (*ACTIONS, "fly") if verbs == "every verb" else VERBS
     met: set[str] = set()

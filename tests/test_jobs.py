@@ -67,7 +67,7 @@ class _Store:
 
 @pytest.mark.parametrize("algo,kill", [("qmix", 70), ("mappo", 3), ("coma", 12)])
 def test_a_killed_stat_training_resumes_to_the_uninterrupted_result(algo, kill):
-    from coordbench.learn.registry import checkpoint_bytes, make, train, train_configs
+    from coordbench.learn.methods import checkpoint_bytes, make, train, train_configs
 
     tc = train_configs("3A-6T-10x6", algo, [0], steps=2560, eval_every=640, eval_episodes=4,
                        num_envs=32 if algo != "coma" else 8)[0]

@@ -21,7 +21,7 @@ from coordbench.learn.core import (
     masked_argmax,
 )
 from coordbench.learn.dqn import DENSE_ROW_AT, decode, encode, joint_mask, valid_max
-from coordbench.learn.registry import (
+from coordbench.learn.methods import (
     METHODS,
     CheckpointError,
     load_checkpoint,
@@ -275,7 +275,7 @@ def test_train_cli_json_and_resume(tmp_path):
 
 
 def test_training_progress_lines_follow_the_live_log(tmp_path):
-    from coordbench.learn.registry import train_configs
+    from coordbench.learn.methods import train_configs
     from coordbench.learn.sweep import _Progress
 
     tc = train_configs("3A-6T-5x3", "vdn", [3], steps=5000)[0]

@@ -4,6 +4,7 @@ import collections
 import json
 
 from coordbench.suites.mecobench.catalog import OBJECTS, TEMPLATES
+from coordbench.suites.mecobench.episode import HouseholdSpec, run_case
 from coordbench.suites.mecobench.generator import draw_task, placement_gate
 from coordbench.suites.mecobench.instances import (
     V1_SHA256,
@@ -13,7 +14,6 @@ from coordbench.suites.mecobench.instances import (
     v1_plan,
     v1_raw,
 )
-from coordbench.suites.mecobench.runner import HouseholdSpec, run_case
 
 
 def test_v1_is_regenerated_bit_for_bit():

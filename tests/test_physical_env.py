@@ -9,7 +9,7 @@ from coordbench.envs.physical.env import JACOBIANS, PhysicalEnv
 from coordbench.envs.physical.scene import CONTROL_DT
 from coordbench.envs.physical.tasks import TASKS, get_task
 from coordbench.errors import ActionError, ConfigError
-from coordbench.suites.physical.runner import run
+from coordbench.suites.physical.episode import run
 
 
 @pytest.mark.parametrize("name", sorted(TASKS))
@@ -79,7 +79,7 @@ def test_bad_input_is_a_one_line_error():
 
 
 def test_a_partner_letting_go_mid_carry_is_a_drop_but_a_handover_is_not():
-    from coordbench.suites.physical.runner import CouplingMonitor
+    from coordbench.suites.physical.episode import CouplingMonitor
 
     task = get_task("CoCarry")
     env = PhysicalEnv(task)

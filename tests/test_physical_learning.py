@@ -23,13 +23,13 @@ from coordbench.learn.imitation import (
     stacked_obs,
 )
 from coordbench.suites.physical.demos import make_demos
+from coordbench.suites.physical.episode import run
 from coordbench.suites.physical.learning import (
     DAGGER_SEED0,
     ShadowPolicy,
     dagger_rounds,
     train_policy,
 )
-from coordbench.suites.physical.runner import run
 
 
 @pytest.fixture(scope="module")
@@ -275,7 +275,7 @@ def test_train_bad_input_is_one_line(tmp_path, args, msg):
 def test_a_carrier_releases_only_once_its_torso_is_down():
     from dataclasses import replace
 
-    from coordbench.envs.physical.expert import LOWERED, CarryExpert
+    from coordbench.envs.physical.operators import LOWERED, CarryExpert
 
     env = PhysicalEnv(get_task("CoCarry"))
     env.reset(2)

@@ -34,7 +34,7 @@ from coordbench.envs.physical.scene import CONTROL_DT
 from coordbench.envs.physical.tasks import TASKS, get_task
 from coordbench.llm.loopback import ScriptedServer
 from coordbench.metrics.profile import physical_profile
-from coordbench.suites.physical.runner import run
+from coordbench.suites.physical.episode import run
 from tests.cli_errors import error_line
 
 runner = CliRunner()

@@ -23,8 +23,8 @@ from coordbench.envs.physical import poses as pose
 from coordbench.envs.physical.env import PhysicalEnv
 from coordbench.envs.physical.tasks import get_task
 from coordbench.errors import ConfigError, CoordbenchError, RunDirError
+from coordbench.suites.physical.episode import POSE_EVERY, POSE_UNIT, run
 from coordbench.suites.physical.replay import recorded_poses
-from coordbench.suites.physical.runner import POSE_EVERY, POSE_UNIT, run
 from coordbench.suites.physical.video import video_frames
 
 cli = CliRunner()

@@ -16,8 +16,8 @@ from coordbench.learn.imitation import (
 )
 from coordbench.report.physical_report import main_summary, phase_summary
 from coordbench.suites.physical.demos import make_demos
+from coordbench.suites.physical.episode import run
 from coordbench.suites.physical.learning import train_policy
-from coordbench.suites.physical.runner import run
 from coordbench.suites.physical.suite import (
     evaluate_main,
     evaluate_phases,

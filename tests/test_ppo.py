@@ -12,8 +12,7 @@ from coordbench.envs.stat.layouts import paper_layout
 from coordbench.envs.stat.vec import StatVecEnv
 from coordbench.learn.coma import masked_probs
 from coordbench.learn.core import evaluate, evaluate_policy
-from coordbench.learn.ppo import MAPPO, PPOSettings, gae, masked_log_probs
-from coordbench.learn.registry import (
+from coordbench.learn.methods import (
     checkpoint_bytes,
     load_checkpoint,
     make,
@@ -21,6 +20,7 @@ from coordbench.learn.registry import (
     train,
     train_configs,
 )
+from coordbench.learn.ppo import MAPPO, PPOSettings, gae, masked_log_probs
 
 
 def test_masked_policy_puts_exactly_zero_off_the_mask_and_finite_log_probs_on_it():
@@ -284,7 +284,7 @@ def test_a_richer_observation_is_labelled_trained_on_and_kept_with_its_checkpoin
     import coordbench.learn.ppo as ppo_module
     from coordbench.errors import ConfigError
     from coordbench.learn.core import env_config, method_label
-    from coordbench.learn.registry import checkpoint_policy
+    from coordbench.learn.methods import checkpoint_policy
     from coordbench.suites.stat.suite import StatEvalSpec
 
     # the paper's own count is the paper's observation: no label, no extra
@@ -340,7 +340,7 @@ def test_the_observation_memory_is_labelled_read_by_the_pair_network_and_kept_in
     from coordbench.envs.stat.memory import ObservationMemory, memory_of, width
     from coordbench.errors import ConfigError
     from coordbench.learn.core import method_label
-    from coordbench.learn.registry import checkpoint_policy
+    from coordbench.learn.methods import checkpoint_policy
 
     for algo, arch in (("vdn", "pair"), ("mappo", "mlp")):
         with pytest.raises(ConfigError, match="--memory needs --arch pair or pair-seq"):

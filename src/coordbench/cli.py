@@ -11,7 +11,7 @@ from pathlib import Path
 
 import typer
 
-from coordbench.commands import data, models, reproduce, view
+from coordbench.commands import models, reproduce, tables, view
 from coordbench.commands.common import err, executor_option, out, play, workers_option
 from coordbench.core.provenance import VERSION as __version__
 from coordbench.errors import ConfigError, CoordbenchError
@@ -67,9 +67,9 @@ def add_family_commands() -> None:
 add_family_commands()
 app.add_typer(models.app, name="models")
 app.command("view")(view.view)
-app.command("export")(data.export)
-app.command("table")(data.table)
-app.command("profile")(data.profile)
+app.command("export")(tables.export)
+app.command("table")(tables.table)
+app.command("profile")(tables.profile)
 app.command("reproduce")(reproduce.reproduce)
 
 

@@ -63,7 +63,7 @@ def constructs_run(
         summarize_trajectories,
     )
     from coordbench.report.format import estimate_json
-    from coordbench.suites.constructs.runner import ConstructSpec
+    from coordbench.suites.constructs.episode import ConstructSpec
     from coordbench.suites.constructs.suite import HEADLINE, SUITE, ConstructCondition
 
     check_range("--limit", limit, 1, MAX_EPISODES)

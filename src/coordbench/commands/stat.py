@@ -131,7 +131,7 @@ def stat_train(
     """Train a cooperative MARL method on STAT over seeds (one seed per worker); final and
     max return with CIs."""
     need_torch()
-    from coordbench.learn.registry import train_configs
+    from coordbench.learn.methods import train_configs
     from coordbench.learn.sweep import MAX_NUM_ENVS, MAX_TRAIN_STEPS, parse_seeds, summarize, sweep
     from coordbench.report.format import estimate_json
     from coordbench.runner import check_executor
@@ -193,7 +193,7 @@ def stat_tune(
     """Run the paper's hyperparameter grid (its Appendix D) and select by mean evaluation
     return over the final 20% of checkpoints; writes OUT/tune.json with the chosen settings."""
     need_torch()
-    from coordbench.learn.registry import train_configs
+    from coordbench.learn.methods import train_configs
     from coordbench.learn.sweep import MAX_TRAIN_STEPS, parse_seeds
     from coordbench.learn.tune import tune
     from coordbench.runner import check_executor

@@ -25,7 +25,7 @@ from coordbench.runner.executors import check_executor
 from coordbench.runner.jobs import Job, JobContext, JobOutput, is_done, run_jobs
 
 from .core import TrainConfig, method_label
-from .registry import checkpoint_bytes, make, train
+from .methods import checkpoint_bytes, make, train
 from .result_file import parse_result, result_text
 
 MAX_SEEDS = 1000

@@ -94,7 +94,7 @@ def keys(options: Options) -> list[Key]:
 
 
 def _condition(key: Key, options: Options):
-    from coordbench.suites.constructs.runner import ConstructSpec
+    from coordbench.suites.constructs.episode import ConstructSpec
     from coordbench.suites.constructs.suite import ConstructCondition
 
     agents = "oracle" if key.who == "oracle" else ("llm" if options.model else "rule")

@@ -68,7 +68,7 @@ class Key:
 
 
 def _learned_configs(options: Options) -> list[Any]:
-    from coordbench.learn.registry import train_configs
+    from coordbench.learn.methods import train_configs
 
     configs = STAT_CONFIGS[:1] if options.quick else STAT_CONFIGS[:2]
     seeds = [0] if options.quick else [0, 1, 2]
@@ -116,19 +116,19 @@ def _stat_episodes(key: Key, options: Options) -> int:
 
 def _condition(key: Key, options: Options, out: Path) -> tuple[Any, Any, int | None]:
     if key.family == "household":
-        from coordbench.suites.mecobench.runner import HouseholdSpec
+        from coordbench.suites.mecobench.episode import HouseholdSpec
         from coordbench.suites.mecobench.suite import SUITE as HS
-        from coordbench.suites.mecobench.suite import household_condition
+        from coordbench.suites.mecobench.suite import mecobench_condition
 
         from .mecobench import quick_tasks
 
         spec = HouseholdSpec("parallel", int(key.where), key.protocol, key.who, "full", 0,
                              options.model if key.who == "llm" else None)
-        cond = (household_condition(str(quick_tasks(out)), None, spec) if options.quick
-                else household_condition(None, "v1", spec))
+        cond = (mecobench_condition(str(quick_tasks(out)), None, spec) if options.quick
+                else mecobench_condition(None, "v1", spec))
         return HS, cond, options.limit if key.who == "llm" else None
     if key.family == "constructs":
-        from coordbench.suites.constructs.runner import ConstructSpec
+        from coordbench.suites.constructs.episode import ConstructSpec
         from coordbench.suites.constructs.suite import SUITE as CS
         from coordbench.suites.constructs.suite import ConstructCondition
 
@@ -168,10 +168,10 @@ def labels(options: Options, out: Path) -> list[str]:
 def resources(options: Options):
     """Return the run's resources: the model harness with `--model` (every family reads its
     `harness`), else none."""
-    from coordbench.suites.mecobench.suite import HouseholdResources
+    from coordbench.suites.mecobench.suite import MecobenchResources
 
     settings = model_settings(options)
-    return None if settings is None else HouseholdResources(settings)
+    return None if settings is None else MecobenchResources(settings)
 
 
 def episodes(run: RunDir, options: Options, out: Path) -> Episodes:

@@ -119,15 +119,15 @@ def quick_tasks(out: Path) -> Path:
 
 
 def _condition(key: Key, options: Options, out: Path):
-    from coordbench.suites.mecobench.runner import HouseholdSpec
-    from coordbench.suites.mecobench.suite import household_condition
+    from coordbench.suites.mecobench.episode import HouseholdSpec
+    from coordbench.suites.mecobench.suite import mecobench_condition
 
     agents = "oracle" if key.who == "oracle" else ("llm" if options.model else "rule")
     spec = HouseholdSpec(key.structure, key.team, key.protocol, agents, key.prior, 0,
                          options.model if agents == "llm" else None)
     if options.quick:
-        return household_condition(str(quick_tasks(out)), None, spec)
-    return household_condition(None, "v1", spec)
+        return mecobench_condition(str(quick_tasks(out)), None, spec)
+    return mecobench_condition(None, "v1", spec)
 
 
 def plan(options: Options, out: Path) -> list[tuple]:
@@ -140,12 +140,12 @@ def plan(options: Options, out: Path) -> list[tuple]:
 def resources(options: Options):
     """Return the household resources of the study's runs (the model harness with `--model`,
     the step cap with `--max-steps`)."""
-    from coordbench.suites.mecobench.suite import HouseholdResources
+    from coordbench.suites.mecobench.suite import MecobenchResources
 
     settings = model_settings(options)
     if settings is None and options.max_steps is None:
         return None
-    return HouseholdResources(settings, max_steps=options.max_steps)
+    return MecobenchResources(settings, max_steps=options.max_steps)
 
 
 def episodes(run: RunDir, options: Options, out: Path) -> Episodes:

@@ -68,7 +68,7 @@ class Settings:
 def default_methods() -> tuple[str, ...]:
     """Return the paper's seven methods plus every registered method beyond them (MAPPO,
     IPPO)."""
-    from coordbench.learn.registry import METHODS
+    from coordbench.learn.methods import METHODS
 
     return PAPER_METHODS + tuple(m for m in METHODS if m not in PAPER_METHODS)
 
@@ -76,7 +76,7 @@ def default_methods() -> tuple[str, ...]:
 def settings(options: Options) -> Settings:
     """Return the sweep `options` asks for (ConfigError on an unknown regime or method)."""
     from coordbench.learn.core import ARCHS, check_arch
-    from coordbench.learn.registry import METHODS
+    from coordbench.learn.methods import METHODS
 
     quick = options.quick
     regime = options.regime or ("all" if quick else "baseline")
@@ -100,7 +100,7 @@ def settings(options: Options) -> Settings:
 def train_plan(options: Options) -> list[Any]:
     """Return the sweep's TrainConfigs: every method on every configuration it can run on
     (DQN's joint action space exists only on the 3-agent configurations), every seed."""
-    from coordbench.learn.registry import check_algo, train_configs
+    from coordbench.learn.methods import check_algo, train_configs
 
     s = settings(options)
     out = []

@@ -167,10 +167,10 @@ register(Family(
                   "teams": [{"structure": "parallel", "team": 3},
                             {"structure": "sequential", "team": 2}],
                   "protocols": ["none", "broadcast"], "agents": "rule"},
-    condition=f"{_S}.mecobench.suite:api_condition", report=f"{_R}.household_report:section",
+    condition=f"{_S}.mecobench.suite:api_condition", report=f"{_R}.mecobench_report:section",
     figures=f"{_R}.figures:mecobench_figures", replay=f"{_V}.mecobench:picture",
     warm=f"{_V}.mecobench:warm", profile=f"{_P}:household_profile",
-    commands=f"{_C}.household:app", command="mecobench", prefixes=("mecobench_",)))
+    commands=f"{_C}.mecobench:app", command="mecobench", prefixes=("mecobench_",)))
 register(Family(
     "constructs", "CoCoBench coordination constructs", suite=f"{_S}.constructs.suite:SUITE",
     plan=f"{_S}.constructs.suite:plan_items",

@@ -3,7 +3,7 @@ that expert's own controller, plus a timed `wait`.
 
 A model decides what a robot does next; it never sends motor commands. Each robot's skills
 are the stage names of its task's scripted expert (`task.expert(env, i, rng, 0.0)`, see
-`envs/physical/expert.py` and the task modules; the table is `STAGES`, the list per task is
+`envs/physical/operators.py` and the task modules; the table is `STAGES`, the list per task is
 in docs/physical.md), plus `wait`:
 
 - a **stage skill** sets the expert's phase machine to that stage and runs the expert's

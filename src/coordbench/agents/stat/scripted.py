@@ -284,7 +284,7 @@ def get_policy(name: str) -> StatPolicy:
     """Return the scripted policy called `name` (or the greedy policy of a learner's
     checkpoint file `*.pt`), or raise ConfigError naming the choices."""
     if is_checkpoint(name):
-        from coordbench.learn.registry import checkpoint_policy
+        from coordbench.learn.methods import checkpoint_policy
 
         return checkpoint_policy(name)
     try:

@@ -23,8 +23,8 @@ from typing import Any
 from coordbench.errors import ConfigError
 from coordbench.metrics.constructs import construct_score
 
+from .episode import ConstructSpec, load_instance, run_construct
 from .families import CONSTRUCTS, FAMILIES
-from .runner import ConstructSpec, load_instance, run_construct
 
 TEAMS = (2, 3, 4)
 PER_CELL = 75

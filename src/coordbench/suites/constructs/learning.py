@@ -21,8 +21,8 @@ from coordbench.envs.household.pettingzoo_env import Episode
 from coordbench.errors import ConfigError
 from coordbench.runner.jobs import Job, JobContext, JobOutput, run_jobs
 
+from .episode import ConstructSpec, load_instance, run_construct
 from .instances import select
-from .runner import ConstructSpec, load_instance, run_construct
 
 
 def family(construct: str, team: int) -> tuple[list[Episode], list[Episode]]:

@@ -18,8 +18,8 @@ from coordbench.metrics.constructs import episode_metrics
 from coordbench.runner import Case, PlayContext, play_concurrently
 from coordbench.runner.suite import Played
 
+from .episode import ConstructSpec, arun_construct, load_instance
 from .instances import select
-from .runner import ConstructSpec, arun_construct, load_instance
 
 HEADLINE = ("SR", "CS", "legal_rate")
 

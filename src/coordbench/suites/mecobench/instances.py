@@ -20,7 +20,7 @@ from .catalog import TEMPLATES
 from .generator import as_structure, generate
 
 # the MECoBench example task files shipped with coordbench
-EXAMPLES = Path(__file__).resolve().parent.parent / "data" / "mecobench"
+EXAMPLES = Path(__file__).resolve().parent.parent / "datasets" / "mecobench"
 PARALLEL_EXAMPLES = EXAMPLES / "parallel_examples.json"
 SEQUENTIAL_EXAMPLES = EXAMPLES / "sequential_examples.json"
 

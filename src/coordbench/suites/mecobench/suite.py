@@ -21,7 +21,7 @@ from coordbench.runner import Case, PlayContext, condition_values, play_concurre
 from coordbench.runner.suite import Played
 from coordbench.suites.mecobench.instances import PARALLEL_EXAMPLES, SEQUENTIAL_EXAMPLES
 
-from .runner import HouseholdSpec, arun_case
+from .episode import HouseholdSpec, arun_case
 
 HEADLINE = ("SR", "CR", "AUC", "DOL", "CAR", "HFR", "spatial_error")
 
@@ -75,7 +75,7 @@ def condition_name(source: str, spec: HouseholdSpec) -> str:
 
 
 @dataclass(frozen=True)
-class HouseholdCondition:
+class MecobenchCondition:
     """A household condition: the team's spec and where its cases come from (a task file or
     a built-in instance set; `source` names it in the condition id)."""
 
@@ -85,15 +85,15 @@ class HouseholdCondition:
     instance_set: str | None = None
 
 
-def household_condition(tasks_file: str | None, instance_set: str | None,
-                        spec: HouseholdSpec) -> HouseholdCondition:
+def mecobench_condition(tasks_file: str | None, instance_set: str | None,
+                        spec: HouseholdSpec) -> MecobenchCondition:
     """Return the condition of `spec` on a task file, an instance set, or the examples."""
     source, _ = load_source(tasks_file, instance_set, spec.structure)
-    return HouseholdCondition(spec, source, tasks_file, instance_set)
+    return MecobenchCondition(spec, source, tasks_file, instance_set)
 
 
 @dataclass(frozen=True)
-class HouseholdResources:
+class MecobenchResources:
     """Run-wide options of household play: model-harness settings (model-driven teams),
     rendered views, a step cap for smoke runs, a per-reply token cap."""
 
@@ -107,35 +107,35 @@ class HouseholdResources:
         return {"max_steps": self.max_steps, "max_reply_tokens": self.max_reply_tokens}
 
 
-class HouseholdSuite:
+class MecobenchSuite:
     """MECoBench on the one runner: a case is a task, seeded by base seed + case index."""
 
     name = "mecobench"
     headline = HEADLINE
 
-    def condition(self, spec: HouseholdCondition) -> str:
+    def condition(self, spec: MecobenchCondition) -> str:
         """Return the condition's directory name."""
         return condition_name(spec.source, spec.household)
 
-    def manifest(self, spec: HouseholdCondition) -> dict[str, Any]:
+    def manifest(self, spec: MecobenchCondition) -> dict[str, Any]:
         """Return the source and the team's spec."""
         return {"source": spec.source, **spec.household.as_dict(),
                 "tasks_file": spec.tasks_file, "instance_set": spec.instance_set}
 
-    def cases(self, spec: HouseholdCondition, limit: int | None = None) -> list[Case]:
+    def cases(self, spec: MecobenchCondition, limit: int | None = None) -> list[Case]:
         """Return the condition's tasks in order (the first `limit`)."""
         _, tasks = load_source(spec.tasks_file, spec.instance_set, spec.household.structure)
         tasks = tasks[:limit] if limit else tasks
         return [Case(f"case{k:04d}", (k, task)) for k, task in enumerate(tasks)]
 
-    def unit_size(self, spec: HouseholdCondition) -> int:
+    def unit_size(self, spec: MecobenchCondition) -> int:
         """Return cases per unit (model-driven teams: enough to keep calls in flight)."""
         return 8 if spec.household.agents == "llm" else 12
 
-    def play(self, spec: HouseholdCondition, cases: list[Case], ctx: PlayContext
+    def play(self, spec: MecobenchCondition, cases: list[Case], ctx: PlayContext
              ) -> Iterator[Played] | AsyncIterator[Played]:
         """Yield (case, trajectory) as each case ends; model-driven cases run concurrently."""
-        res = ctx.resources or HouseholdResources()
+        res = ctx.resources or MecobenchResources()
         store = ImageStore(Path(ctx.run_path)) if res.images else None
         cond = self.condition(spec)
         hs = spec.household
@@ -157,7 +157,7 @@ class HouseholdSuite:
         return episode_metrics(trajectory)
 
 
-SUITE = HouseholdSuite()
+SUITE = MecobenchSuite()
 
 
 def condition_values_of(run: RunDir, cond: str, limit: int | None = None
@@ -175,17 +175,17 @@ def plan_items(p: dict[str, Any]) -> tuple[list[tuple], list[str]]:
     for t in p["teams"]:
         for proto in p["protocols"]:
             spec = HouseholdSpec(t["structure"], t["team"], proto, p["agents"])
-            items.append((SUITE, household_condition(None, p["instance_set"], spec),
+            items.append((SUITE, mecobench_condition(None, p["instance_set"], spec),
                           p.get("limit")))
             labels.append(f"household {t['structure']} n={t['team']} {proto}")
     return items, labels
 
 
-def api_condition(options: dict[str, Any]) -> tuple[HouseholdSuite, HouseholdCondition,
+def api_condition(options: dict[str, Any]) -> tuple[MecobenchSuite, MecobenchCondition,
                                                    int | None]:
     """Return (suite, condition, limit) from `coordbench.evaluate("mecobench", ...)`'s
     options (`tasks` a task file or `suite` an instance set, `limit` the first cases)."""
     tasks, instance_set = options.pop("tasks", None), options.pop("suite", None)
     limit = options.pop("limit", None)
     spec = HouseholdSpec(**options)
-    return SUITE, household_condition(str(tasks) if tasks else None, instance_set, spec), limit
+    return SUITE, mecobench_condition(str(tasks) if tasks else None, instance_set, spec), limit

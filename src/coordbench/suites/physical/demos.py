@@ -23,7 +23,7 @@ from coordbench.envs.physical.tasks import get_task
 from coordbench.errors import RunDirError
 from coordbench.runner.jobs import Job, JobContext, JobOutput, run_jobs
 
-from .runner import run
+from .episode import run
 
 DEMO_SEED0 = 100_000  # demonstration seeds never overlap evaluation seeds 1..N
 IMAGE_EVERY = 5  # render at 10 Hz (every 5th 50 Hz control step)

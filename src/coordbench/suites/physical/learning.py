@@ -29,7 +29,7 @@ from coordbench.learn.snapshot import Snapshots
 from coordbench.runner.jobs import Job, JobContext, JobOutput
 
 from .demos import DEMO_SEED0, episode_arrays
-from .runner import run
+from .episode import run
 
 DAGGER_SEED0 = DEMO_SEED0 + 500_000  # never the evaluation seeds, nor the demonstrations'
 

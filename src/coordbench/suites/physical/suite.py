@@ -29,7 +29,7 @@ from coordbench.llm.client import harness_for
 from coordbench.metrics.physical import episode_metrics
 from coordbench.runner import Case, ModelResources, PlayContext, play_concurrently, run_condition
 
-from .runner import Policy, arun_skill_episode, run
+from .episode import Policy, arun_skill_episode, run
 
 PHASE_BUDGET = 600  # control steps (12 s) per phase in phase-level evaluation
 LLM = "llm"  # the policy name of a model-driven team

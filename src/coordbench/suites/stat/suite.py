@@ -43,7 +43,7 @@ from coordbench.runner import (
     play_concurrently,
 )
 
-from .runner import arun_team_episode, header_params, step_event
+from .episode import arun_team_episode, header_params, step_event
 
 LLM = "llm"  # the policy name of a model-driven team
 RULE = "rule"  # the policy name of a rule-based team under a household protocol

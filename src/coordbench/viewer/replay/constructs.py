@@ -44,7 +44,7 @@ def find_instance(spec: dict, key: str, task_id: str) -> dict[str, Any] | str:
 
 def picture(run: RunDir, condition: str, traj: Trajectory) -> Picture:
     """Return the construct picture (household scene plus buffers, knife, zones), replayed."""
-    from coordbench.suites.constructs.runner import load_instance, with_capacity
+    from coordbench.suites.constructs.episode import load_instance, with_capacity
 
     spec = run.conditions.get(condition, {})
     key = traj.header.episode_id.rsplit("/", 1)[-1]

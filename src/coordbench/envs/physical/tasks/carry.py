@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from ..expert import STANDOFF, CarryExpert, wrap
+from ..operators import STANDOFF, CarryExpert, wrap
 from ..scene import world_xml
 from .base import Phase, Task
 

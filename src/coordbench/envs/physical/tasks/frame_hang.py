@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..env import Sensing
-from ..expert import ArmOperator
+from ..operators import ArmOperator
 from ..robot import SH_H, SH_X, ik2
 from ..scene import world_xml
 from .base import Phase, Task

@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from ..env import Sensing
-from ..expert import ArmOperator, CarryExpert
+from ..operators import ArmOperator, CarryExpert
 from ..scene import CONTROL_DT
 from .base import Phase
 from .carry import TABLE_GEOMS, CarryTask

@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 from ..env import Sensing
-from ..expert import ArmOperator
+from ..operators import ArmOperator
 from ..scene import world_xml
 from .base import Phase, Task
 from .shapes import open_box

@@ -43,14 +43,14 @@ def mecobench_run(
     from coordbench.core.stats import summarize
     from coordbench.metrics.household import KINDS
     from coordbench.report.format import estimate_json, fmt
+    from coordbench.suites.mecobench.episode import HouseholdSpec
     from coordbench.suites.mecobench.instances import check_playable
-    from coordbench.suites.mecobench.runner import HouseholdSpec
     from coordbench.suites.mecobench.suite import (
         HEADLINE,
         SUITE,
-        HouseholdResources,
+        MecobenchResources,
         condition_values_of,
-        household_condition,
+        mecobench_condition,
     )
 
     positive(limit=limit)
@@ -62,7 +62,7 @@ def mecobench_run(
         check_out_dir(out_dir)
     spec = HouseholdSpec(structure, team, protocol, agents, prior, seed, model, leader_model,
                          conflict_set)
-    cond = household_condition(str(tasks) if tasks else None, suite, spec)
+    cond = mecobench_condition(str(tasks) if tasks else None, suite, spec)
     cases = SUITE.cases(cond, limit)
     check_playable([c.data[1] for c in cases], team, prior)
     if tasks is None and suite is None and not opts.as_json:
@@ -73,7 +73,7 @@ def mecobench_run(
     settings = opts.harness({spec.alias(i) for i in range(team)}, seed) \
         if agents == "llm" else None
     run = opts.play(out_dir or Path("runs") / "mecobench", [(SUITE, cond)], limit=limit,
-                    resources=HouseholdResources(settings, images, max_steps,
+                    resources=MecobenchResources(settings, images, max_steps,
                                                  opts.max_reply_tokens),
                     labels=[f"{structure} n={team} {protocol} {model or agents}"],
                     settings=settings)
