@@ -65,6 +65,7 @@ bench: install-dev
 	$(BIN)/python benchmarks/stat_llm_team.py
 	$(BIN)/python benchmarks/physical_speed.py
 	$(BIN)/python benchmarks/runner_executors.py
+	$(BIN)/python benchmarks/snapshot_cost.py
 	$(BIN)/python benchmarks/runner_llm_ray.py
 	$(BIN)/python benchmarks/viewer_speed.py
 	$(BIN)/python benchmarks/reproduce_speed.py
