@@ -73,8 +73,8 @@ def mecobench_run(
     settings = opts.harness({spec.alias(i) for i in range(team)}, seed) \
         if agents == "llm" else None
     run = opts.play(out_dir or Path("runs") / "mecobench", [(SUITE, cond)], limit=limit,
-                    resources=MecobenchResources(settings, images, max_steps,
-                                                 opts.max_reply_tokens),
+                    resources=MecobenchResources(settings, opts.max_reply_tokens, images,
+                                                 max_steps),
                     labels=[f"{structure} n={team} {protocol} {model or agents}"],
                     settings=settings)
     n_cases = len(SUITE.cases(cond, limit))

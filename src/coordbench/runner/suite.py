@@ -52,8 +52,7 @@ class PlayContext:
 class ModelResources:
     """Run-wide options of model-driven play that do not name a condition: the
     model-harness settings (or a ModelHarness when played in this process) and a per-reply
-    token cap. A family that needs more (rendered views, a step cap) has its own class with
-    the same `identity`."""
+    token cap. A family that needs more (MECoBench: rendered views, a step cap) extends it."""
 
     harness: Any = None
     max_reply_tokens: int | None = None

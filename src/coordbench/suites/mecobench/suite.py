@@ -17,7 +17,7 @@ from coordbench.envs.household.task import HouseholdTask, load_tasks
 from coordbench.errors import ConfigError
 from coordbench.llm.client import harness_for
 from coordbench.metrics.household import episode_metrics
-from coordbench.runner import Case, PlayContext, condition_values, play_concurrently
+from coordbench.runner import Case, ModelResources, PlayContext, condition_values, play_concurrently
 from coordbench.runner.suite import Played
 from coordbench.suites.mecobench.instances import PARALLEL_EXAMPLES, SEQUENTIAL_EXAMPLES
 
@@ -93,14 +93,12 @@ def mecobench_condition(tasks_file: str | None, instance_set: str | None,
 
 
 @dataclass(frozen=True)
-class MecobenchResources:
-    """Run-wide options of household play: model-harness settings (model-driven teams),
-    rendered views, a step cap for smoke runs, a per-reply token cap."""
+class MecobenchResources(ModelResources):
+    """Run-wide options of household play: the model harness and per-reply token cap of
+    every model-driven team, plus rendered views and a step cap for smoke runs."""
 
-    harness: Any = None  # HarnessSettings, or a ModelHarness when played in this process
     images: bool = False
     max_steps: int | None = None
-    max_reply_tokens: int | None = None
 
     def identity(self) -> dict[str, Any]:
         """Return the options that change the episodes (recorded with each condition)."""
