@@ -142,3 +142,31 @@ def test_every_team_factory_builds_a_runner_team():
     for team in teams:
         assert isinstance(team, Team), type(team).__name__
     assert all(isinstance(t, HouseholdTeam) for t in teams[1:])
+
+
+def test_a_package_registers_a_family_through_its_entry_point(tmp_path, monkeypatch):
+    """A family outside coordbench needs no edit of coordbench: an installed distribution
+    names its record in the entry-point group `coordbench.families`."""
+    import sys
+
+    from coordbench.runner import family as registry
+
+    dist = tmp_path / "toyplugin-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: toyplugin\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text(
+        "[coordbench.families]\ntoy = tests.toy_family:FAMILY\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(registry, "_entry_points_read", False)
+    try:
+        assert registry.family("toy") is toy_family.FAMILY
+        assert registry.suite_object("toy") is toy_family.SUITE
+        (dist / "entry_points.txt").write_text(
+            "[coordbench.families]\nbroken = tests.no_such_module:FAMILY\n")
+        monkeypatch.setattr(registry, "_entry_points_read", False)
+        with pytest.raises(Exception, match="entry point 'broken'.*cannot be loaded"):
+            registry.families()
+    finally:
+        unregister("toy")
+        monkeypatch.setattr(registry, "_entry_points_read", True)
+    assert "tests.toy_family" in sys.modules

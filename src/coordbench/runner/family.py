@@ -104,7 +104,11 @@ def _read_entry_points() -> None:
     from importlib.metadata import entry_points
 
     for ep in entry_points(group=ENTRY_POINT_GROUP):
-        found = ep.load()
+        try:
+            found = ep.load()
+        except Exception as e:  # noqa: BLE001 - a broken plugin: one line naming it
+            raise ConfigError(f"entry point {ep.name!r} of {ENTRY_POINT_GROUP} cannot be "
+                              f"loaded: {type(e).__name__}: {e}") from None
         if not isinstance(found, Family):
             raise ConfigError(f"entry point {ep.name!r} of {ENTRY_POINT_GROUP} is not a Family")
         _FAMILIES.setdefault(found.name, found)
