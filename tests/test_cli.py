@@ -194,3 +194,32 @@ def test_labels_tell_conditions_apart(tmp_path):
     assert "layouts=uniform" in labels["b"] and "random" in labels["c"]
     same = labels_for({"x": {"spec": spec}, "y": {"spec": spec}})
     assert same == {"x": "x", "y": "y"}  # identical specs: the condition names
+
+
+NO_TORCH = """
+import sys
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name == "torch" or name.startswith("torch."):
+            raise ImportError("no torch on this install")
+sys.meta_path.insert(0, Block())
+sys.argv = ["coordbench", *sys.argv[1:]]
+from coordbench.cli import main
+main()
+"""
+
+
+def test_without_torch_studies_that_train_nothing_run_and_hints_name_the_extra(tmp_path):
+    """On the install `make run` creates (no torch), `reproduce mecobench --quick` works, and
+    a command that needs torch says which extra to install, brackets included."""
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-c", NO_TORCH, *args], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=300)
+
+    res = run("reproduce", "mecobench", "--quick", "--limit", "1", "--out", "r", "--json")
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert json.loads(res.stdout)["paper"] == "mecobench"
+    res = run("stat", "train", "--config", "3A-6T-5x3", "--algo", "qmix")
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert "pip install 'coordbench[learn]'" in res.stderr

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 
 from coordbench.commands import models, reproduce, tables, view
 from coordbench.commands.common import err, executor_option, out, play, workers_option
@@ -32,7 +33,7 @@ def _after_command(*_: object, **__: object) -> None:
         lines = list(PENDING_FAILURES)
         PENDING_FAILURES.clear()
         for line in lines:
-            err.print(f"[bold red]error:[/] {line}", highlight=False, soft_wrap=True)
+            err.print(f"[bold red]error:[/] {escape(line)}", highlight=False, soft_wrap=True)
         raise typer.Exit(3)
 
 
@@ -196,12 +197,13 @@ def main() -> None:
         add_family_commands()  # families an entry point or a plugin registered since import
         app()
     except CoordbenchError as e:
-        err.print(f"[bold red]error:[/] {e}", highlight=False, soft_wrap=True)
+        # the message is text, not markup: `pip install 'coordbench[learn]'` keeps its extra
+        err.print(f"[bold red]error:[/] {escape(str(e))}", highlight=False, soft_wrap=True)
         sys.exit(2)
     except OSError as e:  # a path that cannot be read or written: name it, no traceback
         where = f" {e.filename}" if e.filename else ""
-        err.print(f"[bold red]error:[/] cannot use{where}: {e.strerror or e}", highlight=False,
-                  soft_wrap=True)
+        err.print(f"[bold red]error:[/] {escape(f'cannot use{where}: {e.strerror or e}')}",
+                  highlight=False, soft_wrap=True)
         sys.exit(2)
     except KeyboardInterrupt:
         err.print("interrupted; finished episodes are saved, rerun the command to resume")

@@ -94,9 +94,10 @@ def reproduce(
         from coordbench.llm.registry import load_registry
 
         load_registry(models)
-    from coordbench.learn.sweep import MAX_TRAIN_STEPS, parse_seeds
+    if steps is not None or seeds is not None:  # studies that train (torch is there)
+        from coordbench.learn.sweep import MAX_TRAIN_STEPS, parse_seeds
 
-    check_range("--steps", steps, 1, MAX_TRAIN_STEPS)
+        check_range("--steps", steps, 1, MAX_TRAIN_STEPS)
     options = Options(quick, model, str(models) if models else None, limit, max_steps,
                       regime=regime,
                       methods=tuple(m.strip() for m in methods.split(",") if m.strip())
