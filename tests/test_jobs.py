@@ -85,6 +85,26 @@ def test_a_killed_stat_training_resumes_to_the_uninterrupted_result(algo, kill):
     assert checkpoint_bytes(tc, method) == checkpoint_bytes(tc, whole)
 
 
+def test_a_killed_construct_training_resumes_to_the_uninterrupted_result():
+    import torch
+
+    from coordbench.learn import menu_ppo
+    from coordbench.suites.constructs.learning import family
+
+    train_eps, test_eps = family("D1", 2)
+    cfg = menu_ppo.MenuPPOConfig(steps=2000, seed=0, eval_every=1000)
+    net, expected = menu_ppo.train(cfg, train_eps, test_eps, 2)
+    store = _Store(3)
+    with pytest.raises(_Killed):
+        menu_ppo.train(cfg, train_eps, test_eps, 2, snapshots=store)
+    store.kill_after = None
+    got_net, got = menu_ppo.train(cfg, train_eps, test_eps, 2, snapshots=store)
+    assert [(r["success"], r["completion"]) for r in got["curve"]] == \
+        [(r["success"], r["completion"]) for r in expected["curve"]]
+    assert all(torch.equal(a, b) for a, b in zip(net.state_dict().values(),
+                                                 got_net.state_dict().values(), strict=True))
+
+
 @pytest.fixture(scope="module")
 def demos(tmp_path_factory):
     from coordbench.suites.physical.demos import make_demos

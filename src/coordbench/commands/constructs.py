@@ -123,6 +123,9 @@ def constructs_train(
     seed: int = typer.Option(0, help="Training seed."),
     out_dir: Path = typer.Option(Path("runs") / "constructs-learned", "--out",
                                  help="Folder for the checkpoint and its result."),
+    snapshot_every: float = typer.Option(60.0, "--snapshot-every", help="Seconds between "
+                                         "snapshots of the training (a killed run "
+                                         "continues from the last one)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Train a learned construct team (menu PPO, one network shared by the agents) on one
@@ -144,11 +147,12 @@ def constructs_train(
         raise ConfigError(f"--team must be 2, 3 or 4, got {team}")
     check_range("--steps", steps, 1, MAX_TRAIN_STEPS)
     check_range("--seed", seed, 0, MAX_SEED)
+    check_range("--snapshot-every", snapshot_every, 0, 86_400)
     check_out_dir(out_dir)
     say = None if as_json else (lambda row: out.print(
         f"{int(row['step']):,} steps: held-out success {row['success']:.0%}, completion "
         f"{row['completion']:.2f} ({row['wall_s']:.0f} s)", highlight=False))
-    res = train_team(construct, team, out_dir, steps, seed, say)
+    res = train_team(construct, team, out_dir, steps, seed, say, snapshot_every)
     if as_json:
         emit_json({"success": res["success"], "completion": res["completion"],
                    "train_s": res["train_s"], "steps_per_s": res["steps_per_s"],

@@ -35,6 +35,7 @@ from coordbench.envs.household.menu import N_FEATURES
 from coordbench.envs.household.pettingzoo_env import Episode
 from coordbench.envs.household.vec import HouseholdVecEnv
 from coordbench.errors import ConfigError
+from coordbench.learn.snapshot import Snapshots
 
 
 @dataclass
@@ -115,8 +116,10 @@ def evaluate(net: EntryScorer, episodes: list[Episode], n_agents: int, conflict_
 
 def train(cfg: MenuPPOConfig, train_eps: list[Episode], eval_eps: list[Episode],
           n_agents: int, conflict_set: str = "with_close", household: bool = False,
-          log: Any = None) -> tuple[EntryScorer, dict[str, Any]]:
-    """Train on `train_eps`; return (the network, {"curve", "final", "wall_s", ...})."""
+          log: Any = None, snapshots: Any = None) -> tuple[EntryScorer, dict[str, Any]]:
+    """Train on `train_eps`; return (the network, {"curve", "final", "wall_s", ...}). With
+    `snapshots` (learn/snapshot.py) training saves its state as it goes and continues from
+    the last snapshot when there is one."""
     torch.manual_seed(cfg.seed)
     np.random.seed(cfg.seed)
     env = HouseholdVecEnv(train_eps, n_agents, batch=cfg.num_envs, seed=cfg.seed,
@@ -138,7 +141,18 @@ def train(cfg: MenuPPOConfig, train_eps: list[Episode], eval_eps: list[Episode],
     o, m = (x.copy() for x in env.reset())
     curve: list[dict[str, float]] = []
     start, done_steps, next_eval = time.perf_counter(), 0, cfg.eval_every
+    snaps = Snapshots(snapshots, cfg)
+    if (s := snaps.load()) is not None:
+        net, opt, env, o, m, curve, done_steps, next_eval = (s[k] for k in (
+            "net", "opt", "env", "o", "m", "curve", "done_steps", "next_eval"))
+        np.random.set_state(s["np_rng"])
+        start = time.perf_counter() - s["elapsed"]
     while done_steps < cfg.steps:
+        if snaps.due():
+            snaps.save({"net": net, "opt": opt, "env": env, "o": o, "m": m, "curve": curve,
+                        "done_steps": done_steps, "next_eval": next_eval,
+                        "np_rng": np.random.get_state(),
+                        "elapsed": time.perf_counter() - start})
         for t in range(T):
             with torch.no_grad():
                 logits, values = net(torch.from_numpy(o), torch.from_numpy(m))

@@ -56,7 +56,8 @@ def train_job(arg: tuple[str, int, int, int, Any], ctx: JobContext) -> JobOutput
     construct, team, steps, seed, log = arg
     train_eps, test_eps = family(construct, team)
     cfg = menu_ppo.MenuPPOConfig(steps=steps, seed=seed, eval_every=max(1, steps // 4))
-    net, res = menu_ppo.train(cfg, train_eps, test_eps, team, "with_close", False, log)
+    net, res = menu_ppo.train(cfg, train_eps, test_eps, team, "with_close", False, log,
+                              snapshots=ctx)
     meta = {"config": res["config"], "construct": construct, "team": team,
             "train_instances": len(train_eps), "test_instances": len(test_eps)}
     buf = io.BytesIO()
@@ -85,12 +86,13 @@ def test_team(checkpoint: Path, construct: str, team: int) -> tuple[list[float],
 
 
 def train_team(construct: str, team: int, out: Path, steps: int, seed: int = 0,
-               log: Any = None) -> dict[str, Any]:
+               log: Any = None, snapshot_every_s: float = 60.0) -> dict[str, Any]:
     """Train one team (menu PPO) on the family (a job: a finished one is kept), test it
     greedily on the held-out instances through the household episode, write its checkpoint
     and result; return the result (success and completion estimates over the held-out
-    instances, the curve, training time). ConfigError where the folder holds this team
-    trained for another number of steps."""
+    instances, the curve, training time). A killed training continues from its last snapshot
+    (taken at most every `snapshot_every_s` seconds). ConfigError where the folder holds this
+    team trained for another number of steps."""
     path = checkpoint_path(out, construct, team, seed)
     done = path.with_suffix(".training.json")
     if done.is_file():
@@ -99,7 +101,7 @@ def train_team(construct: str, team: int, out: Path, steps: int, seed: int = 0,
             raise ConfigError(f"{path} was trained for {trained.get('config', {}).get('steps')} "
                               f"steps, not {steps}; use another --out or delete it")
     job = Job(path.stem, done.name, train_job, (construct, team, steps, seed, log))
-    run_jobs(Path(out), [job])
+    run_jobs(Path(out), [job], snapshot_every_s=snapshot_every_s)
     training = json.loads(done.read_text(encoding="utf-8"))
     ok, comp = test_team(path, construct, team)
     result = {**{k: v for k, v in training.items() if k not in ("train_s", "steps_per_s",
