@@ -129,3 +129,35 @@ def test_registry_file_and_errors(tmp_path):
         load_registry(f)
     with pytest.raises(ConfigError, match="no such models file"):
         load_registry(tmp_path / "none.yaml")
+
+
+@pytest.mark.parametrize("status", [401, 500])
+def test_a_long_key_echoed_by_the_provider_is_redacted_before_it_is_cut(status, monkeypatch):
+    """A 320-character key echoed in an error: no 12-character piece of it survives in the
+    failure text (it used to be cut at 200 characters first, leaving the key's head)."""
+    import random
+    import string
+
+    from coordbench.llm.client import MIN_KEY_PIECE, redact_secrets
+
+    rnd = random.Random(7)
+    key = "sk-" + "".join(rnd.choice(string.ascii_letters + string.digits) for _ in range(317))
+    monkeypatch.setenv("COORDBENCH_TEST_KEY", key)
+
+    def handler(request):
+        assert request.headers["authorization"] == f"Bearer {key}"
+        return httpx2.Response(status, json={"error": {"message": f"bad key {key} (id 7)"}})
+
+    h = harness(handler, api_key_env="COORDBENCH_TEST_KEY", max_retries=1)
+    with pytest.raises(ProviderFailed) as failed:
+        asyncio.run(h.complete("m", [{"role": "user", "content": "hi"}]))
+    texts = [str(failed.value), h.last_failure or "", asyncio.run(h.check("m")).error or ""]
+    for text in texts:
+        assert str(status) in texts[0]
+        assert not any(key[j:j + MIN_KEY_PIECE] in text
+                       for j in range(len(key) - MIN_KEY_PIECE + 1)), text
+    # pieces cut anywhere are found; short or unrelated text is left alone
+    cut = "x" * 50 + key[:147]
+    assert redact_secrets(cut, [key]) == "x" * 50 + "[redacted]"
+    assert redact_secrets(f"a {key[100:130]} b", [key]) == "a [redacted] b"
+    assert redact_secrets("nothing secret here", [key]) == "nothing secret here"

@@ -176,6 +176,12 @@ class OpenAIProvider(Provider):
             kwargs["http_client"] = http_client
         self.client = AsyncOpenAI(**kwargs)
         self.model = spec.model
+        self.secrets = [key] if spec.api_key_env and len(key) >= 4 else []
+
+    def why(self, e: BaseException) -> str:
+        """Return a failure's text for the record: the key redacted first, then cut to 200
+        characters (cut first, a long key's head would survive)."""
+        return redact_secrets(str(e), self.secrets)[:200]
 
     async def call(self, messages, generation):
         import openai
@@ -185,19 +191,62 @@ class OpenAIProvider(Provider):
                                                              **generation)
         except (openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError,
                 openai.APIConnectionError) as e:
-            raise TransientError(f"{type(e).__name__}: {str(e)[:200]}") from None
+            raise TransientError(f"{type(e).__name__}: {self.why(e)}") from None
         except openai.APIStatusError as e:
             if e.status_code in (408, 409, 425, 429) or e.status_code >= 500:
-                raise TransientError(f"HTTP {e.status_code}: {str(e)[:200]}") from None
+                raise TransientError(f"HTTP {e.status_code}: {self.why(e)}") from None
             if e.status_code in REJECTED:
-                raise ReplyError(f"HTTP {e.status_code}: {str(e)[:200]}") from None
-            raise PermanentError(f"HTTP {e.status_code}: {str(e)[:200]}") from None
+                raise ReplyError(f"HTTP {e.status_code}: {self.why(e)}") from None
+            raise PermanentError(f"HTTP {e.status_code}: {self.why(e)}") from None
         except openai.OpenAIError as e:
-            raise PermanentError(f"{type(e).__name__}: {str(e)[:200]}") from None
+            raise PermanentError(f"{type(e).__name__}: {self.why(e)}") from None
         except (ValueError, TypeError, AttributeError) as e:
             # a body that is not the JSON it claims to be: a broken server or proxy
-            raise TransientError(f"malformed response body: {str(e)[:200]}") from None
+            raise TransientError(f"malformed response body: {self.why(e)}") from None
         return read_reply(resp)
+
+
+MIN_KEY_PIECE = 12  # a piece of a key this long is redacted too (a server may echo it cut)
+
+
+def redact_secrets(text: str, secrets: list[str]) -> str:
+    """Return `text` with every secret, and every piece of one at least MIN_KEY_PIECE
+    characters long (an echo cut by a server or a length limit), replaced by [redacted].
+    One pass over the text: each position is looked up among the secret's pieces."""
+    for secret in secrets:
+        text = text.replace(secret, "[redacted]")
+        k = MIN_KEY_PIECE
+        if len(secret) <= k or len(text) < k:
+            continue
+        starts: dict[str, list[int]] = {}
+        for j in range(len(secret) - k + 1):
+            starts.setdefault(secret[j:j + k], []).append(j)
+        spans: list[tuple[int, int]] = []
+        i = 0
+        while i <= len(text) - k:
+            found = starts.get(text[i:i + k])
+            if found is None:
+                i += 1
+                continue
+            # the longest run of the secret that starts here
+            best = max(_run(text, i, secret, j) for j in found)
+            spans.append((i, i + best))
+            i += best
+        if spans:
+            pieces, last = [], 0
+            for a, b in spans:
+                pieces.append(text[last:a] + "[redacted]")
+                last = b
+            text = "".join(pieces) + text[last:]
+    return text
+
+
+def _run(text: str, i: int, secret: str, j: int) -> int:
+    """Return how many characters of `secret` from `j` match `text` from `i`."""
+    n = 0
+    while i + n < len(text) and j + n < len(secret) and text[i + n] == secret[j + n]:
+        n += 1
+    return n
 
 
 class TransformersProvider(Provider):
@@ -389,10 +438,7 @@ class ModelHarness:
     def redact(self, alias: str, text: str) -> str:
         """Return `text` cleaned for storage: lone surrogates replaced, `alias`'s key
         redacted."""
-        text = clean_text(text)
-        for secret in self.secrets(alias):
-            text = text.replace(secret, "[redacted]")
-        return text
+        return redact_secrets(clean_text(text), self.secrets(alias))
 
     async def complete(self, alias: str, messages: list[dict[str, Any]],
                        max_tokens: int | None = None, *,
