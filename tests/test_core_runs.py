@@ -110,3 +110,32 @@ def test_saved_trajectory_replays_to_the_same_rewards(tmp_path):
         _, _, _, info = env.step(np.array([e.actions]))
         assert info.agent_rewards[0].tolist() == e.rewards
     assert traj.end.success and traj.end.t == len(traj.events) - 1
+
+
+@pytest.mark.parametrize("name,spec,why", [
+    ("../../../outside", {"suite": "stat"}, "is not a name a run directory stores"),
+    ("a/b", {"suite": "stat"}, "is not a name a run directory stores"),
+    (".hidden", {"suite": "stat"}, "is not a name a run directory stores"),
+    ("stat_ok", "a string", "records str, not its spec"),
+    ("stat_ok", ["a", "list"], "records list, not its spec"),
+])
+def test_a_crafted_manifest_is_refused_where_a_run_is_opened(tmp_path, name, spec, why):
+    """Condition names become folders and specs are read as dicts: a manifest naming a path
+    outside the run, or a condition whose spec is not an object, is one line, nothing read."""
+    import subprocess
+    import sys
+
+    run = RunDir.create_or_open(tmp_path / "run")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.jsonl").write_text('{"kind": "header"}\n')
+    manifest = json.loads((run.path / "manifest.json").read_text())
+    manifest["conditions"] = {name: spec}
+    (run.path / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(RunDirError, match=why):
+        RunDir.open(run.path)
+    for cmd in (["report", str(run.path)], ["export", str(run.path), "--format", "csv",
+                                             "--out", str(tmp_path / "x")]):
+        res = subprocess.run([sys.executable, "-m", "coordbench", *cmd], capture_output=True,
+                             text=True, timeout=120)
+        assert res.returncode == 2 and "Traceback" not in res.stderr and why in res.stderr

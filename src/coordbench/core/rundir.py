@@ -93,6 +93,14 @@ class RunDir:
                               f"this coordbench reads version {FORMAT_VERSION}")
         if not isinstance(manifest.get("conditions"), dict):
             raise RunDirError(f"{mpath} is corrupt: 'conditions' is missing")
+        for name, spec in manifest["conditions"].items():
+            # a name is a folder under episodes/: '../x' would reach outside the run
+            if not _SAFE.match(name):
+                raise RunDirError(f"{mpath} is corrupt: condition name {name[:80]!r} is not "
+                                  "a name a run directory stores")
+            if not isinstance(spec, dict):
+                raise RunDirError(f"{mpath} is corrupt: condition {name} records "
+                                  f"{type(spec).__name__}, not its spec")
         return cls(path, manifest)
 
     @classmethod
