@@ -69,9 +69,7 @@ def constructs_run(
     check_range("--limit", limit, 1, MAX_EPISODES)
     check_range("--seed", seed, 0, MAX_SEED)
     check_range("--buffer-capacity", buffer_capacity, 1, MAX_BUFFER_CAPACITY)
-    opts.check()
-    if out_dir is not None:
-        check_out_dir(out_dir)
+    opts.check(out_dir)
     # the built-in set's filters are checked even when an instance file replaces the set
     if subset not in ("all", "rep240"):
         raise ConfigError(f"--subset must be all or rep240, not {subset!r}")

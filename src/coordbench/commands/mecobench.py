@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from coordbench.core.files import check_out_dir, check_range
+from coordbench.core.files import check_range
 
 from .common import emit_json, err, out, positive
 from .limits import MAX_EPISODES, MAX_SEED, MAX_STEPS
@@ -57,9 +57,7 @@ def mecobench_run(
     check_range("--limit", limit, 1, MAX_EPISODES)
     check_range("--seed", seed, 0, MAX_SEED)
     check_range("--max-steps", max_steps, 1, MAX_STEPS)
-    opts.check()
-    if out_dir is not None:
-        check_out_dir(out_dir)
+    opts.check(out_dir)
     spec = HouseholdSpec(structure, team, protocol, agents, prior, seed, model, leader_model,
                          conflict_set)
     cond = mecobench_condition(str(tasks) if tasks else None, suite, spec)

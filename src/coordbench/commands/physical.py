@@ -123,8 +123,7 @@ def physical_eval(
     positive(rollouts=rollouts, per_phase=per_phase)
     check_range("--rollouts", rollouts, 1, MAX_EPISODES)
     check_range("--per-phase", per_phase, 1, MAX_EPISODES)
-    opts.check()
-    check_out_dir(out_dir)
+    opts.check(out_dir)
     if controller is not None and policy != LLM:
         raise ConfigError(f"--controller is for --policy llm, not {policy}")
     if policy == LLM and phase_level:

@@ -48,10 +48,11 @@ class RunOptions:
     workers: int = 1
     as_json: bool = False
 
-    def check(self) -> None:
-        """Check every range and path before any work (one clear line each); the model
-        registry is read even where the team does not use it, so a typo fails now."""
-        from coordbench.core.files import check_out_file, check_range
+    def check(self, out: Path | None = None) -> None:
+        """Check every range and path before any work (one clear line each), the run
+        directory `out` among them; the model registry is read even where the team does not
+        use it, so a typo fails now."""
+        from coordbench.core.files import check_out_dir, check_out_file, check_range
         from coordbench.llm.registry import load_registry
 
         from .common import check_model_limits
@@ -65,6 +66,8 @@ class RunOptions:
             load_registry(self.models)
         if self.cache_path is not None:
             check_out_file(self.cache_path, "--cache-path")
+        if out is not None:
+            check_out_dir(out)
 
     def harness(self, aliases: set[str | None], seed: int | None = None) -> Any:
         """Return the model harness's settings for a model-driven team (every alias is

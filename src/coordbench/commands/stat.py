@@ -71,9 +71,7 @@ def stat_eval(
     check_range("--episodes", episodes, 1, MAX_EPISODES)
     check_range("--seed", seed, 0, MAX_SEED)
     check_range("--episode-limit", episode_limit, 1, MAX_STEPS)
-    opts.check()
-    if out_dir is not None:
-        check_out_dir(out_dir)
+    opts.check(out_dir)
     spec = StatEvalSpec(config, policy, layouts, seed, episode_limit, model, protocol)
     settings = opts.harness({model}, seed) if policy == LLM else None
     run = opts.play(out_dir or Path("runs") / "stat-eval" / spec.condition, [(SUITE, spec)],
