@@ -261,10 +261,12 @@ def test_train_on_images_records_frames_first(tmp_path):
     (["--dagger", "-1"], "--dagger must be >= 0"),
     (["--ensemble", "-1"], "--ensemble must be >= 0"),
     (["--n-demos", "0"], "--n-demos must be >= 1"),
+    (["--rollouts", "1", "--eval-out", "{tmp}/file.txt/run"], "--eval-out"),
 ])
 def test_train_bad_input_is_one_line(tmp_path, args, msg):
     from tests.cli_errors import error_line
 
+    (tmp_path / "file.txt").write_text("a file, not a folder")
     args = [a.replace("{tmp}", str(tmp_path)) for a in args]
     line = error_line(["physical", "train", "--task", "CoCarry", "--rollouts", "0",
                        "--n-demos" if "--n-demos" not in args and "--demos" not in args

@@ -161,6 +161,8 @@ def test_table14_transcription_is_consistent():
     (["stat", "--model", "m"], "--model applies to mecobench and cocobench"),
     (["stat", "--limit", "3"], "--limit caps cases per condition"),
     (["stat", "--seeds", "4-1"], "--seeds range"),
+    (["stat", "--seeds", ""], "--seeds must look like 0-4"),
+    (["stat", "--methods", ","], "--methods names no method"),
     (["cocobench", "--regime", "baseline"], "--regime sets what the STAT study trains"),
     (["mecobench", "--steps", "100"], "--steps sets what the STAT study trains"),
 ])

@@ -294,7 +294,7 @@ def physical_train(
     else:
         check_out_dir(out_path or Path("runs/policies"))
     if rollouts:
-        check_out_dir(eval_out)
+        check_out_dir(eval_out, "--eval-out")
     kw: dict[str, Any] = {"obs": obs, "agent_id": agent_id, "steps": steps, "batch": batch,
                           "seed": seed, "history": history, "dagger": dagger,
                           "dagger_episodes": dagger_episodes}

@@ -98,11 +98,16 @@ def reproduce(
         from coordbench.learn.sweep import MAX_TRAIN_STEPS, parse_seeds
 
         check_range("--steps", steps, 1, MAX_TRAIN_STEPS)
+    picked = None
+    if methods is not None:
+        picked = tuple(m.strip() for m in methods.split(",") if m.strip())
+        if not picked:  # an empty list must not quietly mean "the defaults"
+            raise ConfigError(f"--methods names no method ({methods!r}): give a "
+                              "comma-separated list")
     options = Options(quick, model, str(models) if models else None, limit, max_steps,
-                      regime=regime,
-                      methods=tuple(m.strip() for m in methods.split(",") if m.strip())
-                      if methods else None,
-                      seeds=tuple(parse_seeds(seeds)) if seeds else None, steps=steps)
+                      regime=regime, methods=picked,
+                      seeds=tuple(parse_seeds(seeds)) if seeds is not None else None,
+                      steps=steps)
     path = out_dir or Path("runs") / f"reproduce-{paper}{'-quick' * quick}"
     resources = module.resources(options)  # an unknown model alias fails here, before work
     run_dir(path)  # the study may keep files of its own (a task subset) in the run
