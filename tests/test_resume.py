@@ -43,13 +43,15 @@ def test_damaged_misplaced_and_half_written_files_are_replayed(tmp_path):
     (folder / "case0001.jsonl").write_text(text)  # another case's episode under its name
     (folder / "case0002.jsonl").write_text(text[: len(text) // 2])  # truncated
     (folder / ".case0003.jsonl.x1.tmp").write_text("half")  # a killed writer's leftover
+    (out / "images").mkdir(exist_ok=True)  # a killed --images run's half-written view
+    (out / "images" / f".{'a' * 64}.png.x2.tmp").write_bytes(b"half")
     with pytest.raises(RunDirError, match="holds another episode"):
         rd.load_episode(cond, "case0001")
     assert runner.invoke(app, [*MECO, "--out", str(out)]).exit_code == 0
     assert trajectory_hashes(out) == trajectory_hashes(clean)
     assert sorted(p.name for p in (out / "damaged" / cond).iterdir()) == [
         "case0001.jsonl", "case0002.jsonl"]  # set aside, not deleted
-    assert not list(folder.glob("*.tmp"))
+    assert not list(folder.glob("*.tmp")) and not list((out / "images").glob(".*.tmp"))
 
 
 def test_one_writer_at_a_time(tmp_path):

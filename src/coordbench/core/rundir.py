@@ -172,10 +172,12 @@ class RunDir:
 
     def remove_stale_temporaries(self, condition: str) -> int:
         """Delete the half-written temporary files a killed command left in `condition`'s
-        folders (call it holding the lock); return how many there were."""
+        folders and in the run's rendered views (call it holding the lock, before any work
+        is dispatched); return how many there were."""
         n = 0
-        for folder in ("episodes", "errors"):
-            for tmp in (self.path / folder / condition).glob(".*.tmp"):
+        for folder in (self.path / "episodes" / condition, self.path / "errors" / condition,
+                       self.path / "images"):
+            for tmp in folder.glob(".*.tmp"):
                 tmp.unlink(missing_ok=True)
                 n += 1
         return n
