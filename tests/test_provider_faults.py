@@ -99,6 +99,19 @@ def test_provider_failures_are_not_results_and_a_rerun_replays_them(tmp_path, fa
     assert [s["errored_episodes"] > 0 for s in stats] == [True, False]
 
 
+def test_a_run_whose_every_episode_errored_prints_no_table_and_exits_3(tmp_path):
+    """Without --json the command summarizes its condition: with no finished episode it says
+    so instead of failing on the missing metrics."""
+    with ScriptedServer(household_reply, mix={401: 1.0}) as server:
+        res = runner.invoke(app, ["mecobench", "run", "--agents", "llm", "--model", "scripted",
+                                  "--models", str(models_file(tmp_path, server.base_url)),
+                                  "--limit", "1", "--no-cache", "--out",
+                                  str(tmp_path / "run")])
+    assert res.exit_code == 3, res.output
+    assert "no finished episode" in res.output and "failed for provider reasons" in res.output
+    assert res.exception is None or isinstance(res.exception, SystemExit)
+
+
 def test_outage_longer_than_the_backoff_errors_then_heals(tmp_path):
     # every request of the first run fails with 503 (retried, then given up on)
     out = tmp_path / "run"

@@ -80,6 +80,9 @@ def mecobench_run(
     if opts.as_json:
         emit_json({"cases": n_cases, **{k: estimate_json(e) for k, e in summary.items()}})
         return
+    if not summary:  # every episode errored (provider failures, said as the command ends)
+        out.print(f"no finished episode to summarize; run directory: {run.path}")
+        return
     table = Table(title=f"MECoBench {structure}, team {team}, {protocol}, {agents}, {prior}")
     table.add_column("metric")
     table.add_column("mean ± 95% CI", justify="right")
