@@ -107,6 +107,9 @@ def test_unknown_families_are_one_line_errors(tmp_path):
 
     res = CliRunner().invoke(app, ["run", "--families", "nope", "--out", str(tmp_path / "r")])
     assert res.exit_code != 0 and "unknown family nope" in str(res.exception)
+    res = CliRunner().invoke(app, ["run", "--families", "mecobench", "--no-household",
+                                   "--out", str(tmp_path / "r")])
+    assert res.exit_code != 0 and "leave nothing to run" in str(res.exception)
     assert not (tmp_path / "r").exists()
     import coordbench
     from coordbench.errors import ConfigError
@@ -166,6 +169,16 @@ def test_a_package_registers_a_family_through_its_entry_point(tmp_path, monkeypa
         monkeypatch.setattr(registry, "_entry_points_read", False)
         with pytest.raises(Exception, match="entry point 'broken'.*cannot be loaded"):
             registry.families()
+        with pytest.raises(Exception, match="entry point 'broken'"):  # every time, not once
+            registry.family("stat")
+        # the command line says it in one line, whatever the command
+        import subprocess
+
+        env = {**__import__("os").environ, "PYTHONPATH": f"{tmp_path}"}
+        res = subprocess.run([sys.executable, "-m", "coordbench", "version"], env=env,
+                             capture_output=True, text=True, timeout=120)
+        assert res.returncode == 2 and "Traceback" not in res.stderr
+        assert "entry point 'broken'" in res.stderr
     finally:
         unregister("toy")
         monkeypatch.setattr(registry, "_entry_points_read", True)

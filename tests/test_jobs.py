@@ -251,3 +251,33 @@ def test_a_killed_physical_train_resumes_on_every_executor(tmp_path, demos, exec
     bad = _run(*[a if a != "3000" else "2999" for a in args], cwd=tmp_path)
     assert bad.returncode == 2 and "trained with other settings (steps)" in bad.stderr
     assert "Traceback" not in bad.stderr and ckpt.read_bytes() == blob
+
+
+def test_a_fit_reports_its_own_losses_after_dagger_stages(demos):
+    """train_loss is the last fit's (as before snapshots): a new stage starts its losses."""
+    from coordbench.envs.physical.demo_files import load_demos
+    from coordbench.learn.imitation import Trainer, default_config
+
+    cfg = default_config("CoCarry", "bc", 2, steps=2, batch=8, hidden=16)
+    trainer = Trainer(cfg, load_demos(demos / "CoCarry_train.npz"))
+    trainer.fit(2)
+    first = list(trainer.losses)
+    trainer.fit(2, stage=1)
+    assert len(first) == len(trainer.losses) == 2 and trainer.position == [2, 0, 0]
+    trainer.fit(2, stage=1)  # a stage already done is skipped
+    assert trainer.position == [2, 0, 0]
+
+
+def test_a_policy_trained_on_other_demonstrations_is_refused_not_kept(tmp_path, demos):
+    from coordbench.errors import ConfigError
+    from coordbench.learn.imitation import default_config
+    from coordbench.suites.physical.learning import train_jobs
+
+    cfg = default_config("CoCarry", "bc", 2, steps=2)
+    (tmp_path / "p.json").write_text(json.dumps({"config": json.loads(json.dumps(
+        __import__("dataclasses").asdict(cfg))), "demos_digest": "0123456789abcdef"}))
+    with pytest.raises(ConfigError, match="trained on other demonstrations"):
+        train_jobs(tmp_path, [(cfg, "p.pt")], demos)
+    (tmp_path / "p.json").write_text("[1, 2]")
+    with pytest.raises(ConfigError, match="is not a training result"):
+        train_jobs(tmp_path, [(cfg, "p.pt")], demos)

@@ -65,7 +65,10 @@ def add_family_commands() -> None:
             app.add_typer(f.get("commands"), name=f.command)
 
 
-add_family_commands()
+try:
+    add_family_commands()
+except CoordbenchError:
+    pass  # a broken plugin: main() adds the groups again and prints its one line
 app.add_typer(models.app, name="models")
 app.command("view")(view.view)
 app.command("export")(tables.export)
@@ -142,6 +145,9 @@ def run(
                               f"choose from {', '.join(plan)}")
         plan = {name: section for name, section in plan.items() if name in chosen}
     items, labels = expand(plan)
+    if not items:
+        raise ConfigError("these options leave nothing to run (e.g. --families mecobench "
+                          "with --no-household)")
     _report(play(out_dir, items, labels=labels, executor=executor, workers=workers,
                  report=False))
 

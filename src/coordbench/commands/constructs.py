@@ -123,7 +123,7 @@ def constructs_train(
                                  help="Folder for the checkpoint and its result."),
     snapshot_every: float = typer.Option(60.0, "--snapshot-every", help="Seconds between "
                                          "snapshots of the training (a killed run "
-                                         "continues from the last one)."),
+                                         "continues from the last one; 0: none)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Train a learned construct team (menu PPO, one network shared by the agents) on one

@@ -247,7 +247,7 @@ def physical_train(
                                                              "or directory (several)."),
     snapshot_every: float = typer.Option(60.0, "--snapshot-every", help="Seconds between "
                                          "snapshots of a policy in training (a killed run "
-                                         "continues from the last one)."),
+                                         "continues from the last one; 0: none)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Train an imitation baseline (BC, ACT-style, DP-style, or the centralized joint policy)
@@ -327,8 +327,13 @@ def physical_train(
                       f"({res['parameters']:,} parameters, {res['train_s']:.0f} s) -> "
                       f"{root / job.key}", highlight=False)
 
-    run_jobs(root, jobs, executor=executor, workers=workers, on_done=done,
-             snapshot_every_s=snapshot_every)
+    ran = {j.key for j in run_jobs(root, jobs, executor=executor, workers=workers,
+                                   on_done=done, snapshot_every_s=snapshot_every)}
+    if not as_json:
+        for name in files:
+            if name not in ran:
+                out.print(f"{root / name}: kept (trained here before with these settings and "
+                          "demonstrations)", highlight=False)
     for cfg, name in zip(cfgs, files, strict=True):
         res = read_result(root, name)
         res.pop("config", None)

@@ -123,7 +123,7 @@ def stat_train(
     out_dir: Path = typer.Option(Path("runs/train"), "--out", help="Results directory."),
     snapshot_every: float = typer.Option(60.0, "--snapshot-every", help="Seconds between "
                                          "snapshots of a seed in training (a killed sweep "
-                                         "continues from the last one)."),
+                                         "continues from the last one; 0: none)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Train a cooperative MARL method on STAT over seeds (one seed per worker); final and

@@ -388,6 +388,18 @@ def merge(parts: list[RobotData]) -> RobotData:
 
 
 # -- training -----------------------------------------------------------------------------------
+def data_digest(data: dict[str, np.ndarray]) -> str:
+    """Return a short digest of a demonstration set (its actions, seeds and episode bounds:
+    two sets that differ in any episode differ here)."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for key in ("actions", "seeds", "episode_start"):
+        if key in data:
+            h.update(np.ascontiguousarray(data[key]).tobytes())
+    return h.hexdigest()[:16]
+
+
 def fit_on(cfg: PolicyConfig, train: dict[str, np.ndarray],
            val: dict[str, np.ndarray] | None,
            more_rounds: Callable[[PolicyConfig, Trainer, Snapshots],
@@ -406,7 +418,8 @@ def fit_on(cfg: PolicyConfig, train: dict[str, np.ndarray],
     one_thread()
     torch.manual_seed(cfg.seed)
     start = time.perf_counter()
-    snaps = Snapshots(snapshots, cfg)
+    # a snapshot belongs to this config on these demonstrations
+    snaps = Snapshots(snapshots, cfg, identity={"demos": data_digest(train)})
     state = snaps.load()
     trainer = state["trainer"] if state is not None else Trainer(cfg, train)
     resumed_from = list(trainer.position) if state is not None else None
@@ -420,7 +433,7 @@ def fit_on(cfg: PolicyConfig, train: dict[str, np.ndarray],
            "train_loss": float(np.mean(trainer.losses)),
            "val_loss": trainer.val_loss(val) if val is not None else None,
            "train_s": wall, "demo_episodes": int(len(train["episode_start"]) - 1),
-           "dagger_rounds": rounds,
+           "dagger_rounds": rounds, "demos_digest": data_digest(train),
            "parameters": int(sum(p.numel() for n in trainer.nets for p in n.parameters()))}
     if state is not None:  # continued from a snapshot: [stage, network, gradient step]
         res["resumed_from"] = resumed_from
@@ -460,7 +473,8 @@ class Trainer:
         pos = getattr(self, "position", None)
         if pos is not None and pos[0] > stage:
             return  # finished before the snapshot
-        if pos is None or pos[0] < stage:
+        if pos is None or pos[0] < stage or pos == [stage, 0, 0]:
+            # a stage not begun: its losses are its own (train_loss is the last fit's)
             self.position, self.losses = [stage, 0, 0], []
         _, g0, k0 = self.position
         for g in range(g0, len(self.groups)):

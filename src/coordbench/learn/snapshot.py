@@ -40,11 +40,13 @@ class Snapshots:
     """A training loop's snapshots in `store` (None: none are taken)."""
 
     def __init__(self, store: SnapshotStore | None, config: Any,
-                 every_s: float | None = None) -> None:
+                 every_s: float | None = None, identity: dict[str, Any] | None = None
+                 ) -> None:
         self.store = store
         # the store may say how often (the job engine's --snapshot-every)
         self.every_s = every_s if every_s is not None else getattr(store, "every_s", EVERY_S)
-        self.config = asdict(config)
+        # what the snapshot must match: the config and whatever else the run depends on
+        self.config = {**asdict(config), **(identity or {})}
         self.last = time.perf_counter()
         self.resumed_at: int | None = None
 

@@ -79,8 +79,9 @@ def load(ref: str) -> Any:
             obj: Any = importlib.import_module(module)
             for part in attr.split(".") if attr else ():
                 obj = getattr(obj, part)
-        except (ImportError, AttributeError) as e:
-            raise ConfigError(f"family reference {ref!r} cannot be loaded: {e}") from e
+        except Exception as e:  # noqa: BLE001 - a broken piece is one line naming it
+            raise ConfigError(f"family reference {ref!r} cannot be loaded: "
+                              f"{type(e).__name__}: {e}") from e
         _LOADED[ref] = obj
     return _LOADED[ref]
 
@@ -97,10 +98,11 @@ def unregister(name: str) -> None:
 
 
 def _read_entry_points() -> None:
+    """Register the families installed packages name; a broken one is an error every time
+    the registry is read (never a family silently missing)."""
     global _entry_points_read
     if _entry_points_read:
         return
-    _entry_points_read = True
     from importlib.metadata import entry_points
 
     for ep in entry_points(group=ENTRY_POINT_GROUP):
@@ -112,6 +114,7 @@ def _read_entry_points() -> None:
         if not isinstance(found, Family):
             raise ConfigError(f"entry point {ep.name!r} of {ENTRY_POINT_GROUP} is not a Family")
         _FAMILIES.setdefault(found.name, found)
+    _entry_points_read = True
 
 
 def families() -> list[Family]:

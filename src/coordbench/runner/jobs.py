@@ -17,6 +17,7 @@ snapshots do (a worker on another node without the path just starts the job afre
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,8 +73,12 @@ class JobContext:
             return None
 
     def save(self, blob: bytes) -> None:
-        """Replace the job's snapshot with `blob` (atomically: a kill leaves the old one)."""
-        write_atomic_bytes(self.snapshot_path, blob)
+        """Replace the job's snapshot with `blob` (atomically: a kill leaves the old one); a
+        worker that cannot write the run's path (a node without it) trains on without."""
+        try:
+            write_atomic_bytes(self.snapshot_path, blob)
+        except OSError:
+            pass
 
 
 def is_done(root: Path, job: Job) -> bool:
@@ -92,9 +97,9 @@ def run_jobs(root: Path, jobs: Iterable[Job], *, executor: str = "local", worker
     """Run every job of `jobs` not done in `root` on `executor` (at most `workers` at once);
     write each one's files as it returns (its `done` file last) and call `on_done(job,
     output)`; return the jobs that ran. Job keys must be distinct; long jobs save a snapshot
-    at most every `snapshot_every_s` seconds."""
+    at most every `snapshot_every_s` seconds (0: never)."""
     check_executor(executor, workers)
-    root = Path(root)
+    root = Path(root).resolve()  # workers elsewhere must not resolve it against their own cwd
     jobs = list(jobs)
     by_key = {j.key: j for j in jobs}
     if len(by_key) != len(jobs):
@@ -103,8 +108,11 @@ def run_jobs(root: Path, jobs: Iterable[Job], *, executor: str = "local", worker
     if not todo:
         return []
     root.mkdir(parents=True, exist_ok=True)
+    for tmp in (root / SNAPSHOTS).glob(".*.tmp"):  # a snapshot a killed worker half wrote
+        tmp.unlink(missing_ok=True)
+    every = snapshot_every_s if snapshot_every_s > 0 else math.inf
     with make_executor(executor, min(workers, len(todo))) as ex:
-        for key, output in ex.map(_run, [(j, str(root), snapshot_every_s) for j in todo]):
+        for key, output in ex.map(_run, [(j, str(root), every) for j in todo]):
             job = by_key[key]
             _write(root, job, output)
             if on_done is not None:

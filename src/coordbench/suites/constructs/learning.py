@@ -70,12 +70,14 @@ def train_job(arg: tuple[str, int, int, int, Any], ctx: JobContext) -> JobOutput
                      training)
 
 
-def test_team(checkpoint: Path, construct: str, team: int) -> tuple[list[float], list[float]]:
+def test_team(checkpoint: Path, construct: str, team: int, seed: int = 0
+              ) -> tuple[list[float], list[float]]:
     """Return (success, final completion) of the learned team on each held-out instance,
-    each played as `constructs run --agents learned` plays it (the household episode)."""
+    each played as `constructs run --agents learned --seed SEED` plays it (the household
+    episode; the training's evaluations use the same seed)."""
     from coordbench.core.trajectory import HouseholdStepEvent
 
-    spec = ConstructSpec("decentralized", "learned", checkpoint=str(checkpoint))
+    spec = ConstructSpec("decentralized", "learned", seed=seed, checkpoint=str(checkpoint))
     ok, comp = [], []
     for raw in select("rep240", construct, team):
         tr = run_construct(raw, spec, f"test/{raw['task_id']}")
@@ -96,14 +98,20 @@ def train_team(construct: str, team: int, out: Path, steps: int, seed: int = 0,
     path = checkpoint_path(out, construct, team, seed)
     done = path.with_suffix(".training.json")
     if done.is_file():
-        trained = json.loads(done.read_text(encoding="utf-8"))
-        if trained.get("config", {}).get("steps") != steps:
+        try:
+            trained = json.loads(done.read_text(encoding="utf-8"))
+            if not isinstance(trained, dict) or not isinstance(trained.get("config"), dict):
+                raise ValueError
+        except ValueError:
+            raise ConfigError(f"{done} is not a training result; delete it to retrain that "
+                              "team") from None
+        if trained["config"].get("steps") != steps:
             raise ConfigError(f"{path} was trained for {trained.get('config', {}).get('steps')} "
                               f"steps, not {steps}; use another --out or delete it")
     job = Job(path.stem, done.name, train_job, (construct, team, steps, seed, log))
     run_jobs(Path(out), [job], snapshot_every_s=snapshot_every_s)
     training = json.loads(done.read_text(encoding="utf-8"))
-    ok, comp = test_team(path, construct, team)
+    ok, comp = test_team(path, construct, team, seed)
     result = {**{k: v for k, v in training.items() if k not in ("train_s", "steps_per_s",
                                                                 "curve")},
               "checkpoint": str(path),

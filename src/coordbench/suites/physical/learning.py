@@ -24,7 +24,7 @@ from coordbench.core.atomic import write_atomic_bytes
 from coordbench.envs.physical.demo_files import load_demos
 from coordbench.errors import ConfigError
 from coordbench.learn import imitation
-from coordbench.learn.imitation import PolicyConfig
+from coordbench.learn.imitation import PolicyConfig, data_digest
 from coordbench.learn.snapshot import Snapshots
 from coordbench.runner.jobs import Job, JobContext, JobOutput
 
@@ -137,13 +137,16 @@ def result_name(checkpoint: str) -> str:
 def train_jobs(root: Path, items: list[tuple[PolicyConfig, str]], demos: Path,
                use_val: bool = True) -> list[Job]:
     """Return one training job per (config, checkpoint name in `root`); ConfigError (one
-    line) where a finished policy there was trained with other settings."""
+    line) where a finished policy there was trained with other settings or on other
+    demonstrations (a rerun with the same ones keeps it)."""
     jobs = []
     for cfg, name in items:
         done = Path(root) / result_name(name)
         if done.is_file():
             try:
                 old = json.loads(done.read_text(encoding="utf-8"))
+                if not isinstance(old, dict):
+                    raise ValueError
             except ValueError:
                 raise ConfigError(f"{done} is not a training result; delete it to retrain "
                                   "that policy") from None
@@ -152,6 +155,10 @@ def train_jobs(root: Path, items: list[tuple[PolicyConfig, str]], demos: Path,
                 diff = sorted(k for k in now if old["config"].get(k) != now[k])
                 raise ConfigError(f"{Path(root) / name} was trained with other settings "
                                   f"({', '.join(diff)}); use another --out or delete it")
+            digest = data_digest(load_demos(Path(demos) / f"{cfg.task}_train.npz"))
+            if old.get("demos_digest", digest) != digest:
+                raise ConfigError(f"{Path(root) / name} was trained on other demonstrations "
+                                  f"than {demos}; use another --out or delete it")
         jobs.append(Job(name, result_name(name), train_job, (cfg, str(demos), name, use_val)))
     return jobs
 
