@@ -81,13 +81,20 @@ def physical_demos(
     check_out_dir(out_dir)
     names = _tasks(task)
 
+    recorded: set[str] = set()
+
     def say(name: str, meta: dict[str, Any]) -> None:
+        recorded.add(name)
         if not as_json:
             out.print(f"{name}: {meta['episodes']} episodes, rejection rate "
                       f"{meta['rejection_rate']:.1%} -> {out_dir}")
 
     metas = record_all(out_dir, names, n, images=images, size=size, executor=executor,
                        workers=workers, say=say)
+    for name in names:
+        if name not in recorded and not as_json:
+            out.print(f"{name}: kept {metas[name]['episodes']} episodes recorded there before "
+                      f"with these settings -> {out_dir}")
     if as_json:
         emit_json(metas)
 

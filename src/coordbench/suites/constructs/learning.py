@@ -70,7 +70,7 @@ def train_job(arg: tuple[str, int, int, int, Any], ctx: JobContext) -> JobOutput
                      training)
 
 
-def test_team(checkpoint: Path, construct: str, team: int, seed: int = 0
+def held_out_results(checkpoint: Path, construct: str, team: int, seed: int = 0
               ) -> tuple[list[float], list[float]]:
     """Return (success, final completion) of the learned team on each held-out instance,
     each played as `constructs run --agents learned --seed SEED` plays it (the household
@@ -111,7 +111,7 @@ def train_team(construct: str, team: int, out: Path, steps: int, seed: int = 0,
     job = Job(path.stem, done.name, train_job, (construct, team, steps, seed, log))
     run_jobs(Path(out), [job], snapshot_every_s=snapshot_every_s)
     training = json.loads(done.read_text(encoding="utf-8"))
-    ok, comp = test_team(path, construct, team, seed)
+    ok, comp = held_out_results(path, construct, team, seed)
     result = {**{k: v for k, v in training.items() if k not in ("train_s", "steps_per_s",
                                                                 "curve")},
               "checkpoint": str(path),
