@@ -42,7 +42,8 @@ def traj(construct, steps, n=2, end="success", **info):
 
 def d1(m, n=2, m_star=2, end="success", closed=0, construct="D1"):
     """Agent 0 acts m times (M = m): C_D1 = min(1, m_star/m); `closed` puts into the closed
-    goal container 9 before one that lands: C_D2 = 1 for 0, else 0.5 (1 - closed/(closed+1))."""
+    goal container 9 before one that lands: C_D2 = 1 - closed/(closed+1) (Eq. 8: the puts into
+    the closed box are ordering violations in v, and p_legal stays 1)."""
     acts = [[(0, "put_in", {"obj": 1, "target": 9}, "closed")] for _ in range(closed)]
     acts += [[(0, "walk", {}, "ok")] for _ in range(m - 1 - closed)]
     acts.append([(0, "put_in", {"obj": 1, "target": 9}, "ok")])
@@ -54,7 +55,7 @@ def test_score_correlations_cross_apply_every_score():
     shapes = [(2, 0), (3, 1), (4, 2), (6, 3), (8, 0)]
     trajs = [d1(m, closed=j) for m, j in shapes]
     x = [min(1, 2 / m) for m, _ in shapes]
-    y = [1.0 if j == 0 else 0.5 * (1 - j / (j + 1)) for _, j in shapes]
+    y = [1 - j / (j + 1) for _, j in shapes]
     assert [C.score_d1(t) for t in trajs] == pytest.approx(x)
     assert [C.score_d2(t) for t in trajs] == pytest.approx(y)
     got = A.score_correlations(trajs)

@@ -119,8 +119,8 @@ def test_v1_is_pinned_balanced_and_gated():
         assert 1 <= info["oracle_makespan"] <= info["oracle_actions"]
         if info["construct"] == "D1":
             assert info["m_star"] >= 4 and info["m_star"] == info["oracle_makespan"]
-        if info["construct"] == "D3":
-            assert info["m_star"] == info["oracle_steps"]
+        if info["construct"] == "D3":  # C_D3's M* is oracle_actions; m_star keeps the
+            assert info["m_star"] == info["oracle_steps"]  # team-steps variant's
 
 
 @pytest.mark.parametrize("planner", ["central", "decentralized"])
@@ -248,7 +248,19 @@ def test_score_d2_counts_order_violations_and_legality():
     tr = traj("D2", steps, containers=[box], targets={"1": box, "2": box}, order=[1, 2])
     # relevant: put(closed) v, open ok, put 2 out of order v, premature close v, put 1 in order
     assert C.d2_counts(tr) == (5, 3)
-    assert C.score_d2(tr) == pytest.approx(0.5 * (1 - 3 / 5))  # "closed" is a precondition
+    # Eq. 8: the put into the closed box is an ordering violation (in v); it is the only
+    # precondition failure, so p_legal stays 1: C = 1 * (1 - 3/5) = 0.4
+    assert C.score_d2(tr) == pytest.approx(0.4)
+    # coordbench's earlier variant halved it a second time: 0.5 * 0.4
+    assert C.score_d2_double_penalty(tr) == pytest.approx(0.2)
+    # a precondition failure v does not count (a put with an empty hand) still halves it
+    extra = steps + [([(1, "put_in", {"obj": 3, "target": 5}, "not_held")], {})]
+    tr = traj("D2", extra, containers=[box], targets={"1": box, "2": box}, order=[1, 2])
+    assert C.score_d2(tr) == pytest.approx(0.5 * (1 - 3 / 5))
+    # an illegal skill too
+    extra = steps + [([(1, "open", {"obj": 5}, "illegal_skill")], {})]
+    tr = traj("D2", extra, containers=[box], targets={"1": box, "2": box}, order=[1, 2])
+    assert C.score_d2(tr) == pytest.approx(0.2)
     assert C.score_d2(traj("D2", [], containers=[box], targets={})) is None
 
 
@@ -258,19 +270,25 @@ def test_score_d3():
              ([(0, "slice", {"obj": 7}, "ok"), (1, "wait", {}, "ok")], {}),
              ([(0, "drop", {"obj": k}, "ok")], {}),
              ([(1, "grab", {"obj": k}, "ok")], {}), ([(1, "slice", {"obj": 8}, "ok")], {})]
-    tr = traj("D3", steps, knife=k, oracle_actions=5, oracle_steps=4)
-    # a = 3 tries, c = 1; L = 5 team steps; M* = 4 oracle steps (not its 5 actions)
-    assert C.score_d3(tr) == pytest.approx((1 - 1 / 3) * 4 / 5)
-    # waiting is not free: two more steps in which the agents only wait lengthen L to 7
-    waits = [([(0, "wait", {}, "ok"), (1, "wait", {}, "ok")], {})] * 2
-    tr = traj("D3", steps[:2] + waits + steps[2:], knife=k, oracle_steps=4)
-    assert C.score_d3(tr) == pytest.approx((1 - 1 / 3) * 4 / 7)
-    # as fast as the oracle, no contention: 1; no M* recorded: the efficiency term is 1
+    tr = traj("D3", steps, knife=k, oracle_actions=6, oracle_steps=4)
+    # Eq. 9: a = 3 knife grabs, c = 1 lost; L = 7 executed action steps (every agent's
+    # actions, the wait included); M* = the oracle's 6 action steps: (1 - 1/3) * 6/7
+    assert C.executed_actions(tr) == 7
+    assert C.score_d3(tr) == pytest.approx((2 / 3) * (6 / 7))
+    # the earlier team-steps variant: L = 5 team steps, M* = 4 oracle team steps
+    assert C.score_d3_team_steps(tr) == pytest.approx((2 / 3) * (4 / 5))
+    # steps in which nobody acts add nothing to L (a decision without an action is no
+    # executed action step either); they lengthen the team-steps variant's L to 7
+    idle = [([(0, "none", {}, "protocol_failure")], {}), ([], {})]
+    tr = traj("D3", steps[:2] + idle + steps[2:], knife=k, oracle_actions=6, oracle_steps=4)
+    assert C.score_d3(tr) == pytest.approx((2 / 3) * (6 / 7))
+    assert C.score_d3_team_steps(tr) == pytest.approx((2 / 3) * (4 / 7))
+    # as few actions as the oracle, no contention: 1; no M* recorded: the efficiency term is 1
     fast = [([(0, "grab", {"obj": k}, "ok")], {}), ([(0, "slice", {"obj": 7}, "ok")], {})]
-    assert C.score_d3(traj("D3", fast, knife=k, oracle_steps=2)) == 1.0
+    assert C.score_d3(traj("D3", fast, knife=k, oracle_actions=2)) == 1.0
     assert C.score_d3(traj("D3", steps, knife=k)) == pytest.approx(1 - 1 / 3)
     assert C.score_d3(traj("D3", [([(0, "wait", {}, "ok")], {})], knife=k)) is None
-    assert C.score_d3(traj("D1", steps, oracle_steps=4)) is None  # no shared tool
+    assert C.score_d3(traj("D1", steps, oracle_actions=4)) is None  # no shared tool
 
 
 def test_score_d4():
@@ -279,11 +297,44 @@ def test_score_d4():
              ([(0, "put_on", {"obj": 2, "target": b}, "ok")], {"3": 2}),
              ([(0, "put_on", {"obj": 5, "target": b}, "buffer_full"), (1, "grab", {}, "ok")],
               {"3": 1}),
-             ([(1, "grab", {}, "ok")], {"3": 0}), ([(1, "wait", {}, "ok")], {"3": 0})]
-    tr = traj("D4", steps, buffers=[b])
+             ([(1, "grab", {}, "ok")], {"3": 0}),
+             ([(1, "wait", {}, "ok"), (0, "wait", {}, "ok")], {"3": 0})]
+    tr = traj("D4", steps, buffers=[b], roles=["producer", "consumer"])
+    # Eq. 10: h = 2 puts onto the buffer, o = 1 refused as full, w = 1: the consumer's wait
+    # on the empty buffer (the producer's wait in the same step is upstream, not counted;
+    # the consumer's first wait found the buffer holding an item)
     assert C.d4_counts(tr) == (2, 1, 1)
     assert C.score_d4(tr) == 0.0
+    # the earlier variant counted both waits of the last step: w = 2
+    assert C.d4_counts_any_wait(tr) == (2, 1, 2) and C.score_d4_any_wait(tr) == 0.0
+    # a chain producer -> carrier -> consumer over two buffers: the carrier waits on the
+    # first, the consumer on the last; one handoff each, 4 handoffs in all
+    b1, b2 = 3, 6
+    steps = [([(0, "put_on", {"obj": 1, "target": b1}, "ok"),
+               (1, "wait", {}, "ok"), (2, "wait", {}, "ok")], {"3": 1, "6": 0}),
+             ([(1, "grab", {}, "ok"), (2, "wait", {}, "ok")], {"3": 0, "6": 0}),
+             ([(1, "put_on", {"obj": 1, "target": b2}, "ok"), (0, "put_on",
+               {"obj": 2, "target": b1}, "ok")], {"3": 1, "6": 1}),
+             ([(1, "grab", {}, "ok"), (2, "grab", {}, "ok")], {"3": 0, "6": 0}),
+             ([(1, "put_on", {"obj": 2, "target": b2}, "ok"), (0, "wait", {}, "ok")],
+              {"3": 0, "6": 1})]
+    tr = traj("D4", steps, n=3, buffers=[b1, b2], roles=["producer", "carrier", "consumer"])
+    # w: the consumer waits twice on the empty last buffer (steps 0 and 1); the carrier's
+    # wait in step 0 found the first buffer loaded; the producer's waits are upstream
+    assert C.d4_counts(tr) == (4, 0, 2)
+    assert C.score_d4(tr) == pytest.approx(1 - 2 / 4)
     assert C.score_d4(traj("D4", [], buffers=[b])) is None
+
+
+def test_d4_roles_come_from_the_team_when_the_facts_lack_them():
+    b = 3
+    steps = [([(0, "put_on", {"obj": 1, "target": b}, "ok"), (1, "wait", {}, "ok")], {"3": 0})]
+    tr = traj("D4", steps, buffers=[b])
+    team = [a.model_copy(update={"role": r}) for a, r in zip(tr.header.team,
+                                                            ("producer", "consumer"),
+                                                            strict=True)]
+    tr = tr.model_copy(update={"header": tr.header.model_copy(update={"team": team})})
+    assert C.d4_counts(tr) == (1, 0, 1)
 
 
 def test_taxonomy_termination_and_correlation():
@@ -405,3 +456,59 @@ def test_landing_order_is_configurable_and_deterministic():
             e.model_dump(exclude={"created"}) for e in b]
     with pytest.raises(Exception, match="--order"):
         ConstructSpec(order="random")
+
+
+def _menu_ids(body):
+    text = body["messages"][-1]["content"]
+    text = text if isinstance(text, str) else text[0]["text"]
+    return [line.split(":")[0] for line in text.splitlines()
+            if line[:1].isdigit() and ": agent_" in line], text
+
+
+@pytest.mark.parametrize("planner", ["central", "decentralized"])
+def test_a_bad_planner_reply_ends_the_episode_as_a_protocol_failure(tmp_path, planner):
+    # CoCoBench's protocol: an unparseable reply (or an id not on the menu) ends the episode;
+    # decentralized agents with a bad reply do not act, and the episode ends in the first
+    # step in which nobody acts. "skip" keeps the earlier rule: the episode runs on.
+    from coordbench.core.rundir import RunDir
+    from coordbench.llm.loopback import ScriptedServer
+
+    calls = {"n": 0}
+
+    def reply(body):
+        ids, text = _menu_ids(body)
+        calls["n"] += 1
+        step = int(text.split("Step ")[1].split(":")[0]) if "Step " in text else 0
+        if step < 3:
+            return f"REASON: go\nACTION: {ids[0]}"
+        if planner == "decentralized" and "agent_1, one of" in text and step == 3:
+            return f"REASON: go\nACTION: {ids[0]}"  # agent 1 still acts at step 3
+        return "REASON: I am not sure what to do"
+
+    with ScriptedServer(reply) as server:
+        models = tmp_path / "m.yaml"
+        models.write_text(f"models:\n  s:\n    base_url: {server.base_url}\n    model: s\n")
+        for how in ("end", "skip"):
+            res = CliRunner().invoke(app, [
+                "constructs", "run", "--subset", "rep240", "--construct", "D1", "--team", "2",
+                "--limit", "1", "--planner", planner, "--agents", "llm", "--model", "s",
+                "--models", str(models), "--no-cache", "--on-protocol-failure", how,
+                "--out", str(tmp_path / how), "--json"])
+            assert res.exit_code == 0, res.output
+            term = json.loads(res.stdout.strip().splitlines()[-1])["termination"]
+            run = RunDir.open(tmp_path / how)
+            (cond,) = run.conditions
+            (tr,) = run.load_episodes(cond)
+            steps = tr.steps(HouseholdStepEvent)
+            if how == "end":
+                assert term["protocol_failure"] == 1.0
+                assert tr.end.termination == "protocol_failure" and "agent_" in tr.end.detail
+                # central: the first bad reply (step 3) ends it; decentralized: agent 1
+                # still acted at step 3, nobody did at step 4
+                assert len(steps) == (4 if planner == "central" else 5)
+                assert {a.outcome for a in steps[-1].actions} == {"protocol_failure"}
+                assert C.termination_key(tr) == "protocol_failure"
+            else:
+                assert "_pf-skip" in cond and term["protocol_failure"] == 0.0
+                assert tr.end.termination in ("truncated", "normal_stop")
+                assert len(steps) > 5

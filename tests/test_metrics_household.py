@@ -74,6 +74,19 @@ def test_tokens_dol_car_hfr():
 def test_spatial_errors_and_failure_modes():
     assert H.spatial_error_rate(episode()) is None  # parallel tasks have no zones
     assert H.spatial_error_rate(episode("sequential")) == pytest.approx(1 / 8)
+    assert H.out_of_zone_rate(episode("sequential")) == pytest.approx(1 / 8)
+    # a grab and a put refused out of zone are not moves: the paper's spatial error counts
+    # attempts to move outside the region (walks to an object, a room or a door), so 2 of 10
+    # actions here; the earlier variant counted all 4 refusals
+    tr = episode("sequential")
+    extra = HouseholdStepEvent(t=4, actions=[rec(0, "grab", "out_of_zone", 3),
+                                             rec(1, "walk_to_room", "out_of_zone")],
+                               satisfied={"a": 1, "b": 1}, completion=1.0)
+    more = HouseholdStepEvent(t=5, actions=[rec(0, "put_in", "out_of_zone", 3)],
+                              satisfied={"a": 1, "b": 1}, completion=1.0)
+    tr = tr.model_copy(update={"events": [*tr.events[:-1], extra, more, tr.events[-1]]})
+    assert H.spatial_error_rate(tr) == pytest.approx(2 / 11)
+    assert H.out_of_zone_rate(tr) == pytest.approx(4 / 11)
     tr = episode()
     assert H.duplicate_grabs(tr) == 1
     assert H.wrong_class_grabs(tr) == 1

@@ -44,6 +44,11 @@ def constructs_run(
         help="D4 buffer capacity for every instance played (>= 1; default: each instance's "
              "own, 2 in the built-in set). Part of the condition: another K is another "
              "condition."),
+    on_protocol_failure: str = typer.Option(
+        "end", "--on-protocol-failure",
+        help="A planner reply that cannot be parsed or names no menu action: end the "
+             "episode as a protocol failure (the paper's protocol) | skip (the agent idles, "
+             "the episode runs on)."),
     limit: int | None = typer.Option(None, help="Play only the first K instances."),
     seed: int = typer.Option(0, help="Episode seed."),
     out_dir: Path | None = typer.Option(None, "--out", help="Run directory (resumable)."),
@@ -82,7 +87,8 @@ def constructs_run(
     if agents == "learned":
         need_torch()
     spec = ConstructSpec(planner, agents, observation, model, seed, order, buffer_capacity,
-                         protocol, str(checkpoint) if checkpoint is not None else None)
+                         protocol, str(checkpoint) if checkpoint is not None else None,
+                         on_protocol_failure)
     if spec.checkpoint is not None and instances is None:
         from coordbench.learn.menu_ppo import load_cached
 

@@ -85,6 +85,13 @@ def d2_counts(traj: Trajectory) -> tuple[int, int]:
     Redundant no-ops and failures that are not about order (hands, reach, contention) count
     in neither n nor v.
     """
+    n, v, _ = _d2_walk(traj)
+    return n, v
+
+
+def _d2_walk(traj: Trajectory) -> tuple[int, int, set[int]]:
+    """Return (n, v, positions in `_records` of the violations that are also precondition
+    failures: puts refused by a closed goal container)."""
     info = _info(traj)
     boxes = list(info.get("containers", []))
     targets = {int(k): v for k, v in info.get("targets", {}).items()}
@@ -92,15 +99,18 @@ def d2_counts(traj: Trajectory) -> tuple[int, int]:
     seq = list(info.get("container_order", []))
     inside: set[int] = set()
     closed_done: set[int] = set()
+    counted: set[int] = set()
     nxt = 0
     n = v = 0
-    for a in _records(traj):
+    for k, a in enumerate(_records(traj)):
         box = a.args.get("target") if a.action in ("put_in", "put_on") else a.args.get("obj")
         if a.action not in ("open", "close", "put_in", "put_on") or box not in boxes:
             continue
         if a.outcome in REDUNDANT or (a.outcome != "ok" and a.outcome != "closed"):
             continue
         n += 1
+        if a.outcome == "closed":
+            counted.add(k)
         earlier = seq[:seq.index(box)] if box in seq else []
         if any(b not in closed_done for b in earlier):
             v += 1
@@ -120,7 +130,7 @@ def d2_counts(traj: Trajectory) -> tuple[int, int]:
                 v += 1
             else:
                 closed_done.add(box)
-    return n, v
+    return n, v, counted
 
 
 def legal(traj: Trajectory) -> bool | None:
@@ -133,63 +143,144 @@ def legal(traj: Trajectory) -> bool | None:
 
 
 def score_d2(traj: Trajectory) -> float | None:
-    """Return C_D2 = p_legal (1 - v/n), p_legal = 1, or 0.5 after any illegal skill or
-    precondition violation; None when n = 0."""
+    """Return C_D2 = p_legal (1 - v/n) (paper Eq. 8): p_legal = 1, or 0.5 after any illegal
+    skill or precondition violation that v does not already count (a put refused by a
+    closed goal container is an ordering violation in v; it does not halve the score a
+    second time); None when n = 0."""
+    n, v, counted = _d2_walk(traj)
+    if n == 0:
+        return None
+    gate = any(a.outcome in ILLEGAL | PRECONDITION
+               for k, a in enumerate(_records(traj)) if k not in counted)
+    return (0.5 if gate else 1.0) * (1 - v / n)
+
+
+def score_d2_double_penalty(traj: Trajectory) -> float | None:
+    """Return coordbench's earlier C_D2: p_legal (1 - v/n) with p_legal = 0.5 after any
+    illegal skill or precondition violation, a put into a closed container included (which
+    v counts too); None when n = 0."""
     n, v = d2_counts(traj)
     if n == 0:
         return None
     return (1.0 if legal(traj) else 0.5) * (1 - v / n)
 
 
+def executed_actions(traj: Trajectory) -> int:
+    """Return the executed action steps of an episode: every agent's recorded actions, waits
+    and refused actions included (a decision that produced no action, `none`, is not one)."""
+    return sum(a.action != "none" for a in _records(traj))
+
+
+def _knife_tries(traj: Trajectory) -> tuple[int, int] | None:
+    """Return (a, c): grab attempts on the shared knife and those lost to contention; None
+    without a knife or an attempt."""
+    knife = _info(traj).get("knife")
+    tries = [a for a in _records(traj) if a.action == "grab" and a.args.get("obj") == knife]
+    if knife is None or not tries:
+        return None
+    return len(tries), sum(a.outcome in ("conflict_lost", "held_by_other") for a in tries)
+
+
 def score_d3(traj: Trajectory) -> float | None:
     """Return C_D3 = (1 - c/a) min(1, M*/L) (paper Eq. 9).
 
     a = grab attempts on the shared knife, c = those lost to contention (`conflict_lost`,
-    `held_by_other`), L = the executed team steps of the episode (household_step events,
-    steps in which agents only waited included), M* = the oracle's team steps on the instance
-    (`oracle_steps`): both in team steps, so waiting lengthens L as acting does. The paper
-    calls M* "the oracle/reference makespan" without defining it for D3; this is our reading.
-    The efficiency term is 1 when the instance records no `oracle_steps` (older instance
-    files). None when a = 0 (no access to a shared tool: on instances without a knife the
-    score is undefined).
+    `held_by_other`), L = the executed action steps (`executed_actions`: every agent's
+    recorded actions), M* = the oracle's makespan in the same unit: the action steps of the
+    reference run (`oracle_actions`; under the paper's central protocol one action is one
+    step, so its makespan is its action count, as the released code computes it). An agent
+    that does nothing in a step adds nothing to L; wasted and refused actions do. The
+    efficiency term is 1 when the instance records no `oracle_actions`. None when a = 0 (no
+    access to a shared tool).
     """
-    info = _info(traj)
-    knife = info.get("knife")
-    tries = [a for a in _records(traj) if a.action == "grab" and a.args.get("obj") == knife]
-    if knife is None or not tries:
+    tries = _knife_tries(traj)
+    if tries is None:
         return None
-    c = sum(a.outcome in ("conflict_lost", "held_by_other") for a in tries)
+    a, c = tries
+    m_star = _info(traj).get("oracle_actions")
+    done = executed_actions(traj)
+    eff = 1.0 if not m_star or not done else min(1.0, m_star / done)
+    return (1 - c / a) * eff
+
+
+def score_d3_team_steps(traj: Trajectory) -> float | None:
+    """Return coordbench's earlier C_D3: (1 - c/a) min(1, M*/L) with L = the episode's team
+    steps (steps in which agents only waited included) and M* = the oracle's team steps
+    (`oracle_steps`); None when a = 0."""
+    tries = _knife_tries(traj)
+    if tries is None:
+        return None
+    a, c = tries
     steps = len(_steps(traj))
-    m_star = info.get("oracle_steps")
+    m_star = _info(traj).get("oracle_steps")
     eff = 1.0 if not m_star or not steps else min(1.0, m_star / steps)
-    return (1 - c / len(tries)) * eff
+    return (1 - c / a) * eff
+
+
+def _source_buffers(traj: Trajectory) -> dict[int, int]:
+    """Return {agent: the buffer it takes from} for the downstream agents of a handoff chain:
+    a carrier takes from the first buffer, a consumer from the last (a producer takes from
+    the source, no buffer). Roles come from the construct facts, else the header's team."""
+    info = _info(traj)
+    buffers = list(info.get("buffers", []))
+    if not buffers:
+        return {}
+    roles = info.get("roles") or [a.role for a in traj.header.team]
+    side = {"carrier": buffers[0], "consumer": buffers[-1]}
+    return {i: side[r] for i, r in enumerate(roles) if r in side}
 
 
 def d4_counts(traj: Trajectory) -> tuple[int, int, int]:
-    """Return (h, o, w): successful puts onto a buffer, overflow events (puts refused because
-    the buffer was full), waits in steps that ended with every buffer empty."""
+    """Return (h, o, w) of C_D4: successful puts onto a buffer, overflow events (puts refused
+    because the buffer was full), and empty-buffer waits downstream: waits by an agent that
+    takes from a buffer (a consumer or carrier) in a step that ended with that buffer
+    empty."""
     buffers = set(_info(traj).get("buffers", []))
+    source = _source_buffers(traj)
     h = o = w = 0
     for e in _steps(traj):
-        empty = bool(e.buffers) and all(v == 0 for v in e.buffers.values())
         for a in e.actions:
             if a.action == "put_on" and a.args.get("target") in buffers:
                 h += a.outcome == "ok"
                 o += a.outcome == "buffer_full"
-            if a.action == "wait" and empty:
+            if a.action == "wait" and a.agent in source \
+                    and e.buffers.get(str(source[a.agent]), 1) == 0:
                 w += 1
     return h, o, w
 
 
+def d4_counts_any_wait(traj: Trajectory) -> tuple[int, int, int]:
+    """Return coordbench's earlier (h, o, w): w = waits by any agent in steps that ended
+    with every buffer empty."""
+    h, o, _ = d4_counts(traj)
+    w = 0
+    for e in _steps(traj):
+        if e.buffers and all(v == 0 for v in e.buffers.values()):
+            w += sum(a.action == "wait" for a in e.actions)
+    return h, o, w
+
+
+def _d4(counts: tuple[int, int, int]) -> float | None:
+    h, o, w = counts
+    return None if h == 0 else 1 - min(1.0, (o + w) / h)
+
+
 def score_d4(traj: Trajectory) -> float | None:
-    """Return C_D4 = 1 - min(1, (o + w)/h); None when h = 0."""
-    h, o, w = d4_counts(traj)
-    if h == 0:
-        return None
-    return 1 - min(1.0, (o + w) / h)
+    """Return C_D4 = 1 - min(1, (o + w)/h) (paper Eq. 10, w = empty-buffer waits
+    downstream, `d4_counts`); None when h = 0."""
+    return _d4(d4_counts(traj))
+
+
+def score_d4_any_wait(traj: Trajectory) -> float | None:
+    """Return coordbench's earlier C_D4, whose w counts any agent's wait in a step that ended
+    with every buffer empty (`d4_counts_any_wait`); None when h = 0."""
+    return _d4(d4_counts_any_wait(traj))
 
 
 SCORES = {"D1": score_d1, "D2": score_d2, "D3": score_d3, "D4": score_d4}
+# coordbench's earlier variants, under their own names (never the paper's)
+VARIANTS = {"C_D2_double_penalty": score_d2_double_penalty,
+            "C_D3_team_steps": score_d3_team_steps, "C_D4_any_wait": score_d4_any_wait}
 
 
 def construct_score(traj: Trajectory) -> float | None:
@@ -272,6 +363,8 @@ def episode_metrics(traj: Trajectory) -> dict[str, float | None]:
     }
     for c, fn in SCORES.items():
         out[f"C_{c}"] = fn(traj)
+    for name, fn in VARIANTS.items():
+        out[name] = fn(traj)
     if not ok:
         out.update({k: float(v) for k, v in failure_taxonomy(traj).items()})
     return out
@@ -280,7 +373,8 @@ def episode_metrics(traj: Trajectory) -> dict[str, float | None]:
 # how each metric's interval is drawn (core.stats.estimate): 0/1 outcomes get Wilson
 # intervals, shares a t-interval clipped to [0, 1]; counts a plain t-interval
 KINDS = {"SR": "binary", "legal_rate": "binary", "CS": "unit", "invalid_action_ratio": "unit",
-         "progress_on_failure": "unit", **{f"C_{c}": "unit" for c in SCORES}}
+         "progress_on_failure": "unit", **{f"C_{c}": "unit" for c in SCORES},
+         **{k: "unit" for k in VARIANTS}}
 
 
 def correlation_matrix(rows: Sequence[dict[str, float | None]],

@@ -110,7 +110,12 @@ def division_of_labor(traj: Trajectory) -> float | None:
 
 
 def conflict_action_rate(traj: Trajectory) -> float:
-    """Return CAR = agent-actions in a same-step grab/open/close group of >= 2 / all actions."""
+    """Return CAR = agent-actions in a same-step conflict group of >= 2 / all actions.
+
+    The groups are the step events' conflicts, which the engine records under the episode's
+    conflict set (header `params["conflict_set"]`): MECoBench's same-step grab/open on one
+    object by default ("paper"); "with_close" also contends same-step closes.
+    """
     actions = _actions(traj)
     involved = sum(len(c.agents) for e in _steps(traj) for c in e.conflicts)
     return involved / len(actions) if actions else 0.0
@@ -124,8 +129,26 @@ def handover_failure_rate(traj: Trajectory) -> float | None:
     return sum(a.outcome != "ok" for a in tries) / len(tries)
 
 
+# the actions that move an agent: MECoBench's spatial error is an attempt to move to a
+# location outside the agent's assigned region (paper Table 12's caption)
+MOVES = frozenset({"walk", "walk_to_room", "walk_to_door"})
+
+
 def spatial_error_rate(traj: Trajectory) -> float | None:
-    """Return actions refused as out_of_zone / all actions; None for parallel tasks (no zones)."""
+    """Return the spatial error rate: attempts to move (walk to an object, a room or a door)
+    that were refused as outside the agent's zone / all actions; None for parallel tasks (no
+    zones). Grabs, puts and opens refused out of zone are not moves (`out_of_zone_rate`
+    counts them too)."""
+    if traj.header.params.get("structure") != "sequential":
+        return None
+    actions = _actions(traj)
+    bad = sum(a.outcome == "out_of_zone" and a.action in MOVES for a in actions)
+    return bad / len(actions) if actions else 0.0
+
+
+def out_of_zone_rate(traj: Trajectory) -> float | None:
+    """Return coordbench's earlier spatial error: every action refused as out of zone (moves,
+    grabs, puts, opens) / all actions; None for parallel tasks."""
     if traj.header.params.get("structure") != "sequential":
         return None
     actions = _actions(traj)
@@ -184,6 +207,7 @@ def episode_metrics(traj: Trajectory) -> dict[str, float | None]:
         "CAR": conflict_action_rate(traj),
         "HFR": handover_failure_rate(traj),
         "spatial_error": spatial_error_rate(traj),
+        "out_of_zone": out_of_zone_rate(traj),
         "duplicate_grabs": float(duplicate_grabs(traj)),
         "wrong_class_grabs": float(wrong_class_grabs(traj)),
         "hallucinated_completion": float(hallucinated_completion(traj)),
@@ -194,4 +218,5 @@ def episode_metrics(traj: Trajectory) -> dict[str, float | None]:
 # how each metric's interval is drawn (core.stats.estimate): 0/1 outcomes get Wilson
 # intervals, shares a t-interval clipped to [0, 1]; counts and steps a plain t-interval
 KINDS = {"SR": "binary", "hallucinated_completion": "binary", "CR": "unit", "AUC": "unit",
-         "DOL": "unit", "CAR": "unit", "HFR": "unit", "spatial_error": "unit"}
+         "DOL": "unit", "CAR": "unit", "HFR": "unit", "spatial_error": "unit",
+         "out_of_zone": "unit"}

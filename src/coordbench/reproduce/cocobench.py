@@ -419,8 +419,10 @@ def study(run: RunDir, options: Options, out: Path) -> Study:
              if options.quick else "the main evaluation on the 900 instances, the ablations "
              "on the stratified 240 subset")
     preamble = (f"Planner rows are played by {who}: {where}. " + VERDICT_RULE + " Scores use "
-                "coordbench's definitions (docs/constructs.md): C_D3's M* is the oracle's "
-                "step count and L the executed team steps, waits included.")
+                "the paper's definitions (Eqs. 7-10, docs/constructs.md): C_D3's M* is the "
+                "oracle's makespan in action steps and L the executed action steps; C_D4's w "
+                "counts empty-buffer waits downstream; a planner reply that cannot be parsed "
+                "or names no menu action ends the episode as a protocol failure.")
     items = [_main_item(ep), _correlation_item(ep, options), _architecture_item(ep),
              _observation_item(ep, options), _team_item(ep), _failure_item(ep),
              _capacity_item(ep), _oracle_item(ep)]

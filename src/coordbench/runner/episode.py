@@ -189,15 +189,19 @@ class Recorder:
         return traj
 
     def finish(self, t: int, *, success: bool, stop: str | None = None,
-               detail: str | None = None) -> Trajectory:
+               detail: str | None = None, protocol_failure: str | None = None) -> Trajectory:
         """Return the trajectory, closed by its episode_end event.
 
-        success -> termination success; else `stop` (a reason the episode was ended early)
-        -> normal_stop with that reason; else truncated with `detail`.
+        success -> termination success; else `protocol_failure` (why the team's protocol
+        broke) -> protocol_failure with that reason; else `stop` (a reason the episode was
+        ended early) -> normal_stop with that reason; else truncated with `detail`.
         """
         self.flush_calls()
         if success:
             end = EpisodeEndEvent(t=t, success=True, termination="success")
+        elif protocol_failure:
+            end = EpisodeEndEvent(t=t, success=False, termination="protocol_failure",
+                                  detail=protocol_failure)
         elif stop:
             end = EpisodeEndEvent(t=t, success=False, termination="normal_stop", detail=stop)
         else:

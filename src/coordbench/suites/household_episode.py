@@ -37,11 +37,13 @@ class Choice:
 @dataclass
 class Turn:
     """A team's decision for one step: a choice per agent, the agents in landing order (None:
-    index order), and the step's communicate-phase messages."""
+    index order), the step's communicate-phase messages, and `ends`: why the team's protocol
+    broke this step (the step is recorded, then the episode ends as a protocol failure)."""
 
     choices: list[Choice]
     landing: list[int] | None = None
     messages: list[MessageEvent] = field(default_factory=list)
+    ends: str | None = None
 
 
 @dataclass(frozen=True)
@@ -91,11 +93,11 @@ def action_record(env: HouseholdEnv, agent: int, choice: Choice, outcome) -> Act
 async def play_household(env: HouseholdEnv, rec: Recorder, team: HouseholdTeam, *,
                          steps: int, images: ImageStore | None = None,
                          view_agents: bool = True, team_view: bool = False,
-                         buffers: Sequence[int] = ()) -> tuple[int, str | None]:
+                         buffers: Sequence[int] = ()) -> tuple[int, str | None, str | None]:
     """Play `team` on `env` under `rec` until the goal is met, `steps` team steps are played,
-    the team is out of budget or has nothing left to do, or the recorder's limits stop it;
-    return (steps played, why it stopped early or None). The caller opened `rec` and
-    finishes it.
+    the team is out of budget or has nothing left to do, its protocol breaks (`Turn.ends`),
+    or the recorder's limits stop it; return (steps played, why it stopped early or None,
+    why its protocol broke or None). The caller opened `rec` and finishes it.
 
     With an `images` store and `view_agents`, every agent's views (and the composite with
     `team_view`) are rendered before each step, stored by content hash, shown to the team
@@ -105,6 +107,7 @@ async def play_household(env: HouseholdEnv, rec: Recorder, team: HouseholdTeam, 
     n = env.n
     t = 0
     stop: str | None = None
+    broke: str | None = None
     while t < steps and not team.exhausted() and not env.success():
         rec.t = t
         views: dict[str, str] = {}
@@ -129,7 +132,10 @@ async def play_household(env: HouseholdEnv, rec: Recorder, team: HouseholdTeam, 
             satisfied=env.satisfied(), completion=env.completion_rate(),
             buffers={str(b): env.buffer_load(b) for b in buffers}, images=views))
         t += 1
+        if turn.ends is not None:
+            broke = turn.ends
+            break
         stop = rec.stop_reason()
         if stop:
             break
-    return t, stop
+    return t, stop, broke

@@ -7,6 +7,13 @@ round). Landing order within a step is agent index order (deterministic). The bu
 executed agent-actions, waits included. `ConstructSpec.buffer_capacity` overrides the D4
 buffer capacity of the instances played (None: each instance's own, 2 in the built-in set).
 
+A planner reply that cannot be parsed or names an action not on its menu is a protocol
+failure, and as in CoCoBench's protocol it ends the episode (termination `protocol_failure`):
+under the central planner at once; under the decentralized planners, where the paper's agent
+with a bad reply simply does not act that round, in the first step in which no agent acts
+and at least one reply failed. `on_protocol_failure="skip"` keeps coordbench's earlier rule
+(the failing agent idles and the episode runs on).
+
 Every header records the instance's construct facts completed by `score_facts`, so that all
 four construct scores can be cross-applied to every trajectory.
 """
@@ -40,6 +47,7 @@ from coordbench.suites.household_episode import Choice, StepView, Turn, play_hou
 
 PLANNERS = ("central", "decentralized", "decentralized_comm")
 AGENTS = ("oracle", "rule", "llm", "learned")
+ON_PROTOCOL_FAILURE = ("end", "skip")
 
 
 @dataclass(frozen=True)
@@ -58,8 +66,14 @@ class ConstructSpec:
     protocol: str | None = None
     # agents "learned": the trained team's checkpoint (`coordbench constructs train`)
     checkpoint: str | None = None
+    # a planner reply that cannot be parsed or is illegal: "end" the episode as a protocol
+    # failure (the paper's protocol), or "skip" (the agent idles; coordbench's earlier rule)
+    on_protocol_failure: str = "end"
 
     def __post_init__(self) -> None:
+        if self.on_protocol_failure not in ON_PROTOCOL_FAILURE:
+            raise ConfigError(f"--on-protocol-failure must be end or skip, not "
+                              f"{self.on_protocol_failure!r}")
         if self.buffer_capacity is not None and (
                 isinstance(self.buffer_capacity, bool) or not isinstance(self.buffer_capacity, int)
                 or self.buffer_capacity < 1):
@@ -172,8 +186,10 @@ class InstanceTeam:
     (seeing their rendered views under `--observation image`), at most the actions the budget
     has room for land, in the spec's landing order."""
 
-    def __init__(self, planners: Any, n: int, budget: int, order: str) -> None:
+    def __init__(self, planners: Any, n: int, budget: int, order: str,
+                 central: bool = False, end_on_failure: bool = True) -> None:
         self.planners, self.n, self.budget = planners, n, budget
+        self.central, self.end_on_failure = central, end_on_failure
         self.name = getattr(planners, "name", type(planners).__name__)
         self.landing = list(range(n)) if order == "index" else list(range(n))[::-1]
         self.used = self.t = 0
@@ -200,7 +216,10 @@ class InstanceTeam:
                 choices.append(Choice(None, (code, errors[i])))
             else:
                 choices.append(Choice(None))
-        return Turn(choices, self.landing, message_events(view.t, step.messages))
+        ends = None
+        if errors and self.end_on_failure and (self.central or not acting):
+            ends = "; ".join(f"agent_{i}: {why}" for i, why in sorted(errors.items()))
+        return Turn(choices, self.landing, message_events(view.t, step.messages), ends)
 
     def executed(self, acting: list[int], records: list[ActionRecord]) -> list[MessageEvent]:
         """Count the step's actions against the budget; return the notes planners post."""
@@ -229,7 +248,8 @@ async def arun_construct(raw: dict[str, Any], spec: ConstructSpec, episode_id: s
     budget = task.budget()
     planners = make_team(spec, harness)
     planners.reset(env, info)
-    team = InstanceTeam(planners, n, budget, spec.order)
+    team = InstanceTeam(planners, n, budget, spec.order, spec.planner == "central"
+                        and spec.protocol is None, spec.on_protocol_failure == "end")
     rec = Recorder(
         suite="constructs", episode_id=episode_id, task_id=str(raw["task_id"]), seed=spec.seed,
         team=[AgentSpec(id=f"agent_{i}", role=task.roles[i] if task.roles else "agent",
@@ -241,10 +261,10 @@ async def arun_construct(raw: dict[str, Any], spec: ConstructSpec, episode_id: s
                 **({"planner": spec.planner} if spec.protocol else {})},
         limits=limits)
     with rec:
-        t, stop = await play_household(env, rec, team, steps=budget, images=images,
-                                       view_agents=spec.observation == "image",
-                                       buffers=facts.get("buffers", []))
-    return rec.finish(t, success=env.success(), stop=stop,
+        t, stop, broke = await play_household(env, rec, team, steps=budget, images=images,
+                                              view_agents=spec.observation == "image",
+                                              buffers=facts.get("buffers", []))
+    return rec.finish(t, success=env.success(), stop=stop, protocol_failure=broke,
                       detail=f"budget of {budget} actions exhausted")
 
 

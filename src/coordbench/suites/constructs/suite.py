@@ -31,6 +31,7 @@ def condition_name(subset: str, construct: str | None, team: int | None,
     order = "" if spec.order == "index" else f"_order-{spec.order}"
     cap = "" if spec.buffer_capacity is None else f"_cap{spec.buffer_capacity}"
     proto = "" if spec.protocol is None else f"_proto-{spec.protocol}"
+    proto += "" if spec.on_protocol_failure == "end" else f"_pf-{spec.on_protocol_failure}"
     if spec.checkpoint is not None:  # which trained team: its file's name and content digest
         model = safe_name(f"-{Path(spec.checkpoint).stem}-{file_digest(spec.checkpoint)}")
     return (f"constructs_{subset}_{construct or 'all'}_team{team or 'all'}_{spec.planner}_"
@@ -102,6 +103,8 @@ class ConstructSuite:
         for key in ("protocol", "checkpoint"):  # conditions without one keep their manifest
             if planners[key] is None:
                 del planners[key]
+        if planners["on_protocol_failure"] == "end":  # the default since it was added
+            del planners["on_protocol_failure"]
         return {**planners, "subset": spec.subset, "construct": spec.construct,
                 "team": spec.team, "limit": spec.limit, "instances_file": spec.instances_file}
 

@@ -195,6 +195,6 @@ async def arun_case(task: HouseholdTask, spec: HouseholdSpec, case_seed: int, ep
                 "conflict_set": spec.conflict_set},
         limits=limits)
     with rec:
-        t, reason = await play_household(env, rec, team, steps=steps, images=images,
-                                         team_view=protocol.team_view)
+        t, reason, _ = await play_household(env, rec, team, steps=steps, images=images,
+                                            team_view=protocol.team_view)
     return rec.finish(t, success=env.success(), stop=reason, detail="step budget exhausted")
