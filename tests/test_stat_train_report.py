@@ -141,3 +141,33 @@ def test_ray_executor_runs_a_tiny_sweep(tmp_path):
     # same seeds, same numbers on either executor
     assert json.loads(local.stdout.strip().splitlines()[-1])["final_return"] == \
         payload["final_return"]
+
+
+def test_table9_is_compared_with_the_convention_each_paper_cell_uses(tmp_path):
+    from types import SimpleNamespace
+
+    from coordbench.reproduce.stat import table9_by_convention
+
+    rows = []
+    for algo, pre, post in (("dqn", 1.1, 2.5), ("qmix", 1.05, 2.4)):
+        for s in range(3):
+            r = fake_result(algo, "3A-6T-5x3", s, 214.0)
+            for point in r["curve"]:
+                point.update(diversity_per_decision_agent=pre,
+                             diversity_per_decision_agent_post=post)
+            rows.append(r)
+    write(tmp_path, rows)
+    built = rep.build(rep.load_results([tmp_path]), references=False)
+    assert built["tables"]["assignment_diversity_per_agent_post"][
+        ("dqn", "3A-6T-5x3")].est.mean == pytest.approx(2.5)
+    text = table9_by_convention(SimpleNamespace(built=built, configs=built["configs"]))
+    # DQN's published 2.275 is set beside the after-the-step count, QMIX's 1.092 before
+    assert "| 3A-6T-5x3 | DQN | 2.275 | after | 2.500 ± 0.000 | 1.100 ± 0.000 | 2.500 ± 0.000 |" \
+        in text
+    assert "| 3A-6T-5x3 | QMIX | 1.086 | before | 1.050 ± 0.000 |" in text
+    # a result written before the after-the-step count was recorded: no cell, no error
+    old = [fake_result("vdn", "3A-6T-5x3", 0, 214.0)]
+    (tmp_path / "old").mkdir()
+    write(tmp_path / "old", old)
+    built = rep.build(rep.load_results([tmp_path / "old"]), references=False)
+    assert ("vdn", "3A-6T-5x3") not in built["tables"]["assignment_diversity_per_agent_post"]

@@ -59,6 +59,10 @@ TABLES = (
               "Final per-agent assignment diversity, sum D_t / sum decision-active agents "
               "before the step (paper Table 9, PyMARL convention)",
               "diversity_per_decision_agent", "final", None, 3),
+    TableSpec("assignment_diversity_per_agent_post",
+              "Final per-agent assignment diversity, sum D_t / sum decision-active agents "
+              "after the step (paper Table 9, DQN/FDQN convention)",
+              "diversity_per_decision_agent_post", "final", None, 3),
     TableSpec("throughput", "Final throughput, tasks completed per step (paper Table 10)",
               "throughput", "final", "high", 4),
 )
@@ -178,6 +182,8 @@ def build(results: list[dict[str, Any]], references: bool = True) -> dict[str, A
         cells: dict[tuple[str, str], Cell] = {}
         for (config, algo), rs in groups.items():
             pts = [point(r, t.at) for r in rs]
+            if any(t.metric not in p for p in pts):
+                continue  # a result written before the metric was recorded
             vals = [float(p[t.metric]) for p in pts]
             cell = Cell(estimate(vals, SEED_KINDS.get(t.metric, "mean")), vals)
             if t.at == "max":

@@ -204,6 +204,40 @@ PAPER_TABLES = (
 )
 
 
+# the count of decision-active agents each paper method's Table 9 cell uses: its Gymnasium
+# wrapper (DQN, FDQN) counts after the step, its PyMARL wrapper (the others) before
+TABLE9_CONVENTION = {"dqn": "after", "fdqn": "after"}
+
+
+def table9_by_convention(d: Data) -> str:
+    """Return the paper's Table 9 beside coordbench's per-agent diversity counted the way each
+    paper cell counts (after the step for DQN/FDQN, before for the PyMARL methods), with
+    both counts of every cell; '' when the runs hold no paper method."""
+    tabs = d.built["tables"]
+    pre = tabs.get("assignment_diversity_per_agent", {})
+    post = tabs.get("assignment_diversity_per_agent_post", {})
+    rows = []
+    for c in d.configs:
+        for m in P.PAPER_METHODS:
+            if (m, c) not in pre:
+                continue
+            how = TABLE9_CONVENTION.get(m, "before")
+            paper = P.paper_value(P.PER_AGENT_DIVERSITY, c, m)
+            cell = (post if how == "after" else pre).get((m, c))
+
+            def fmt(x: Any) -> str:
+                return "n/a" if x is None else f"{x.est.mean:.3f} ± {x.est.ci95:.3f}"
+            rows.append([c, m.upper(), "–" if paper is None else f"{paper:.3f}", how,
+                         fmt(cell), fmt(pre.get((m, c))), fmt(post.get((m, c)))])
+    if not rows:
+        return ""
+    return ("*Table 9 by the paper's own convention*: each published cell beside coordbench's "
+            "value counted as that cell counts decision-active agents (after the step for "
+            "DQN/FDQN, before for the PyMARL methods), and both counts.\n\n"
+            + table(["config", "method", "paper", "paper counts", "coordbench (same count)",
+                     "before the step", "after the step"], rows))
+
+
 def _tables_item(d: Data) -> Item:
     from coordbench.envs.stat.config import CONFIGS
 
@@ -212,6 +246,9 @@ def _tables_item(d: Data) -> Item:
                 f"*{ref}* ({name.replace('_', ' ')}):\n\n{_paper_rows(tab, d.configs, k)}"
                 for name, ref, tab, k in PAPER_TABLES)
     ours = d.rep.markdown(d.built)
+    by_convention = table9_by_convention(d)
+    if by_convention:
+        ours += "\n\n" + by_convention
     # the headline: how far the best learned method gets on the Extreme configurations
     extreme = [c for c in d.configs if CONFIGS[c].regime == "extreme"]
     gaps = d.built["tables"].get("gap_closed", {})
