@@ -13,6 +13,10 @@ speak in index order never contend:
 - leader: workers report what they would take; agent 0 plans the step in index order and
   tells each agent "TAKE <id>; LEAVE <ids taken by others>".
 - shared_memory: a board {"claims": {id: agent}} that agents rewrite in index order.
+
+With `faults` (`agents.dials`) a mind misses teammates' messages at the message-loss rate
+and makes a decision that cannot be parsed at the protocol-violation rate; the family's
+`choose` applies the dials that are its own (perception, hallucination).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import re
 from abc import ABC, abstractmethod
 from typing import Any
 
+from coordbench.agents.dials import Faults
 from coordbench.agents.household.protocols import Decision, Message
 
 _TAKE = re.compile(r"TAKE (\d+)")
@@ -59,6 +64,14 @@ class ClaimMind(ABC):
 
     agent: int
     said: str | None = None
+    faults: Faults | None = None
+
+    def step_of(self, obs: Any) -> int:
+        """Return the team step `obs` is from (the key of this step's failure draws)."""
+        return int(getattr(obs, "t", 0))
+
+    def _hear(self, obs: Any, inbox: list[Message]) -> list[Message]:
+        return inbox if self.faults is None else self.faults.heard(inbox, self.step_of(obs))
 
     # -- the family's rule ----------------------------------------------------------------
     @abstractmethod
@@ -79,6 +92,7 @@ class ClaimMind(ABC):
         repeats its last claim, else "CONTINUE ..."), or None."""
         if self.silent(obs):
             return None
+        inbox = self._hear(obs, inbox)
         _, intent = self.choose(obs, {} if phase == "report" else said_claims(inbox, self.agent))
         text = f"TAKE {intent}" if intent is not None else None
         if phase != "discuss":
@@ -115,7 +129,13 @@ class ClaimMind(ABC):
         return {"claims": {str(o): a for o, a in sorted(claims.items())}}
 
     def act(self, obs: Any, inbox: list[Message]) -> Decision:
-        """Return this agent's action given what the protocol let it see."""
+        """Return this agent's action given what the protocol let it see (a decision that
+        cannot be parsed where the protocol-violation dial strikes)."""
+        inbox = self._hear(obs, inbox)
+        if self.faults is not None:
+            why = self.faults.violation(self.step_of(obs))
+            if why is not None and not self.silent(obs):
+                return Decision(None, "", why)
         claims = said_claims(inbox, self.agent)
         for m in inbox:
             if m.phase == "memory":

@@ -29,6 +29,15 @@ def executor_option(default: str = "local") -> Any:
                                       "127.0.0.1)")
 
 
+def dial_option() -> Any:
+    """Return the repeatable --dial option (injected failures of rule minds)."""
+    return typer.Option(None, "--dial", metavar="NAME=VALUE",
+                        help="Make the rule minds fail (repeatable): perception, "
+                             "hallucination, message_loss, protocol_violation (rates in "
+                             "[0, 1]), memory (steps remembered; 0: all), message_cost "
+                             "(tokens per message). Recorded in each header's params.")
+
+
 def workers_option(default: int = 1) -> Any:
     """Return the --workers option."""
     return typer.Option(default, help="Parallel workers (processes or Ray CPUs).")

@@ -9,7 +9,7 @@ import typer
 from coordbench.core.files import check_out_dir, check_range
 from coordbench.errors import ConfigError
 
-from .common import emit_json, need_torch, out
+from .common import dial_option, emit_json, need_torch, out
 from .limits import MAX_EPISODES, MAX_SEED
 from .run_options import RunOptions, run_options
 
@@ -51,6 +51,7 @@ def constructs_run(
              "the episode runs on)."),
     limit: int | None = typer.Option(None, help="Play only the first K instances."),
     seed: int = typer.Option(0, help="Episode seed."),
+    dial: list[str] | None = dial_option(),
     out_dir: Path | None = typer.Option(None, "--out", help="Run directory (resumable)."),
     opts: RunOptions = RunOptions(),
 ) -> None:
@@ -61,6 +62,7 @@ def constructs_run(
     failure shares {dependency, occupancy, affordance, illegal_skill} (of failed episodes;
     null when none failed), and the number of instances.
     """
+    from coordbench.agents.dials import parse_dials
     from coordbench.report.constructs_report import (
         console_table,
         episodes,
@@ -88,7 +90,7 @@ def constructs_run(
         need_torch()
     spec = ConstructSpec(planner, agents, observation, model, seed, order, buffer_capacity,
                          protocol, str(checkpoint) if checkpoint is not None else None,
-                         on_protocol_failure)
+                         on_protocol_failure, parse_dials(dial))
     if spec.checkpoint is not None and instances is None:
         from coordbench.learn.menu_ppo import load_cached
 

@@ -8,7 +8,7 @@ import typer
 
 from coordbench.core.files import check_range
 
-from .common import emit_json, err, out, positive
+from .common import dial_option, emit_json, err, out, positive
 from .limits import MAX_EPISODES, MAX_SEED, MAX_STEPS
 from .run_options import RunOptions, run_options
 
@@ -34,6 +34,7 @@ def mecobench_run(
     limit: int | None = typer.Option(None, help="Play only the first K cases."),
     seed: int = typer.Option(0, help="Base seed; case k uses seed + k."),
     images: bool = typer.Option(False, "--images", help="Render and store agents' views."),
+    dial: list[str] | None = dial_option(),
     out_dir: Path | None = typer.Option(None, "--out", help="Run directory (resumable)."),
     opts: RunOptions = RunOptions(),
 ) -> None:
@@ -58,8 +59,10 @@ def mecobench_run(
     check_range("--seed", seed, 0, MAX_SEED)
     check_range("--max-steps", max_steps, 1, MAX_STEPS)
     opts.check(out_dir)
+    from coordbench.agents.dials import parse_dials
+
     spec = HouseholdSpec(structure, team, protocol, agents, prior, seed, model, leader_model,
-                         conflict_set)
+                         conflict_set, parse_dials(dial))
     cond = mecobench_condition(str(tasks) if tasks else None, suite, spec)
     cases = SUITE.cases(cond, limit)
     check_playable([c.data[1] for c in cases], team, prior)

@@ -9,6 +9,7 @@ import typer
 from coordbench.core.files import check_in_dir, check_out_dir, check_out_file, check_range
 
 from .common import (
+    dial_option,
     emit_json,
     err,
     executor_option,
@@ -56,6 +57,7 @@ def stat_eval(
     model: str | None = typer.Option(None, help="Model alias of every agent (policy llm)."),
     protocol: str = typer.Option("none", help="policies llm and rule: none | broadcast | "
                                               "leader | shared_memory"),
+    dial: list[str] | None = dial_option(),
     out_dir: Path | None = typer.Option(None, "--out", help="Run directory (resumable)."),
     opts: RunOptions = RunOptions(),
 ) -> None:
@@ -72,7 +74,10 @@ def stat_eval(
     check_range("--seed", seed, 0, MAX_SEED)
     check_range("--episode-limit", episode_limit, 1, MAX_STEPS)
     opts.check(out_dir)
-    spec = StatEvalSpec(config, policy, layouts, seed, episode_limit, model, protocol)
+    from coordbench.agents.dials import parse_dials
+
+    spec = StatEvalSpec(config, policy, layouts, seed, episode_limit, model, protocol,
+                        parse_dials(dial))
     settings = opts.harness({model}, seed) if policy == LLM else None
     run = opts.play(out_dir or Path("runs") / "stat-eval" / spec.condition, [(SUITE, spec)],
                     limit=episodes, settings=settings,

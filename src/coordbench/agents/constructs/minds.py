@@ -20,6 +20,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from coordbench.agents.claims import ClaimMind
+from coordbench.agents.dials import Dials, Faults
 from coordbench.agents.household.llm import LlmMind
 from coordbench.agents.household.protocols import (
     Decision,
@@ -36,7 +37,7 @@ from coordbench.llm import prompts
 from coordbench.runner.episode import current_recorder
 
 from .llm import choose, last_step_text, state_text
-from .planners import RuleAgent, StepChoice, menu_catalog
+from .planners import RuleAgent, StepChoice, menu_catalog, misperceived
 
 # the household protocols construct teams run (leader_vision's team images have no construct
 # counterpart: the construct views are the planners' state texts)
@@ -77,12 +78,25 @@ class ConstructRuleMind(ClaimMind):
     agent: int
     rule: RuleAgent
     said: str | None = None
+    faults: Faults | None = None
+    stopped: bool = False  # the hallucination dial struck: it believes the work done
+
+    def step_of(self, obs: ConstructView) -> int:
+        """Return the team step of the view."""
+        return int(obs.progress["step"])
 
     def choose(self, obs: ConstructView, claims: dict[int, int]
                ) -> tuple[Action | None, int | None]:
-        """Return the rule agent's action and the object it goes for, given the claims."""
+        """Return the rule agent's action and the object it goes for, given the claims
+        (nothing once it believes the work done; a misread object where the perception
+        dial strikes)."""
+        t = self.step_of(obs)
+        if self.faults is not None and not self.stopped and self.faults.hit("hallucination", t):
+            self.stopped = True
+        if self.stopped:
+            return None, None
         self.rule.claims = claims
-        action = self.rule.decide(obs.env)
+        action = misperceived(self.rule.decide(obs.env), obs.info, self.faults, t)
         return action, self.rule.intent
 
     def intent_of(self, obs: ConstructView, j: int, claims: dict[int, int]) -> int | None:
@@ -132,20 +146,23 @@ class ProtocolPlanners:
 
     name = "protocol"
 
-    def __init__(self, protocol: str, agents: str, harness=None, alias: str | None = None
-                 ) -> None:
+    def __init__(self, protocol: str, agents: str, harness=None, alias: str | None = None,
+                 dials: Dials | None = None, key: str = "") -> None:
         self.protocol = check_protocol(protocol)
         if agents not in ("rule", "llm"):
             raise ConfigError(f"a team under a protocol is rule or llm minds, not {agents}")
         self.agents, self.harness, self.alias = agents, harness, alias
+        self.dials, self.key = dials, key
 
     def reset(self, env: HouseholdEnv, info: dict[str, Any]) -> None:
         """Start an episode on `env`: fresh minds and protocol state."""
         self.env, self.info = env, info
         spec = get_protocol(self.protocol)
         if self.agents == "rule":
-            minds: list[Any] = [ConstructRuleMind(i, RuleAgent(i, info, spec.talks))
-                                for i in range(env.n)]
+            minds: list[Any] = [
+                ConstructRuleMind(i, RuleAgent(i, info, spec.talks),
+                                  faults=Faults(self.dials, self.key, i) if self.dials else None)
+                for i in range(env.n)]
         else:
             catalog = menu_catalog(env, info)
             minds = [ConstructLlmMind(agent=i, harness=self.harness, alias=str(self.alias),

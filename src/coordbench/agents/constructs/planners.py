@@ -9,10 +9,11 @@ from. The central planner picks one action for one agent per decision.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from coordbench.agents.claims import free_for
+from coordbench.agents.dials import Dials, Faults
 from coordbench.agents.household.protocols import Message
 from coordbench.envs.household.actions import Action
 from coordbench.envs.household.engine import REACH, HouseholdEnv
@@ -158,6 +159,29 @@ class RuleAgent:
         return None
 
 
+# the dials a construct rule planner can fail by (it sees the whole state each step, so there
+# is nothing for a bounded memory to forget)
+RULE_DIALS = ("perception", "hallucination", "message_loss", "protocol_violation",
+              "message_cost")
+
+
+def misperceived(action: Action | None, info: dict[str, Any], faults: Faults | None,
+                 t: int) -> Action | None:
+    """Return `action`, or where the perception dial strikes the same action on another of
+    the instance's objects of the same kind (items, containers, buffers; the knife is taken
+    for an item)."""
+    if action is None or faults is None or action.obj is None \
+            or not faults.hit("perception", t, action.name, action.obj):
+        return action
+    kinds = [list(info.get("items", [])), list(info.get("containers", [])),
+             list(info.get("buffers", []))]
+    same = next((k for k in kinds if action.obj in k), kinds[0])
+    pool = sorted(set(same) - {action.obj})
+    if not pool:
+        return action
+    return replace(action, obj=faults.pick(pool, "perception", t, action.obj))
+
+
 # -- stable action menus (for model-driven planners): envs.household.menu over the instance's
 # construct nodes
 def menu_catalog(env: HouseholdEnv, info: dict[str, Any]) -> list[tuple[int, Action]]:
@@ -185,33 +209,64 @@ class RulePlanners:
 
     name = "rule"
 
-    def __init__(self, planner: str) -> None:
-        self.planner = planner
+    def __init__(self, planner: str, dials: Dials | None = None, key: str = "") -> None:
+        self.planner, self.dials, self.key = planner, dials, key
 
     def reset(self, env: HouseholdEnv, info: dict[str, Any]) -> None:
         """Start an episode on `env`."""
-        self.env = env
+        self.env, self.info = env, info
         self.rules = [RuleAgent(i, info, self.planner == "decentralized_comm")
                       for i in range(env.n)]
         self.board: list[tuple[int, str]] = []
-        self.turn = 0
+        self.turn = self.t = 0
+        # one decision-maker per agent, or the central planner (agent 0's draws)
+        self.faults = [Faults(self.dials, self.key, i) if self.dials else None
+                       for i in range(env.n)]
+        self.stopped = [False] * env.n
+
+    def _believes_done(self, i: int) -> bool:
+        """Return whether decision-maker `i` has (falsely) concluded the work is done."""
+        f = self.faults[i]
+        if not self.stopped[i] and f is not None and f.hit("hallucination", self.t):
+            self.stopped[i] = True
+        return self.stopped[i]
 
     def act(self, images: dict[int, str]) -> StepChoice:
         """Return this step's choices."""
-        n = self.env.n
+        n, t = self.env.n, self.t
+        self.t += 1
         chosen: list[Action | None] = [None] * n
+        errors: dict[int, str] = {}
         if self.planner == "central":
+            f = self.faults[0]
+            if self._believes_done(0):
+                return StepChoice(chosen)
+            why = f.violation(t) if f is not None else None
+            if why is not None:
+                return StepChoice(chosen, {0: why})
             for k in range(n):
                 i = (self.turn + k) % n
                 pick = self.rules[i].decide(self.env)
                 if pick is not None and pick.name != "wait":
-                    chosen[i] = pick
+                    chosen[i] = misperceived(pick, self.info, f, t)
                     self.turn = i + 1
                     break
             return StepChoice(chosen)
-        for r in self.rules:
-            r.read(self.board)
-        return StepChoice([r.decide(self.env) for r in self.rules])
+        for i, r in enumerate(self.rules):
+            f = self.faults[i]
+            board = self.board
+            if f is not None and self.dials.message_loss:  # type: ignore[union-attr]
+                board = [(m.sender, m.content) for m in f.heard(
+                    [Message(s, None, c, "broadcast") for s, c in self.board], t)]
+            r.read(board)
+            if self._believes_done(i):
+                continue
+            why = f.violation(t) if f is not None else None
+            if why is not None:
+                errors[i] = why
+                continue
+            chosen[i] = misperceived(r.decide(self.env), self.info, f, t)
+        return StepChoice(chosen, errors)
 
     def executed(self, acting: list[int], records: list[Any] = ()) -> list[tuple[int, str]]:
         """Return the notes the agents broadcast after this step (decentralized_comm); the

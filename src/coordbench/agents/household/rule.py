@@ -15,6 +15,12 @@ an agent that sees images would. It learns the truth on picking the object up: i
 where it was (a wrong grab, then a correction), says so ("CORRECTION 471 is waterglass"), and
 looks on.
 
+With `faults` (`agents.dials`), a mind fails as its dials say: it misreads a seen object's
+class or room, believes its claimed object placed and declares the task done (saying DONE
+about it), misses teammates' messages, forgets what it saw or heard more than k steps ago, or
+produces a decision that cannot be parsed. Without faults (or with every dial at 0) nothing
+is drawn and it plays exactly as described above.
+
 Messages are short token lists ("CLAIM 471:pudding; AT kitchen"), so other rule minds can read
 them. Without communication a mind cannot know its teammates' claims, which is what produces
 duplicate grabs and conflicts; in sequential tasks it cannot know when the receiver is at the
@@ -32,6 +38,7 @@ from coordbench.envs.household.actions import WAIT, Action
 from coordbench.envs.household.engine import REACH
 from coordbench.envs.household.observe import GoalStatus, Observation
 
+from ..dials import Faults
 from .protocols import Decision, Message
 
 STORAGE = frozenset({"fridge", "stove", "dishwasher", "microwave", "cabinet", "kitchencabinet",
@@ -72,8 +79,10 @@ class RuleMind:
     revealed: set[int] = field(default_factory=set)  # misidentified objects, seen up close
     origin: dict[int, tuple[str, int]] = field(default_factory=dict)  # obj -> (relation, on)
     corrections: list[str] = field(default_factory=list)  # to say in the next message
+    faults: Faults | None = None  # injected failures (agents.dials); None: none
     _last_step: int = -1
     _last_action: Action | None = None
+    _stamps: dict[str, dict[Any, int]] = field(default_factory=dict)
 
     @property
     def others(self) -> dict[int, int]:
@@ -81,7 +90,12 @@ class RuleMind:
         return {o: who for who, objs in self.claims_of.items() for o in objs if who != self.agent}
 
     # -- perception and messages --------------------------------------------------------------
+    def _hear(self, obs: Observation, inbox: list[Message]) -> list[Message]:
+        """Return the messages that reach this mind (all of them without message loss)."""
+        return inbox if self.faults is None else self.faults.heard(inbox, obs.t)
+
     def _absorb(self, obs: Observation, inbox: list[Message]) -> None:
+        inbox = self._hear(obs, inbox)
         if obs.t != self._last_step:
             self._last_step = obs.t
             self.receiver_ready = False
@@ -99,11 +113,11 @@ class RuleMind:
                 if self.claim == o:
                     self.claim = None
         for s in obs.visible:
-            cls = self._perceived(obs, s, needed)
+            cls, room = self._perceived(obs, s, needed)
             if s.grabbable and s.on is not None:
                 self.origin.setdefault(s.id, (s.relation or "ON", s.on))
             if s.grabbable and cls in needed:
-                self.known[s.id] = (cls, obs.room)
+                self.known[s.id] = (cls, room)
                 if (cls, s.on) in placed:
                     self.gone.add(s.id)  # already counts toward its subgoal
                 else:
@@ -127,16 +141,55 @@ class RuleMind:
             if msg.sender == self.agent:
                 continue
             self._read(msg)
+        if self.faults is not None and self.faults.dials.memory:
+            self._forget(obs, inbox)
 
-    def _perceived(self, obs: Observation, s, needed: set[str]) -> str:
-        """Return the class this mind takes visible object `s` for (see the module
-        docstring: an undescribed look-alike of a needed class may fool it)."""
+    def _perceived(self, obs: Observation, s, needed: set[str]) -> tuple[str, int]:
+        """Return the (class, room) this mind takes visible object `s` for (see the module
+        docstring: an undescribed look-alike of a needed class may fool it, and a
+        perception dial misreads an object's class or room)."""
+        f = self.faults
+        if f is not None and s.grabbable and s.id not in self.revealed \
+                and f.hit("perception", obs.t, s.id):
+            if f.uniform("perception/room", obs.t, s.id) < 0.5:
+                rooms = sorted(r for r in obs.room_names if r != obs.room)
+                if rooms:
+                    return s.class_name, f.pick(rooms, "perception/room", obs.t, s.id)
+            classes = sorted((needed | {s.class_name}) - {s.class_name})
+            if classes:
+                return f.pick(classes, "perception/class", obs.t, s.id), obs.room
         if s.class_name in needed or s.id in self.revealed or not s.grabbable:
-            return s.class_name
+            return s.class_name, obs.room
         for cls in sorted(LOOKALIKES.get(s.class_name, ())):
             if cls in needed and cls not in obs.described and self._fooled(s.id, cls):
-                return cls
-        return s.class_name
+                return cls, obs.room
+        return s.class_name, obs.room
+
+    def _forget(self, obs: Observation, inbox: list[Message]) -> None:
+        """Drop what was last seen or heard more than `memory` steps ago: remembered
+        objects, explored, searched and opened places, objects known to be gone, and
+        teammates' claims (seeing or hearing of it again refreshes an entry)."""
+        k, t = self.faults.dials.memory, obs.t  # type: ignore[union-attr]
+        here = {s.id for s in obs.visible}
+        senders = {m.sender for m in inbox}
+        held = dict(obs.held)
+        parts: dict[str, Any] = {"known": self.known, "explored": self.explored,
+                                 "searched": self.searched, "opened": self.opened,
+                                 "gone": self.gone, "claims": self.claims_of}
+        fresh = {"known": here | set(held), "explored": {obs.room}, "opened": here,
+                 "gone": here, "claims": senders, "searched": {obs.room}}
+        for name, part in parts.items():
+            stamps = self._stamps.setdefault(name, {})
+            for key in list(part):
+                if key not in stamps or key in fresh[name]:
+                    stamps[key] = t
+                elif t - stamps[key] > k:
+                    part.pop(key) if isinstance(part, dict) else part.discard(key)
+                    del stamps[key]
+            for key in [key for key in stamps if key not in part]:
+                del stamps[key]
+        if self.claim is not None and self.claim not in self.known:
+            self.claim = None
 
     def _fooled(self, obj: int, cls: str) -> bool:
         draw = zlib.crc32(f"{self.seed}/{self.agent}/{obj}/{cls}".encode()) / 2**32
@@ -213,6 +266,7 @@ class RuleMind:
     def assign(self, obs: Observation, inbox: list[Message],
                views: dict[int, Observation] | None) -> dict[int, str]:
         """Return one instruction per agent: FETCH an object, EXPLORE a room, or WAIT."""
+        inbox = self._hear(obs, inbox)
         self._absorb(obs, inbox)
         if views:  # leader_vision: what every agent sees counts as seen by the leader
             for v in views.values():
@@ -319,8 +373,23 @@ class RuleMind:
 
     # -- act phase ----------------------------------------------------------------------------
     def act(self, obs: Observation, inbox: list[Message]) -> Decision:
-        """Return this step's action (see the module docstring for the priorities)."""
+        """Return this step's action (see the module docstring for the priorities), or,
+        where a dial strikes, a decision that cannot be parsed or a false `done`."""
         self._absorb(obs, inbox)
+        f = self.faults
+        if f is not None:
+            why = f.violation(obs.t)
+            if why is not None:
+                self._last_action = None
+                return Decision(None, "", why)
+            if not obs.complete and f.hit("hallucination", obs.t):
+                if self.claim is not None:  # it believes its object placed, and says so
+                    self.gone.add(self.claim)
+                    if self.comm:
+                        self.corrections.append(f"DONE {self.claim}")
+                    self.claim = None
+                self._last_action = Action("done")
+                return Decision(self._last_action)
         action = self._decide(obs)
         self._last_action = action
         return Decision(action)

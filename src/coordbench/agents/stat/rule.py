@@ -8,6 +8,10 @@ protocol a task claimed by a lower-index teammate is left alone, which is what t
 allocator does centrally: the two play the same actions (a test checks it). When every free
 task is claimed the agent still picks its nearest (the mask makes it pick), as `greedy` does.
 Agents with no choice take their one action and stay silent.
+
+With dials (`agents.dials`) a mind misreads where the tasks are (it picks a task it can
+choose at random, not its nearest) at the perception rate, and misses teammates' messages at
+the message-loss rate.
 """
 
 from __future__ import annotations
@@ -16,8 +20,12 @@ import math
 from dataclasses import dataclass
 
 from coordbench.agents.claims import ClaimMind, free_for
+from coordbench.agents.dials import Faults
 from coordbench.envs.stat.config import IDLE, SELECT0
 from coordbench.envs.stat.observe import StatObservation
+
+# the dials a STAT rule mind can fail by
+STAT_RULE_DIALS = ("perception", "message_loss", "message_cost")
 
 
 def _nearest(x: float, y: float, obs: StatObservation, candidates: list[int]) -> int | None:
@@ -35,6 +43,7 @@ class StatRuleMind(ClaimMind):
     agent: int
     role: str = "agent"
     said: str | None = None
+    faults: Faults | None = None
 
     def silent(self, obs: StatObservation) -> bool:
         """Return whether the agent has no choice this step."""
@@ -46,6 +55,9 @@ class StatRuleMind(ClaimMind):
         still makes it pick, as `greedy` does) its nearest free task."""
         if obs.forced_action is not None:
             return obs.forced_action, None
+        if self.faults is not None and obs.choices and self.faults.hit("perception", obs.t):
+            task = self.faults.pick(sorted(obs.choices), "perception", obs.t)
+            return SELECT0 + task, task
         task = _nearest(obs.x, obs.y, obs,
                         [j for j in obs.choices if free_for(j, claims, self.agent)])
         if task is None:

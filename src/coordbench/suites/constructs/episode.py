@@ -30,7 +30,8 @@ from coordbench.agents.constructs.learned import LearnedPlanners
 from coordbench.agents.constructs.llm import LlmPlanners
 from coordbench.agents.constructs.minds import ProtocolPlanners, check_protocol
 from coordbench.agents.constructs.oracle import OraclePlanners
-from coordbench.agents.constructs.planners import RulePlanners
+from coordbench.agents.constructs.planners import RULE_DIALS, RulePlanners
+from coordbench.agents.dials import Dials, check_applicable, dials_from, with_message_cost
 from coordbench.agents.household.protocols import maybe_await, message_events
 from coordbench.core.trajectory import (
     ActionRecord,
@@ -69,8 +70,15 @@ class ConstructSpec:
     # a planner reply that cannot be parsed or is illegal: "end" the episode as a protocol
     # failure (the paper's protocol), or "skip" (the agent idles; coordbench's earlier rule)
     on_protocol_failure: str = "end"
+    # injected failures of the rule planners (agents.dials); None: none, nothing recorded
+    dials: Dials | None = None
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "dials", dials_from(self.dials))
+        if self.dials is not None and self.agents != "rule":
+            raise ConfigError(f"--dial is for --agents rule, not {self.agents}")
+        check_applicable(self.dials, RULE_DIALS, "construct rule planners (they see the "
+                                                 "whole state each step)")
         if self.on_protocol_failure not in ON_PROTOCOL_FAILURE:
             raise ConfigError(f"--on-protocol-failure must be end or skip, not "
                               f"{self.on_protocol_failure!r}")
@@ -168,16 +176,18 @@ def score_facts(task: HouseholdTask, info: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def make_team(spec: ConstructSpec, harness=None):
-    """Return the construct team `spec` names (a model harness for agents=llm)."""
+def make_team(spec: ConstructSpec, harness=None, key: str = ""):
+    """Return the construct team `spec` names (a model harness for agents=llm); `key` names
+    the episode in the draws of injected failures (its dials)."""
     if spec.protocol is not None:
-        return ProtocolPlanners(spec.protocol, spec.agents, harness, spec.model)
+        return ProtocolPlanners(spec.protocol, spec.agents, harness, spec.model, spec.dials,
+                                key)
     if spec.agents == "oracle":
         return OraclePlanners(spec.planner)
     if spec.agents == "learned":
         return LearnedPlanners(str(spec.checkpoint))
     if spec.agents == "rule":
-        return RulePlanners(spec.planner)
+        return RulePlanners(spec.planner, spec.dials, key)
     return LlmPlanners(harness, spec.model, spec.planner)
 
 
@@ -187,9 +197,10 @@ class InstanceTeam:
     has room for land, in the spec's landing order."""
 
     def __init__(self, planners: Any, n: int, budget: int, order: str,
-                 central: bool = False, end_on_failure: bool = True) -> None:
+                 central: bool = False, end_on_failure: bool = True,
+                 dials: Dials | None = None) -> None:
         self.planners, self.n, self.budget = planners, n, budget
-        self.central, self.end_on_failure = central, end_on_failure
+        self.central, self.end_on_failure, self.dials = central, end_on_failure, dials
         self.name = getattr(planners, "name", type(planners).__name__)
         self.landing = list(range(n)) if order == "index" else list(range(n))[::-1]
         self.used = self.t = 0
@@ -219,13 +230,15 @@ class InstanceTeam:
         ends = None
         if errors and self.end_on_failure and (self.central or not acting):
             ends = "; ".join(f"agent_{i}: {why}" for i, why in sorted(errors.items()))
-        return Turn(choices, self.landing, message_events(view.t, step.messages), ends)
+        return Turn(choices, self.landing,
+                    message_events(view.t, with_message_cost(step.messages, self.dials)), ends)
 
     def executed(self, acting: list[int], records: list[ActionRecord]) -> list[MessageEvent]:
         """Count the step's actions against the budget; return the notes planners post."""
         self.used += len(records)
-        return [MessageEvent(t=self.t, phase="broadcast", sender=s, content=m)
-                for s, m in self.planners.executed(acting, records)]
+        return with_message_cost([MessageEvent(t=self.t, phase="broadcast", sender=s, content=m)
+                                  for s, m in self.planners.executed(acting, records)],
+                                 self.dials)
 
     def exhausted(self) -> bool:
         """Return whether the action budget is spent."""
@@ -246,10 +259,11 @@ async def arun_construct(raw: dict[str, Any], spec: ConstructSpec, episode_id: s
     n = len(task.roles) if task.roles else len(task.start_rooms)
     env = HouseholdEnv(task, n, spec.seed, "with_close")
     budget = task.budget()
-    planners = make_team(spec, harness)
+    planners = make_team(spec, harness, f"{spec.seed}/{raw['task_id']}")
     planners.reset(env, info)
     team = InstanceTeam(planners, n, budget, spec.order, spec.planner == "central"
-                        and spec.protocol is None, spec.on_protocol_failure == "end")
+                        and spec.protocol is None, spec.on_protocol_failure == "end",
+                        spec.dials)
     rec = Recorder(
         suite="constructs", episode_id=episode_id, task_id=str(raw["task_id"]), seed=spec.seed,
         team=[AgentSpec(id=f"agent_{i}", role=task.roles[i] if task.roles else "agent",
@@ -258,6 +272,7 @@ async def arun_construct(raw: dict[str, Any], spec: ConstructSpec, episode_id: s
         models={f"agent_{i}": spec.model for i in range(n)} if spec.model else {},
         params={"agents": n, "family": raw["task_name"], "budget": budget,
                 "observation": spec.observation, "construct": facts,
+                **({"dials": spec.dials.as_dict()} if spec.dials is not None else {}),
                 **({"planner": spec.planner} if spec.protocol else {})},
         limits=limits)
     with rec:

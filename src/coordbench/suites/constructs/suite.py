@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from coordbench.agents.dials import dials_suffix
 from coordbench.core.provenance import file_digest
 from coordbench.core.rundir import safe_name
 from coordbench.core.trajectory import Trajectory
@@ -32,6 +33,7 @@ def condition_name(subset: str, construct: str | None, team: int | None,
     cap = "" if spec.buffer_capacity is None else f"_cap{spec.buffer_capacity}"
     proto = "" if spec.protocol is None else f"_proto-{spec.protocol}"
     proto += "" if spec.on_protocol_failure == "end" else f"_pf-{spec.on_protocol_failure}"
+    proto += dials_suffix(spec.dials)
     if spec.checkpoint is not None:  # which trained team: its file's name and content digest
         model = safe_name(f"-{Path(spec.checkpoint).stem}-{file_digest(spec.checkpoint)}")
     return (f"constructs_{subset}_{construct or 'all'}_team{team or 'all'}_{spec.planner}_"
@@ -100,7 +102,7 @@ class ConstructSuite:
         what a manifest written before it was a parameter is brought up to; the protocol only
         when there is one) and the instance selection."""
         planners = spec.planners.as_dict()
-        for key in ("protocol", "checkpoint"):  # conditions without one keep their manifest
+        for key in ("protocol", "checkpoint", "dials"):  # conditions without one keep theirs
             if planners[key] is None:
                 del planners[key]
         if planners["on_protocol_failure"] == "end":  # the default since it was added

@@ -6,6 +6,7 @@ import asyncio
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from coordbench.agents.dials import Dials, Faults, check_applicable, dials_from, with_message_cost
 from coordbench.agents.household.llm import LlmMind
 from coordbench.agents.household.oracle import OracleTeam
 from coordbench.agents.household.protocols import (
@@ -28,6 +29,9 @@ from coordbench.runner import Limits, Recorder
 from coordbench.suites.household_episode import Choice, StepView, Turn, play_household
 
 AGENT_KINDS = ("oracle", "rule", "llm")
+# every dial has a household meaning (agents.household.rule)
+RULE_DIALS = ("perception", "hallucination", "message_loss", "memory", "protocol_violation",
+              "message_cost")
 
 
 @dataclass(frozen=True)
@@ -43,8 +47,14 @@ class HouseholdSpec:
     model: str | None = None  # model alias of every agent (agents=llm)
     leader_model: str | None = None  # alias of agent 0 under leader protocols
     conflict_set: str = "paper"  # same-step contention: paper (grab/open) | with_close
+    # injected failures of the rule minds (agents.dials); None: none, nothing recorded
+    dials: Dials | None = None
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "dials", dials_from(self.dials))
+        if self.dials is not None and self.agents != "rule":
+            raise ConfigError(f"--dial is for --agents rule, not {self.agents}")
+        check_applicable(self.dials, RULE_DIALS, "MECoBench rule minds")
         if self.structure not in ("parallel", "sequential"):
             raise ConfigError(f"--structure must be parallel or sequential, not {self.structure!r}")
         if self.protocol not in PROTOCOLS:
@@ -90,7 +100,9 @@ def make_case_team(env: HouseholdEnv, task: HouseholdTask, spec: HouseholdSpec,
     if spec.agents == "oracle":
         minds = None
     elif minds is None and spec.agents == "rule":
-        minds = [RuleMind(i, comm=protocol.talks, seed=case_seed) for i in range(spec.team)]
+        minds = [RuleMind(i, comm=protocol.talks, seed=case_seed,
+                          faults=Faults(spec.dials, case_seed, i) if spec.dials else None)
+                 for i in range(spec.team)]
     elif minds is None and spec.agents == "llm":
         minds = [LlmMind(i, harness, spec.alias(i, protocol) or "", role=protocol.role(i),
                          max_tokens=max_reply_tokens) for i in range(spec.team)]
@@ -142,7 +154,8 @@ class CaseTeam:
         return Turn([Choice(d.action, None if d.action else
                             ("protocol_failure", d.error or "no action"), d.raw or None,
                             d.tokens) for d in decisions],
-                    messages=message_events(view.t, transcript))
+                    messages=message_events(view.t,
+                                            with_message_cost(transcript, self.spec.dials)))
 
     def executed(self, acting: list[int], records: list[ActionRecord]) -> list[MessageEvent]:
         """Keep each agent's outcome for its next observation; MECoBench agents post no notes."""
@@ -192,7 +205,8 @@ async def arun_case(task: HouseholdTask, spec: HouseholdSpec, case_seed: int, ep
                 "required": {g.key: g.count for g in task.subgoals},
                 "goal_classes": sorted({g.obj_class for g in task.subgoals}),
                 "required_handovers": task.required_handovers, "source": task.source,
-                "conflict_set": spec.conflict_set},
+                "conflict_set": spec.conflict_set,
+                **({"dials": spec.dials.as_dict()} if spec.dials is not None else {})},
         limits=limits)
     with rec:
         t, reason, _ = await play_household(env, rec, team, steps=steps, images=images,

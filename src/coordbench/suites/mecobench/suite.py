@@ -10,6 +10,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from coordbench.agents.dials import dials_suffix
 from coordbench.core.rundir import RunDir, safe_name
 from coordbench.core.trajectory import Trajectory
 from coordbench.envs.household.render import ImageStore
@@ -71,7 +72,8 @@ def condition_name(source: str, spec: HouseholdSpec) -> str:
         models = f"-{spec.model}" + (f"+{spec.leader_model}" if spec.leader_model else "")
     return (f"mecobench_{source}_{spec.structure}_n{spec.team}_{spec.protocol}_{spec.agents}"
             f"{safe_name(models)}_{spec.prior}_seed{spec.seed}"
-            + ("" if spec.conflict_set == "paper" else f"_cs-{spec.conflict_set}"))
+            + ("" if spec.conflict_set == "paper" else f"_cs-{spec.conflict_set}")
+            + dials_suffix(spec.dials))
 
 
 @dataclass(frozen=True)

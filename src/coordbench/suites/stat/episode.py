@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from coordbench.agents.dials import with_message_cost
 from coordbench.agents.household.protocols import ProtocolTeam, message_events
 from coordbench.core.trajectory import AgentSpec, Conflict, StatStepEvent, Trajectory
 from coordbench.envs.stat.config import IDLE, SELECT0
@@ -31,7 +32,9 @@ def header_params(spec, k: int, task_positions: np.ndarray) -> dict[str, Any]:
     return {"agents": cfg.agents, "tasks": cfg.tasks, "width": cfg.width,
             "height": cfg.height, "episode_limit": cfg.episode_limit,
             "layouts": spec.layouts, "episode": k, "policy_seed": spec.seed,
-            "task_positions": task_positions.tolist()}
+            "task_positions": task_positions.tolist(),
+            **({"dials": spec.dials.as_dict()} if getattr(spec, "dials", None) is not None
+               else {})}
 
 
 def step_event(t: int, actions: np.ndarray, executed: np.ndarray, rewards: np.ndarray,
@@ -85,7 +88,7 @@ async def arun_team_episode(spec, k: int, episode_id: str, minds: list[Any],
                 actions = [o.forced_action for o in obs]
             else:
                 decisions, transcript = await team.act(obs)
-                rec.emit(*message_events(t, transcript))
+                rec.emit(*message_events(t, with_message_cost(transcript, spec.dials)))
                 rec.flush_calls()
                 actions = [d.action if d.action is not None else IDLE for d in decisions]
             joint = np.array([actions], dtype=np.int64)

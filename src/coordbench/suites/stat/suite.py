@@ -16,9 +16,16 @@ from typing import Any
 
 import numpy as np
 
+from coordbench.agents.dials import (
+    Dials,
+    Faults,
+    check_applicable,
+    dials_from,
+    dials_suffix,
+)
 from coordbench.agents.household.protocols import get_protocol
 from coordbench.agents.stat.llm import StatLlmMind, check_protocol
-from coordbench.agents.stat.rule import StatRuleMind
+from coordbench.agents.stat.rule import STAT_RULE_DIALS, StatRuleMind
 from coordbench.agents.stat.scripted import get_policy, is_checkpoint
 from coordbench.core.provenance import file_digest
 from coordbench.core.rundir import RunDir, safe_name
@@ -61,8 +68,15 @@ class StatEvalSpec:
     episode_limit: int = 700
     model: str | None = None  # policy "llm": the model alias of every agent
     protocol: str = "none"  # policies llm and rule: how the team talks (STAT_PROTOCOLS)
+    # policy rule: injected failures of the minds (agents.dials); None: none, nothing recorded
+    dials: Dials | None = None
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "dials", dials_from(self.dials))
+        if self.dials is not None and self.policy != RULE:
+            raise ConfigError(f"--dial is for --policy rule, not {self.policy}")
+        check_applicable(self.dials, STAT_RULE_DIALS, "STAT rule minds (they keep no memory, "
+                                                      "claim no subgoal and never misparse)")
         get_config(self.config)
         if self.policy in TEAMS:
             if self.policy == LLM and not self.model:
@@ -93,7 +107,7 @@ class StatEvalSpec:
             policy = (f"{Path(self.policy).stem}-{file_digest(self.policy)}"
                       if is_checkpoint(self.policy) else self.policy)
         return (f"stat_{self.config}_{policy}_{self.layouts}_seed{self.seed}"
-                f"_limit{self.episode_limit}")
+                f"_limit{self.episode_limit}" + dials_suffix(self.dials))
 
     def cfg(self) -> StatConfig:
         """Return the environment configuration (with a checkpoint's distance bins where it
@@ -178,7 +192,10 @@ class StatSuite:
                                                 max_tokens=res.max_reply_tokens)
                                     for i in range(n)]
             else:
-                minds = [StatRuleMind(i, role=proto.role(i)) for i in range(n)]
+                key = layout_seed(spec.layouts, spec.seed, case.data)
+                minds = [StatRuleMind(i, role=proto.role(i),
+                                      faults=Faults(spec.dials, key, i) if spec.dials else None)
+                         for i in range(n)]
             return await arun_team_episode(spec, case.data, f"{spec.condition}/{case.key}",
                                            minds, ctx.limits)
 

@@ -1,0 +1,197 @@
+"""Dials that make offline minds fail the way model-driven teams fail.
+
+coordbench's rule minds never misread a scene, never claim work they did not do and never
+break a protocol, so a study played by them says little about teams that do. Each dial
+injects one failure at a set rate, independently per agent and per opportunity:
+
+- perception (rate): misread a seen object's class or room (household) or the object an
+  action targets (constructs), or a task's position (STAT);
+- hallucination (rate): believe the task done when it is not (household: a `done` action and
+  a DONE note about the agent's claim; constructs: the planner stops, as the paper's DONE
+  without success);
+- message_loss (rate): a teammate's message does not reach the agent;
+- memory (steps, 0 = unbounded): forget what was seen or heard more than k steps ago;
+- protocol_violation (rate): a decision that cannot be parsed (a recorded protocol failure);
+- message_cost (tokens): every message the agent sends costs this many tokens.
+
+Draws are pure functions of (episode seed, agent, dial, step, key), so a run is reproducible
+and a dial at 0 draws nothing: with every dial at 0 a mind plays exactly as without dials.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, fields
+from typing import Any, TypeVar
+
+from coordbench.errors import ConfigError
+
+RATES = ("perception", "hallucination", "message_loss", "protocol_violation")
+COUNTS = ("memory", "message_cost")
+DIALS = ("perception", "hallucination", "message_loss", "memory", "protocol_violation",
+         "message_cost")
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Dials:
+    """The failure rates (and memory span, message cost) of a population of minds."""
+
+    perception: float = 0.0
+    hallucination: float = 0.0
+    message_loss: float = 0.0
+    memory: int = 0
+    protocol_violation: float = 0.0
+    message_cost: int = 0
+
+    def __post_init__(self) -> None:
+        for name in RATES:
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v <= 1:
+                raise ConfigError(f"--dial {name}={v}: a rate must be a number in [0, 1]")
+        for name in COUNTS:
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 1_000_000:
+                raise ConfigError(f"--dial {name}={v}: must be a whole number >= 0")
+
+    @property
+    def active(self) -> bool:
+        """Return whether any dial is set."""
+        return any(getattr(self, f.name) for f in fields(self))
+
+    def as_dict(self) -> dict[str, Any]:
+        """Return every dial by name (the header's `params["dials"]`)."""
+        return asdict(self)
+
+    def label(self) -> str:
+        """Return the set dials as a short name part (e.g. `perception0.1-memory8`), '' if
+        none is set."""
+        return "-".join(f"{k}{v:g}" for k, v in self.as_dict().items() if v)
+
+    def used(self) -> list[str]:
+        """Return the names of the dials that are set."""
+        return [k for k, v in self.as_dict().items() if v]
+
+
+# named populations for the studies' offline rows (`reproduce ... --offline-agents NAME`)
+PROFILES: dict[str, Dials] = {
+    "rule": Dials(),
+    "imperfect": Dials(perception=0.1, hallucination=0.03, message_loss=0.2, memory=12,
+                       protocol_violation=0.05, message_cost=20),
+}
+
+
+def profile(name: str) -> Dials:
+    """Return the dials of the offline profile `name`; ConfigError names the choices."""
+    if name not in PROFILES:
+        raise ConfigError(f"unknown offline profile {name!r}; choose from "
+                          f"{', '.join(PROFILES)}")
+    return PROFILES[name]
+
+
+def parse_dials(items: Sequence[str] | None) -> Dials | None:
+    """Return the dials `--dial NAME=VALUE` items set (None when none is given);
+    ConfigError names an unknown failure, a malformed item or a value out of range."""
+    if not items:
+        return None
+    values: dict[str, Any] = {}
+    for item in items:
+        name, sep, raw = str(item).partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise ConfigError(f"--dial {item!r}: write NAME=VALUE, e.g. perception=0.1")
+        if name not in DIALS:
+            raise ConfigError(f"--dial {name}: unknown failure; choose from {', '.join(DIALS)}")
+        try:
+            value: Any = float(raw) if name in RATES else int(raw)
+        except ValueError:
+            kind = "a number in [0, 1]" if name in RATES else "a whole number >= 0"
+            raise ConfigError(f"--dial {name}={raw}: must be {kind}") from None
+        if name in RATES and value != value:  # NaN
+            raise ConfigError(f"--dial {name}={raw}: a rate must be a number in [0, 1]")
+        values[name] = value
+    return Dials(**values)
+
+
+def dials_suffix(dials: Dials | None) -> str:
+    """Return the condition-name part of a population's dials ('' without dials)."""
+    return "" if dials is None else f"_dials-{dials.label() or 'zero'}"
+
+
+def check_applicable(dials: Dials | None, allowed: Sequence[str], who: str) -> None:
+    """Raise ConfigError naming the first set dial that `who` (a family's minds) cannot
+    fail by."""
+    if dials is None:
+        return
+    for name in dials.used():
+        if name not in allowed:
+            raise ConfigError(f"--dial {name}: {who} cannot fail this way (dials here: "
+                              f"{', '.join(allowed)})")
+
+
+def dials_from(raw: Any) -> Dials | None:
+    """Return the Dials of a spec field (a Dials, a dict from a manifest, or None)."""
+    if raw is None or isinstance(raw, Dials):
+        return raw
+    if isinstance(raw, dict):
+        return Dials(**raw)
+    raise ConfigError(f"dials must be a mapping of dial names to values, not {raw!r}")
+
+
+class Faults:
+    """One agent's injected failures: deterministic draws per (seed, agent, dial, key)."""
+
+    def __init__(self, dials: Dials | None, seed: int, agent: int) -> None:
+        self.dials = dials or Dials()
+        self.seed, self.agent = seed, agent
+
+    def uniform(self, name: str, *key: Any) -> float:
+        """Return a uniform draw in [0, 1) for (this agent, `name`, `key`)."""
+        text = f"{self.seed}/{self.agent}/{name}/" + "/".join(map(str, key))
+        return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(),
+                              "big") / 2**64
+
+    def hit(self, name: str, *key: Any) -> bool:
+        """Return whether the failure `name` strikes at `key` (never for a dial at 0)."""
+        rate = getattr(self.dials, name)
+        return rate > 0 and self.uniform(name, *key) < rate
+
+    def pick(self, options: Sequence[T], name: str, *key: Any) -> T:
+        """Return one of `options`, drawn for (`name`, `key`)."""
+        return options[int(self.uniform(name + "/pick", *key) * len(options)) % len(options)]
+
+    def heard(self, messages: Sequence[T], t: int) -> list[T]:
+        """Return the teammates' `messages` that reach this agent at step `t` (each lost at
+        the message_loss rate; its own always arrive)."""
+        if not self.dials.message_loss:
+            return list(messages)
+        out = []
+        for m in messages:
+            sender = getattr(m, "sender", None)
+            if sender == self.agent or not self.hit(
+                    "message_loss", t, sender, getattr(m, "phase", ""), getattr(m, "round", 0),
+                    getattr(m, "content", "")):
+                out.append(m)
+        return out
+
+    def violation(self, t: int) -> str | None:
+        """Return the reason of an injected protocol violation at step `t`, or None."""
+        if self.hit("protocol_violation", t):
+            return "injected protocol violation: the decision could not be parsed"
+        return None
+
+
+def with_message_cost(messages: Sequence[T], dials: Dials | None) -> list[T]:
+    """Return `messages` (protocol Messages or MessageEvents) with each one's tokens raised by
+    the message cost; the same objects when there is none."""
+    if dials is None or not dials.message_cost:
+        return list(messages)
+    from dataclasses import is_dataclass, replace
+
+    out = []
+    for m in messages:
+        tokens = getattr(m, "tokens", 0) + dials.message_cost
+        out.append(replace(m, tokens=tokens) if is_dataclass(m)  # type: ignore[type-var]
+                   else m.model_copy(update={"tokens": tokens}))  # type: ignore[attr-defined]
+    return out
