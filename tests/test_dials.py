@@ -195,3 +195,31 @@ def test_dials_are_recorded_and_part_of_the_condition(tmp_path):
     (cond, fields), = manifest["conditions"].items()
     assert cond.endswith("_dials-perception0.1-memory5")
     assert fields["dials"]["perception"] == 0.1 and fields["dials"]["memory"] == 5
+
+
+def test_a_study_played_by_imperfect_offline_agents_is_labelled_as_such(tmp_path):
+    res = CliRunner().invoke(app, ["reproduce", "cocobench", "--quick", "--offline-agents",
+                                   "imperfect", "--out", str(tmp_path / "r"), "--json"])
+    assert res.exit_code == 0, res.output
+    text = (tmp_path / "r" / "reproduce.md").read_text()
+    assert "made imperfect (offline profile `imperfect`" in text and "not a model" in text
+    manifest = json.loads((tmp_path / "r" / "manifest.json").read_text())
+    for cond, fields in manifest["conditions"].items():
+        rule = fields["agents"] == "rule"
+        assert ("_dials-" in cond) == rule, cond
+        if rule:  # construct planners forget nothing: the profile's memory dial is off
+            assert fields["dials"]["memory"] == 0 and fields["dials"]["perception"] == 0.05
+    findings = {f["id"]: f for f in json.loads(res.stdout.strip().splitlines()[-1])["findings"]}
+    # rule planners cannot break the protocol; the imperfect ones do
+    assert findings["coco-protocol-rare"]["holds"] is False
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["reproduce", "cocobench", "--offline-agents", "sloppy"],
+     "unknown offline profile 'sloppy'; choose from rule, imperfect"),
+    (["reproduce", "mecobench", "--offline-agents", "imperfect", "--model", "m"],
+     "--offline-agents names who plays the rows without a model"),
+])
+def test_bad_offline_agents_are_one_line(args, needle, tmp_path):
+    assert needle in error_line([*args, "--out", str(tmp_path / "x")], tmp_path)
+    assert not (tmp_path / "x").exists()

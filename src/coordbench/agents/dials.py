@@ -77,8 +77,10 @@ class Dials:
 # named populations for the studies' offline rows (`reproduce ... --offline-agents NAME`)
 PROFILES: dict[str, Dials] = {
     "rule": Dials(),
-    "imperfect": Dials(perception=0.1, hallucination=0.03, message_loss=0.2, memory=12,
-                       protocol_violation=0.05, message_cost=20),
+    # per-decision rates that compound over an episode of tens of steps to about the open
+    # models' failure levels of the papers (CoCoBench Fig. 9a: 17.5% protocol failures)
+    "imperfect": Dials(perception=0.05, hallucination=0.005, message_loss=0.2, memory=12,
+                       protocol_violation=0.01, message_cost=20),
 }
 
 
@@ -88,6 +90,14 @@ def profile(name: str) -> Dials:
         raise ConfigError(f"unknown offline profile {name!r}; choose from "
                           f"{', '.join(PROFILES)}")
     return PROFILES[name]
+
+
+def restricted(dials: Dials | None, allowed: Sequence[str]) -> Dials | None:
+    """Return `dials` with the dials a family's minds cannot fail by set to 0 (a profile
+    played by every family: each takes the failures it has)."""
+    if dials is None:
+        return None
+    return Dials(**{k: (v if k in allowed else 0) for k, v in dials.as_dict().items()})
 
 
 def parse_dials(items: Sequence[str] | None) -> Dials | None:

@@ -47,6 +47,11 @@ def reproduce(
                                                 "the learned team's (100k; --quick: 20k); "
                                                 "cohub: gradient steps (5000; --quick: "
                                                 "800)."),
+    offline_agents: str = typer.Option(
+        "rule", "--offline-agents",
+        help="Who plays the rows without --model (mecobench, cocobench, cross): rule "
+             "(coordbench's rule minds) | imperfect (rule minds that misread, hallucinate, "
+             "lose messages, forget and break the protocol; labelled as such)."),
     executor: str = executor_option(),
     workers: int = workers_option(),
     fail_fast: bool = fail_fast_option(),
@@ -82,6 +87,16 @@ def reproduce(
         raise ConfigError("--steps sets what the STAT study trains (the cross study's "
                           "learned team, the CoHuB study's gradient steps): it applies to "
                           "stat, cross and cohub only")
+    if offline_agents != "rule":
+        from coordbench.agents.dials import profile
+
+        profile(offline_agents)  # an unknown profile: one line
+        if paper not in ("mecobench", "cocobench", "cross"):
+            raise ConfigError(f"--offline-agents sets who plays the rule-mind rows: it "
+                              f"applies to mecobench, cocobench and cross, not {paper}")
+        if model is not None:
+            raise ConfigError("--offline-agents names who plays the rows without a model: "
+                              "drop it or --model")
     if paper == "cohub" and (model is not None or limit is not None):
         raise ConfigError("reproduce cohub plays learned and scripted robots only: --model "
                           "and --limit do not apply")
@@ -107,8 +122,9 @@ def reproduce(
     options = Options(quick, model, str(models) if models else None, limit, max_steps,
                       regime=regime, methods=picked,
                       seeds=tuple(parse_seeds(seeds)) if seeds is not None else None,
-                      steps=steps)
-    path = out_dir or Path("runs") / f"reproduce-{paper}{'-quick' * quick}"
+                      steps=steps, offline_agents=offline_agents)
+    tag = "" if offline_agents == "rule" else f"-{offline_agents}"
+    path = out_dir or Path("runs") / f"reproduce-{paper}{tag}{'-quick' * quick}"
     resources = module.resources(options)  # an unknown model alias fails here, before work
     run_dir(path)  # the study may keep files of its own (a task subset) in the run
     if hasattr(module, "execute"):  # a study that trains: its sweep, then the run's report

@@ -94,12 +94,14 @@ def keys(options: Options) -> list[Key]:
 
 
 def _condition(key: Key, options: Options):
+    from coordbench.agents.constructs.planners import RULE_DIALS
     from coordbench.suites.constructs.episode import ConstructSpec
     from coordbench.suites.constructs.suite import ConstructCondition
 
     agents = "oracle" if key.who == "oracle" else ("llm" if options.model else "rule")
     spec = ConstructSpec(key.planner, agents, key.observation,
-                         options.model if agents == "llm" else None, 0, "index", key.capacity)
+                         options.model if agents == "llm" else None, 0, "index", key.capacity,
+                         dials=options.dials(RULE_DIALS) if agents == "rule" else None)
     return ConstructCondition(spec, key.subset, key.construct, None, options.limit)
 
 
@@ -414,7 +416,7 @@ def study(run: RunDir, options: Options, out: Path) -> Study:
     """Return the CoCoBench study recomputed from the run's trajectories."""
     ep = episodes(run, options)
     who = (f"the model `{options.model}`" if options.model else
-           "coordbench's rule planners (offline; no model)")
+           options.offline_who("rule planners"))
     where = ("the main evaluation and the ablations both on the stratified 240 subset"
              if options.quick else "the main evaluation on the 900 instances, the ablations "
              "on the stratified 240 subset")

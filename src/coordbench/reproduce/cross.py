@@ -116,6 +116,7 @@ def _stat_episodes(key: Key, options: Options) -> int:
 
 def _condition(key: Key, options: Options, out: Path) -> tuple[Any, Any, int | None]:
     if key.family == "household":
+        from coordbench.suites.mecobench.episode import RULE_DIALS as HOUSEHOLD_DIALS
         from coordbench.suites.mecobench.episode import HouseholdSpec
         from coordbench.suites.mecobench.suite import SUITE as HS
         from coordbench.suites.mecobench.suite import mecobench_condition
@@ -123,18 +124,22 @@ def _condition(key: Key, options: Options, out: Path) -> tuple[Any, Any, int | N
         from .mecobench import quick_tasks
 
         spec = HouseholdSpec("parallel", int(key.where), key.protocol, key.who, "full", 0,
-                             options.model if key.who == "llm" else None)
+                             options.model if key.who == "llm" else None,
+                             dials=options.dials(HOUSEHOLD_DIALS) if key.who == "rule"
+                             else None)
         cond = (mecobench_condition(str(quick_tasks(out)), None, spec) if options.quick
                 else mecobench_condition(None, "v1", spec))
         return HS, cond, options.limit if key.who == "llm" else None
     if key.family == "constructs":
+        from coordbench.agents.constructs.planners import RULE_DIALS as CONSTRUCT_DIALS
         from coordbench.suites.constructs.episode import ConstructSpec
         from coordbench.suites.constructs.suite import SUITE as CS
         from coordbench.suites.constructs.suite import ConstructCondition
 
         spec = ConstructSpec("decentralized", key.who, "blind",
                              options.model if key.who == "llm" else None, 0, "index", None,
-                             key.protocol)
+                             key.protocol, dials=options.dials(CONSTRUCT_DIALS)
+                             if key.who == "rule" else None)
         limit = options.limit if key.who == "llm" else None
         return CS, ConstructCondition(spec, key.where, None, None, limit), None
     from coordbench.suites.stat.suite import SUITE as SS
@@ -148,8 +153,11 @@ def _condition(key: Key, options: Options, out: Path) -> tuple[Any, Any, int | N
         policy = str(checkpoint_path(learned_dir(out), tc))
         return SS, StatEvalSpec(key.where, policy), _stat_episodes(key, options)
     if key.who in ("rule", "llm"):
+        from coordbench.agents.stat.rule import STAT_RULE_DIALS
+
         spec = StatEvalSpec(key.where, key.who, model=options.model if key.who == "llm"
-                            else None, protocol=key.protocol)
+                            else None, protocol=key.protocol,
+                            dials=options.dials(STAT_RULE_DIALS) if key.who == "rule" else None)
     else:
         spec = StatEvalSpec(key.where, key.who)
     return SS, spec, _stat_episodes(key, options)

@@ -119,12 +119,13 @@ def quick_tasks(out: Path) -> Path:
 
 
 def _condition(key: Key, options: Options, out: Path):
-    from coordbench.suites.mecobench.episode import HouseholdSpec
+    from coordbench.suites.mecobench.episode import RULE_DIALS, HouseholdSpec
     from coordbench.suites.mecobench.suite import mecobench_condition
 
     agents = "oracle" if key.who == "oracle" else ("llm" if options.model else "rule")
     spec = HouseholdSpec(key.structure, key.team, key.protocol, agents, key.prior, 0,
-                         options.model if agents == "llm" else None)
+                         options.model if agents == "llm" else None,
+                         dials=options.dials(RULE_DIALS) if agents == "rule" else None)
     if options.quick:
         return mecobench_condition(str(quick_tasks(out)), None, spec)
     return mecobench_condition(None, "v1", spec)
@@ -637,7 +638,7 @@ def study(run: RunDir, options: Options, out: Path) -> Study:
     """Return the MECoBench study recomputed from the run's trajectories."""
     ep = episodes(run, options, out)
     who = (f"the model `{options.model}`" if options.model else
-           "coordbench's rule teams (offline; no model)")
+           options.offline_who("rule teams"))
     subset = ("the quick subset (every fourth v1 case: 24 parallel + 24 sequential)"
               if options.quick else "the v1 instance set (96 parallel + 96 sequential cases)")
     preamble = (f"Rows the paper fills with MLLM teams are played here by {who}, on {subset}. "

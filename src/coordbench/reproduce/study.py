@@ -3,6 +3,7 @@ the study that holds them."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,11 +24,33 @@ class Options:
     methods: tuple[str, ...] | None = None
     seeds: tuple[int, ...] | None = None
     steps: int | None = None
+    # who plays the offline rows: "rule" (coordbench's rule minds) or a dials profile of
+    # imperfect rule minds (agents.dials.PROFILES)
+    offline_agents: str = "rule"
 
     @property
     def agents(self) -> str:
         """Return who plays the rows: "llm" with a model, else the offline agents."""
         return "llm" if self.model else "offline"
+
+    def dials(self, allowed: Sequence[str]):
+        """Return the dials of the offline rule minds (None: the plain rule minds), those of
+        the profile a family's minds can fail by."""
+        from coordbench.agents.dials import profile, restricted
+
+        if self.offline_agents == "rule":
+            return None
+        return restricted(profile(self.offline_agents), allowed)
+
+    def offline_who(self, minds: str) -> str:
+        """Return how a study's preamble names its offline `minds` (e.g. "rule teams")."""
+        if self.offline_agents == "rule":
+            return f"coordbench's {minds} (offline; no model)"
+        from coordbench.agents.dials import profile
+
+        return (f"coordbench's {minds} made imperfect (offline profile "
+                f"`{self.offline_agents}`: {profile(self.offline_agents).label()}; each "
+                "family takes the failures its minds have), not a model")
 
 
 def model_settings(options: Options) -> Any:
