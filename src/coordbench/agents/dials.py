@@ -12,7 +12,11 @@ injects one failure at a set rate, independently per agent and per opportunity:
 - message_loss (rate): a teammate's message does not reach the agent;
 - memory (steps, 0 = unbounded): forget what was seen or heard more than k steps ago;
 - protocol_violation (rate): a decision that cannot be parsed (a recorded protocol failure);
-- message_cost (tokens): every message the agent sends costs this many tokens.
+- message_cost (tokens): every message the agent sends costs this many tokens;
+- contention (rate, household): the agent goes for the object a teammate grabs or opens in
+  the same step (a same-step conflict);
+- handover_slip (rate, household): a receiver a teammate hands over to is not ready (it walks
+  off instead of receiving), so the handover fails.
 
 Draws are pure functions of (episode seed, agent, dial, step, key), so a run is reproducible
 and a dial at 0 draws nothing: with every dial at 0 a mind plays exactly as without dials.
@@ -27,10 +31,11 @@ from typing import Any, TypeVar
 
 from coordbench.errors import ConfigError
 
-RATES = ("perception", "hallucination", "message_loss", "protocol_violation")
+RATES = ("perception", "hallucination", "message_loss", "protocol_violation", "contention",
+         "handover_slip")
 COUNTS = ("memory", "message_cost")
 DIALS = ("perception", "hallucination", "message_loss", "memory", "protocol_violation",
-         "message_cost")
+         "message_cost", "contention", "handover_slip")
 T = TypeVar("T")
 
 
@@ -44,6 +49,8 @@ class Dials:
     memory: int = 0
     protocol_violation: float = 0.0
     message_cost: int = 0
+    contention: float = 0.0
+    handover_slip: float = 0.0
 
     def __post_init__(self) -> None:
         for name in RATES:

@@ -26,7 +26,8 @@ from .limits import MAX_EPISODES, MAX_STEPS, MAX_WORKERS
 
 
 def reproduce(
-    paper: str = typer.Argument(..., help="mecobench | cocobench | stat | cross | cohub"),
+    paper: str = typer.Argument(..., help="mecobench | cocobench | stat | cross | cohub | "
+                                          "metrics (do the metrics detect what they name?)"),
     model: str | None = typer.Option(None, help="Model alias that plays every model row "
                                                 "(default: the offline agents)."),
     models: Path | None = models_option(),
@@ -97,6 +98,9 @@ def reproduce(
         if model is not None:
             raise ConfigError("--offline-agents names who plays the rows without a model: "
                               "drop it or --model")
+    if paper == "metrics" and (model is not None or limit is not None):
+        raise ConfigError("reproduce metrics injects failures into rule minds: --model and "
+                          "--limit do not apply")
     if paper == "cohub" and (model is not None or limit is not None):
         raise ConfigError("reproduce cohub plays learned and scripted robots only: --model "
                           "and --limit do not apply")

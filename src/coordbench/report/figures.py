@@ -82,6 +82,15 @@ def _ends(m: dict[str, Any]) -> tuple[float, float, float] | None:
     return mean, float(lo), float(hi)
 
 
+def _short(label: str, most: int = 44) -> str:
+    """Return `label`, its middle elided where it is longer than `most` characters (a long
+    condition name left no room for the panels)."""
+    if len(label) <= most:
+        return label
+    keep = (most - 1) // 2
+    return f"{label[:keep]}…{label[-keep:]}"
+
+
 def metric_bars(entries: dict[str, ENTRY], metrics: tuple[str, ...], title: str,
                 labels: dict[str, str] | None = None) -> Figure | None:
     """Return one horizontal bar panel per metric: each condition's mean with its 95%
@@ -93,7 +102,7 @@ def metric_bars(entries: dict[str, ENTRY], metrics: tuple[str, ...], title: str,
     plt = _plt()
     conds = list(entries)
     auto = labels_for(entries)
-    names = [(labels or {}).get(c) or auto[c] for c in conds]
+    names = [_short((labels or {}).get(c) or auto[c]) for c in conds]
     # at most three panels a row, with type of a size that stays readable once the page
     # scales the figure to its column (one row of four or more shrank ticks to ~6 px)
     cols = min(3, len(metrics))

@@ -22,6 +22,7 @@ PAPERS: dict[str, str] = {
     "stat": "coordbench.reproduce.stat",
     "cross": "coordbench.reproduce.cross",
     "cohub": "coordbench.reproduce.cohub",
+    "metrics": "coordbench.reproduce.metrics",
 }
 
 

@@ -19,7 +19,7 @@ from coordbench.agents.household.protocols import (
 )
 from coordbench.agents.household.rule import RuleMind
 from coordbench.core.trajectory import ActionRecord, AgentSpec, MessageEvent, Trajectory
-from coordbench.envs.household.actions import CONFLICT_SETS, Outcome
+from coordbench.envs.household.actions import CONFLICT_SETS, Action, Outcome
 from coordbench.envs.household.engine import HouseholdEnv
 from coordbench.envs.household.observe import observe
 from coordbench.envs.household.render import ImageStore
@@ -31,7 +31,7 @@ from coordbench.suites.household_episode import Choice, StepView, Turn, play_hou
 AGENT_KINDS = ("oracle", "rule", "llm")
 # every dial has a household meaning (agents.household.rule)
 RULE_DIALS = ("perception", "hallucination", "message_loss", "memory", "protocol_violation",
-              "message_cost")
+              "message_cost", "contention", "handover_slip")
 
 
 @dataclass(frozen=True)
@@ -134,6 +134,10 @@ class CaseTeam:
         self.described = task.described(spec.prior)
         self.spots = task.spots(spec.prior)
         self.last: list[Outcome | None] = [None] * env.n
+        # the team-level slips of the rule minds' dials (contention, handover_slip)
+        self.faults = ([Faults(spec.dials, case_seed, i) for i in range(env.n)]
+                       if spec.dials is not None and minds is not None
+                       and (spec.dials.contention or spec.dials.handover_slip) else None)
 
     def reset(self) -> None:
         """Forget the previous step's outcomes (a new episode on the same environment)."""
@@ -151,11 +155,34 @@ class CaseTeam:
             o.extra.update({k: v for k, v in (("image", view.images.get(f"agent_{i}")),
                                               ("team_image", view.images.get("team"))) if v})
         decisions, transcript = await self.team.act(obs)
-        return Turn([Choice(d.action, None if d.action else
-                            ("protocol_failure", d.error or "no action"), d.raw or None,
-                            d.tokens) for d in decisions],
+        actions = [d.action for d in decisions]
+        if self.faults is not None:
+            actions = self._slips(view.t, actions)
+        return Turn([Choice(a, None if a else ("protocol_failure", d.error or "no action"),
+                            d.raw or None, d.tokens) for a, d in zip(actions, decisions,
+                                                                     strict=True)],
                     messages=message_events(view.t,
                                             with_message_cost(transcript, self.spec.dials)))
+
+    def _slips(self, t: int, actions: list[Action | None]) -> list[Action | None]:
+        """Return the step's actions after the team-level slips: an agent goes for what a
+        teammate grabs or opens (contention), a receiver walks off instead of receiving a
+        teammate's handover (handover_slip)."""
+        out = list(actions)
+        for j, f in enumerate(self.faults or ()):
+            mine = out[j]
+            if f.dials.contention:
+                others = [a for i, a in enumerate(actions) if i != j and a is not None
+                          and a.name in self.env.conflicting and isinstance(a.obj, int)
+                          and (mine is None or mine.obj != a.obj)]
+                if others and f.hit("contention", t):
+                    pick = f.pick(others, "contention", t)
+                    out[j] = Action(pick.name, obj=pick.obj)
+            if f.dials.handover_slip and mine is not None and mine.name in ("receive", "wait") \
+                    and any(a is not None and a.name == "handover" and a.to_agent == j
+                            for a in actions) and f.hit("handover_slip", t):
+                out[j] = Action("walk_to_room", room=self.env.room[j])
+        return out
 
     def executed(self, acting: list[int], records: list[ActionRecord]) -> list[MessageEvent]:
         """Keep each agent's outcome for its next observation; MECoBench agents post no notes."""

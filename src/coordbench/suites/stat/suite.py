@@ -150,13 +150,15 @@ class StatSuite:
 
     def manifest(self, spec: StatEvalSpec) -> dict[str, Any]:
         """Return the spec's fields (the team's protocol only for a team of minds, its model
-        only for a model-driven one, so that scripted and checkpoint conditions keep their
-        manifests)."""
+        only for a model-driven one, its dials only where there are any, so that scripted and
+        checkpoint conditions keep their manifests)."""
         fields = asdict(spec)
         if spec.policy != LLM:
             del fields["model"]
         if spec.policy not in TEAMS:
             del fields["protocol"]
+        if spec.dials is None:
+            del fields["dials"]
         return fields
 
     def cases(self, spec: StatEvalSpec, limit: int | None = None) -> list[Case]:
