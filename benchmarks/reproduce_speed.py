@@ -1,6 +1,7 @@
 """How long `coordbench reproduce` takes, quick and full, per paper, on this machine.
 
-Usage:  python benchmarks/reproduce_speed.py [--papers mecobench cocobench stat] [--skip-full]
+Usage:  python benchmarks/reproduce_speed.py [--papers mecobench cocobench stat metrics]
+        [--skip-full]
 Writes benchmarks/results/reproduce_speed.json and benchmarks/results/reproduce_speed.md.
 
 Each run starts from an empty run directory (so every condition is played) and runs the
@@ -8,7 +9,8 @@ installed entry point as a user would (`python -m coordbench reproduce PAPER [--
 --json`), on the local executor; a second invocation on the same directory times the resume
 (nothing to play: the study and its figures are recomputed from the saved trajectories).
 The targets are under 3 minutes for `--quick` and under 30 minutes for a full offline run;
-for stat (which trains) under 5 minutes for `--quick`, while its full study (the paper's 2M /
+for stat (which trains) and metrics (the metric-validity study) under 5 minutes for
+`--quick`, while its full study (the paper's 2M /
 20M steps) runs for hours and is not timed here: docs/reproduce.md estimates it from the
 training rates in stat_train_speed.md.
 """
@@ -62,7 +64,7 @@ def _previous() -> list[dict]:
 
 def _row(e: dict) -> str:
     quick = e["quick"]
-    target = (300 if e["paper"] == "stat" else 180) if quick else 1800
+    target = (300 if e["paper"] in ("stat", "metrics") else 180) if quick else 1800
     return (f"| {e['paper']} | {'quick' if quick else 'full'} | {e['episodes']} | "
             f"{e['seconds']:.0f} s | {e['resume_seconds']:.0f} s | {target} s | {e['holds']} / "
             f"{e['does_not_hold']} / {e['undecided']} |")

@@ -533,11 +533,11 @@ def study(run: RunDir, options: Options, out: Path) -> Study:
         "docs/dials.md; `contention` and `handover_slip` are team-level slips), at rates "
         f"{', '.join(f'{r:g}' for r in rates(options))}, on the same cases at every rate: "
         f"{n['household']} v1 household cases, {n['constructs']} rep240 construct "
-        f"instances and {n['stat']} STAT episodes per rate. A metric that names a failure *holds* when "
-        "its least-squares slope on the injected rate has the named sign with the whole 95% "
-        "interval on that side of 0 and, where it is a direct count, when the rate it "
-        "implies contains the injected rate at every rate. The physical suite has no rule "
-        "minds with failure dials and is not probed.")
+        f"instances and {n['stat']} STAT episodes per rate. A metric that names a failure "
+        "*holds* when its least-squares slope on the injected rate has the named sign with "
+        "the whole 95% interval on that side of 0 and, where it is a direct count, when "
+        "the rate it implies contains the injected rate at every rate. The physical suite "
+        "has no rule minds with failure dials and is not probed.")
     items = [_family_item(f, ep, options, results) for f in ("household", "constructs",
                                                                "stat")]
     items.append(_fig5_item(ep))
