@@ -166,7 +166,10 @@ def household_curves(run: RunDir, conds: list[str]) -> Figure | None:
     if not series:
         return None
     plt = _plt()
-    fig, axes = plt.subplots(1, len(series), figsize=(6 * len(series), 3.6), squeeze=False)
+    # many conditions: a taller figure, so that the legend fits beside the curves
+    most = max(len(rows) for rows in series.values())
+    fig, axes = plt.subplots(1, len(series), squeeze=False,
+                             figsize=(6 * len(series), 3.6 + 0.16 * max(0, most - 12)))
     for ax, (structure, rows) in zip(axes[0], sorted(series.items()), strict=True):
         for name, vals in rows:
             length = max(len(v) for v in vals) or 1
@@ -181,7 +184,7 @@ def household_curves(run: RunDir, conds: list[str]) -> Figure | None:
         ax.set_ylabel("completion (CR)")
         ax.set_title(f"{structure} tasks" if structure else "household", fontsize=10)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7 if most <= 12 else 6)
     fig.tight_layout()
     return Figure("Household step-completion curves: CR after each team step, mean and 95% "
                   "band over cases (clipped to [0, 1]).", fig)

@@ -150,6 +150,60 @@ def _main_item(ep: Episodes) -> Item:
                 table(["construct", "SR", "CS", "n"], rows), data={"rows": rows[0][1:3]})
 
 
+# Table 6: per-episode compute cost on the full set (centralized, image): model -> (time s,
+# executed action steps, planner calls)
+TABLE6 = {"GPT-5.6-sol": (123.8, 18.4, 19.2), "GPT-5.4-mini": (120.0, 31.1, 31.7),
+          "Claude Opus 4.8": (296.9, 21.2, 22.0), "Claude Haiku 4.5": (215.2, 26.0, 26.7),
+          "Qwen3.6-Plus": (106.7, 26.1, 26.9), "Kimi-K2.6": (172.8, 22.8, 23.6),
+          "Qwen3.5-9B": (94.0, 27.8, 28.4), "Qwen3-VL-8B": (31.7, 23.7, 24.5),
+          "Cosmos3-Nano-16B": (18.0, 11.6, 12.5), "RoboBrain2.5-8B": (42.4, 32.1, 32.6),
+          "InternVL3.5-8B": (50.6, 35.2, 35.6)}
+
+
+def _model_s(traj: Trajectory) -> float | None:
+    """Return the seconds the episode's planner calls took (their recorded latencies; cached
+    replies count their original latency); None for an episode without model calls."""
+    from coordbench.core.trajectory import ModelCallEvent
+
+    calls = traj.steps(ModelCallEvent)
+    return sum(c.latency_s for c in calls) if calls else None
+
+
+def _cost_item(ep: Episodes) -> Item:
+    from coordbench.analyses.common import mean_of
+    from coordbench.metrics.constructs import executed_actions
+
+    rows, data = [], {}
+    for k in ep.keys:
+        if k.who != "team" or k.capacity is not None:
+            continue
+        trajs = ep(k)
+        if not trajs:
+            continue
+        name = f"{k.subset}, {k.planner}, {k.observation}"
+        per = [episode_metrics(t) for t in trajs]
+        cell = {"time_s": mean_of([v for v in map(_model_s, trajs) if v is not None]),
+                "steps": mean_of([float(executed_actions(t)) for t in trajs]),
+                "planner_calls": mean_of([m["planner_calls"] for m in per
+                                          if m["planner_calls"] is not None])}
+        data[name] = cell
+        rows.append([name, cell["time_s"], cell["steps"], cell["planner_calls"],
+                     str(len(trajs))])
+    paper = table(["model", "time (s)", "steps", "planner calls"],
+                  [[m, f"{t:.1f}", f"{st:.1f}", f"{c:.1f}"] for m, (t, st, c) in
+                   TABLE6.items()])
+    return Item("Table 6", "Per-episode compute cost",
+                "Per episode on the full set (centralized, image): mean wall-clock time, "
+                "executed action steps and planner calls per model; calls exceed steps by "
+                "0.4-0.9 (the replies that did not become an action).\n\n" + paper,
+                table(["condition", "time (s)", "executed action steps", "planner calls",
+                       "n"], rows), data=data,
+                note="Time is the seconds an episode's planner calls took (their recorded "
+                     "latencies: n/a for rule planners, whose decisions take microseconds); "
+                     "planner calls are the recorded model calls, or one decision per "
+                     "executed action for rule planners.")
+
+
 def _correlation_item(ep: Episodes, options: Options) -> Item:
     # the paper's sample is one team's trajectories (one model, centralized); pooling planners
     # would correlate the scores through planner quality, so each planner's episodes are a
@@ -427,5 +481,5 @@ def study(run: RunDir, options: Options, out: Path) -> Study:
                 "or names no menu action ends the episode as a protocol failure.")
     items = [_main_item(ep), _correlation_item(ep, options), _architecture_item(ep),
              _observation_item(ep, options), _team_item(ep), _failure_item(ep),
-             _capacity_item(ep), _oracle_item(ep)]
+             _capacity_item(ep), _cost_item(ep), _oracle_item(ep)]
     return Study(PAPER, TITLE, preamble, items)

@@ -32,6 +32,7 @@ from coordbench.core.trajectory import Trajectory
 from coordbench.envs.physical.tasks import TASKS, get_task
 from coordbench.metrics.physical import episode_metrics
 
+from .plots import interval_bars
 from .study import (
     VERDICT_RULE,
     Episodes,
@@ -185,7 +186,9 @@ def keys(options: Options) -> list[Key]:
     for t in s.tasks:
         out += [Key(t, "expert"), Key(t, "expert_noisy")]
         out += [Key(t, Policy(t, m)) for m in METHODS]
-        out += [Key(t, w, f"phase{k}") for w in ("expert_noisy", Policy(t, "chunk"))
+        # Figure 4 for every policy family (the noisy expert and every learned method)
+        out += [Key(t, w, f"phase{k}") for w in ("expert_noisy", *(Policy(t, m)
+                                                                   for m in METHODS))
                 for k in (1, 2, 3)]
     out += [Key(p.task, p) for p in policies(options) if p.cell != "local/separate"
             and p.method == "chunk"]
@@ -286,7 +289,9 @@ def _main_item(ep: Episodes, s: Settings) -> Item:
 
 def _phase_item(ep: Episodes, s: Settings) -> Item:
     rows, data, findings = [], {}, []
-    for who in ("expert_noisy", "chunk"):
+    bars: dict[str, dict[str, tuple[Any, Any, Any]]] = {"collaborative phases": {},
+                                                         "non-collaborative phases": {}}
+    for who in ("expert_noisy", *METHODS):
         groups: dict[bool, list[float]] = {True: [], False: []}
         for t in s.tasks:
             if t not in TWO:
@@ -306,6 +311,12 @@ def _phase_item(ep: Episodes, s: Settings) -> Item:
         d = proportion_diff(int(sum(groups[True])), len(groups[True]),
                             int(sum(groups[False])), len(groups[False]))
         data[who] = {"collaborative": collab, "non_collaborative": non, "difference": d}
+        label = f"{who} ({PAPER_NAME[who]})" if PAPER_NAME.get(who, "—") != "—" else who
+        for panel, r in (("collaborative phases", collab), ("non-collaborative phases", non)):
+            if r["mean"] is not None:
+                bars[panel][label] = (r["mean"], r["lo"], r["hi"])
+        if not groups[True] and not groups[False]:
+            continue
         findings.append(Finding(
             f"C-F4-{who}", "CoHuB Figure 4, Section 4.3", "collaborative phases succeed less "
             f"often than non-collaborative ones in phase-level evaluation ({who})",
@@ -314,10 +325,13 @@ def _phase_item(ep: Episodes, s: Settings) -> Item:
             f"{show(d)}", direction(d, -1),
             "phase-level rollouts from the training demonstrations' phase starts, two-robot "
             "tasks; CartService has no collaborative phase"))
+    figs = [interval_bars("Figure 4: phase-level success of every policy family, "
+                          "collaborative vs non-collaborative phases (two-robot tasks), 95% "
+                          "Wilson intervals.", bars)] if any(bars.values()) else []
     return Item("figure4", "Phase-level evaluation: collaborative vs non-collaborative phases",
                 "Figure 4: collaborative phases lower for all policies",
                 table(["task", "policy", "phase", "collaborative", "success"], rows),
-                findings=findings, data=data)
+                figs, findings=findings, data=data)
 
 
 def table3_findings(pooled: dict[str, tuple[int, int]], tasks: Sequence[str]) -> list[Finding]:
@@ -363,9 +377,20 @@ def _ablation_item(ep: Episodes, s: Settings) -> Item:
         data[cell] = {"per_task": per, "pooled": rate(*pooled[cell])}
     findings = table3_findings(pooled, s.ablation)
     header = ["cell", "paper ACT", "paper DP", *s.ablation, "pooled"]
+    panel: dict[str, tuple[Any, Any, Any]] = {}
+    for cell, d in data.items():
+        r = d["pooled"]
+        if r["mean"] is not None:
+            panel[f"chunk {cell}"] = (r["mean"], r["lo"], r["hi"])
+    for (sc, sh), (act, _dp) in PAPER_T3.items():
+        panel[f"paper ACT {sc}/{sh}"] = (act / 100, None, None)
+    figs = [interval_bars("Table 3: success of each observation-scope x policy-sharing cell "
+                          "(chunk policy, pooled over the ablation tasks, 95% Wilson "
+                          "intervals) beside the paper's ACT cells (no interval).",
+                          {"success": panel})] if panel else []
     return Item("table3", "Observation scope x policy sharing (chunk policy, state "
                 "observations)", "Table 3: average success over the two-robot tasks",
-                table(header, rows), findings=findings, data=data,
+                table(header, rows), figs, findings=findings, data=data,
                 note="local: the robot's own observation; global: every robot's; shared+id "
                      "adds a one-hot robot id (not in the paper's table).")
 
