@@ -129,3 +129,25 @@ def value_grid(caption: str, rows: Sequence[str], cols: Sequence[str],
     ax.set_title(caption, fontsize=9)
     fig.tight_layout()
     return Figure(caption, fig)
+
+
+def scatter(caption: str, panels: Mapping[str, Mapping[str, tuple[float, float]]],
+            xlabel: str, ylabel: str, columns: int = 3) -> Figure:
+    """Return one panel per entry of `panels`, a labelled point (x, y) per series."""
+    plt = _plt()
+    n = max(1, len(panels))
+    cols = min(columns, n)
+    rows = -(-n // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.4 * cols, 3.4 * rows), squeeze=False)
+    for ax in axes.flat[n:]:
+        ax.set_visible(False)
+    for ax, (title, points) in zip(axes.flat, panels.items(), strict=False):
+        for k, (label, (x, y)) in enumerate(points.items()):
+            ax.scatter([x], [y], color=f"C{k % 10}", s=24)
+            ax.annotate(label, (x, y), fontsize=7, xytext=(3, 3), textcoords="offset points")
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return Figure(caption, fig)
