@@ -53,6 +53,7 @@ def test_cocobench_quick_writes_the_study_and_resumes(tmp_path):
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", html)  # nothing is fetched
     md = (out / "reproduce.md").read_text()
     assert "Fig. 6" in md and "48.0% SR" in md  # the paper's number beside ours
+    assert "## Table 6" in md and "GPT-5.6-sol | 123.8 | 18.4 | 19.2" in md  # compute cost
     data = json.loads((out / "findings.json").read_text())
     assert data["paper"] == "cocobench" and data["items"]
     # construct JSON carries the termination and failure shares
@@ -75,8 +76,16 @@ def test_mecobench_quick_findings(tmp_path):
     assert found["meco-comm-seq-sr"]["holds"] is True
     md = (out / "reproduce.md").read_text()
     for ref in ("Table 9", "Table 10", "Fig. 30", "Table 11", "Table 12", "Table 13",
-                "Table 15", "Table 18", "Tables 19-20", "Table 22"):
+                "Table 15", "Table 18", "Tables 19-20", "Table 22", "Table 2", "Table 3",
+                "Fig. 8b", "Fig. 10", "Section 6.2"):
         assert f"## {ref}" in md, ref
+    for fid in ("meco-tags-plan", "meco-tags-coordq", "meco-tags-correct-cr", "meco-noise-gain",
+                "meco-leader-saturates", "meco-memory-parallel", "meco-memory-sequential",
+                "meco-dupgrab-size"):
+        assert fid in found, fid
+    # the published Table 2 row beside ours, and the conflict finding judged per protocol
+    assert "75.6% / +4.6 / +2.8" in md
+    assert "protocols with both sides" in found["meco-conflict-sr"]["note"]
     assert (out / "reproduce-tasks" / "v1-quarter.json").is_file()
 
 
@@ -137,3 +146,21 @@ def test_verdict_rule():
     assert direction({"delta": None}, +1) is None
     assert slope_direction({"slope": -1.0, "lo": -2.0, "hi": -0.5}, -1) is True
     assert slope_direction({"slope": None}, -1) is None
+
+
+def test_stratified_conflict_difference_is_worked_by_hand():
+    from coordbench.reproduce.mecobench import _stratified
+
+    def cell(d, lo, hi, n, n_ref):
+        return {"delta_SR": {"delta": d, "lo": lo, "hi": hi, "n": n, "n_ref": n_ref}}
+    # strata of 10 and 30 episodes: weights 1/4 and 3/4; half-widths 0.196 and 0.392, so
+    # standard errors 0.1 and 0.2: se = sqrt((0.25 * 0.1)^2 + (0.75 * 0.2)^2)
+    got = _stratified({"none": cell(-0.4, -0.596, -0.204, 4, 6),
+                       "broadcast": cell(0.0, -0.392, 0.392, 10, 20),
+                       "leader": None, "discuss": cell(None, None, None, 0, 5)})
+    assert got["delta"] == pytest.approx(0.25 * -0.4 + 0.75 * 0.0)
+    se = ((0.25 * 0.1) ** 2 + (0.75 * 0.2) ** 2) ** 0.5
+    assert got["lo"] == pytest.approx(-0.1 - 1.96 * se)
+    assert got["hi"] == pytest.approx(-0.1 + 1.96 * se)
+    assert got["strata"] == ["none", "broadcast"]
+    assert _stratified({"none": None})["delta"] is None
