@@ -223,3 +223,10 @@ def test_a_study_played_by_imperfect_offline_agents_is_labelled_as_such(tmp_path
 def test_bad_offline_agents_are_one_line(args, needle, tmp_path):
     assert needle in error_line([*args, "--out", str(tmp_path / "x")], tmp_path)
     assert not (tmp_path / "x").exists()
+
+
+def test_message_cost_charges_messages_not_board_writes():
+    memory = _household(Dials(message_cost=5), protocol="shared_memory", n=3)
+    boards = [m for t in memory for m in t.steps(MessageEvent)]
+    assert boards and all(m.phase == "memory" and m.tokens == 0 for m in boards)
+    assert all(H.tokens_per_step(t) == 0 for t in memory)

@@ -12,7 +12,8 @@ injects one failure at a set rate, independently per agent and per opportunity:
 - message_loss (rate): a teammate's message does not reach the agent;
 - memory (steps, 0 = unbounded): forget what was seen or heard more than k steps ago;
 - protocol_violation (rate): a decision that cannot be parsed (a recorded protocol failure);
-- message_cost (tokens): every message the agent sends costs this many tokens;
+- message_cost (tokens): every message the agent sends costs this many tokens (a
+  shared-memory board write is not a message);
 - contention (rate, household): the agent goes for the object a teammate grabs or opens in
   the same step (a same-step conflict);
 - handover_slip (rate, household): a receiver a teammate hands over to is not ready (it walks
@@ -201,13 +202,17 @@ class Faults:
 
 def with_message_cost(messages: Sequence[T], dials: Dials | None) -> list[T]:
     """Return `messages` (protocol Messages or MessageEvents) with each one's tokens raised by
-    the message cost; the same objects when there is none."""
+    the message cost; the same objects when there is none. A shared-memory board write is
+    not a message and costs nothing (the protocol skips message exchange)."""
     if dials is None or not dials.message_cost:
         return list(messages)
     from dataclasses import is_dataclass, replace
 
     out = []
     for m in messages:
+        if getattr(m, "phase", None) == "memory":
+            out.append(m)
+            continue
         tokens = getattr(m, "tokens", 0) + dials.message_cost
         out.append(replace(m, tokens=tokens) if is_dataclass(m)  # type: ignore[type-var]
                    else m.model_copy(update={"tokens": tokens}))  # type: ignore[attr-defined]
