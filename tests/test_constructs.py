@@ -512,3 +512,24 @@ def test_a_bad_planner_reply_ends_the_episode_as_a_protocol_failure(tmp_path, pl
                 assert "_pf-skip" in cond and term["protocol_failure"] == 0.0
                 assert tr.end.termination in ("truncated", "normal_stop")
                 assert len(steps) > 5
+
+
+def test_a_model_run_from_before_the_protocol_failure_rule_is_not_resumed_under_it(tmp_path):
+    # a model-driven condition's manifest records the protocol-failure rule; one written
+    # before the rule existed lacks it and is refused in one line, never mixed
+    from coordbench.core.rundir import RunDir
+    from coordbench.errors import RunDirError
+    from coordbench.runner.conditions import register
+    from coordbench.suites.constructs.suite import SUITE, ConstructCondition
+
+    cond = ConstructCondition(ConstructSpec("central", "llm", model="m"), "rep240")
+    fields = SUITE.manifest(cond)
+    assert fields["on_protocol_failure"] == "end"
+    assert "on_protocol_failure" not in SUITE.manifest(ConstructCondition(
+        ConstructSpec("central", "rule"), "rep240"))
+    run = RunDir.create_or_open(tmp_path / "r")
+    old = {k: v for k, v in fields.items() if k != "on_protocol_failure"}
+    run.register(SUITE.condition(cond), {"suite": SUITE.name, **old})
+    run.save_manifest()
+    with pytest.raises(RunDirError, match="on_protocol_failure=None, not 'end'"):
+        register(RunDir.open(tmp_path / "r"), SUITE, cond)

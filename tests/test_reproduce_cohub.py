@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 from coordbench.cli import app
 from coordbench.reproduce import cohub
 
-FINDINGS = {"C-T2-act-dp", "C-T2-joint", "C-F4-expert_noisy", "C-F4-chunk",
-            "C-T3-local-shared", "C-T3-agent-id", "C-T3-global"}
+FINDINGS = {"C-T2-act-dp", "C-T2-joint", "C-F4-expert_noisy", "C-F4-chunk", "C-F4-dp",
+            "C-F4-joint", "C-F4-bc", "C-T3-local-shared", "C-T3-agent-id", "C-T3-global"}
 
 
 def _reproduce(*args: str) -> dict:
@@ -41,6 +41,10 @@ def test_cohub_study_trains_plays_and_resumes(tmp_path, monkeypatch):
     assert "CoCarry/expert" in text and "CoCarry/joint" in text
     md = (out / "reproduce.md").read_text()
     assert "Observation scope x policy sharing" in md and "| local/shared+id |" in md
+    # Figure 4 for every policy family, and the study's figures
+    assert "| CoCarry | joint | p1 |" in md and "| CoCarry | bc | p3 |" in md
+    assert sorted(p.name for p in (out / "figures").glob("*.png")) == [
+        "cohub-01-figure4-0.png", "cohub-02-table3-0.png"]
     # the scripted experts are the reference rows: they succeed on these seeds
     assert "| CoCarry | expert | — | — | 2 | 1.000" in md
     # resumed: nothing is trained or played again

@@ -10,6 +10,7 @@ bar and its table cell always agree.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -238,7 +239,9 @@ def physical_funnels(entries: dict[str, ENTRY]) -> Figure | None:
         for e in (e for e in rows.values() if e["spec"]["task"] == task):
             vals = [_ends(e["metrics"][p]) for p in ("p1", "p2", "p3")]
             mean = [v[0] if v else np.nan for v in vals]
-            ax.errorbar([1, 2, 3], mean, capsize=2, marker="o", label=e["spec"]["policy"],
+            # a checkpoint's policy is a path: its file name says which one
+            label = _short(Path(str(e["spec"]["policy"])).stem, 28)
+            ax.errorbar([1, 2, 3], mean, capsize=2, marker="o", label=label,
                         yerr=[[v[0] - v[1] if v else 0 for v in vals],
                               [v[2] - v[0] if v else 0 for v in vals]])
         ax.set_title(task, fontsize=9)

@@ -105,7 +105,11 @@ class ConstructSuite:
         for key in ("protocol", "checkpoint", "dials"):  # conditions without one keep theirs
             if planners[key] is None:
                 del planners[key]
-        if planners["on_protocol_failure"] == "end":  # the default since it was added
+        # kept where a planner can break the protocol (model-driven, or dialed rule planners),
+        # so that a run made before a bad reply ended the episode is never resumed under the
+        # new rule (and mixed): its manifest lacks the field and is refused in one line
+        can_break = spec.planners.agents == "llm" or planners.get("dials") is not None
+        if planners["on_protocol_failure"] == "end" and not can_break:
             del planners["on_protocol_failure"]
         return {**planners, "subset": spec.subset, "construct": spec.construct,
                 "team": spec.team, "limit": spec.limit, "instances_file": spec.instances_file}
