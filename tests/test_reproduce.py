@@ -164,3 +164,57 @@ def test_stratified_conflict_difference_is_worked_by_hand():
     assert got["hi"] == pytest.approx(-0.1 + 1.96 * se)
     assert got["strata"] == ["none", "broadcast"]
     assert _stratified({"none": None})["delta"] is None
+
+
+def test_the_studies_play_the_papers_own_task_and_instance_files(tmp_path):
+    import shutil
+
+    from coordbench.suites.constructs.instances import select
+    from coordbench.suites.mecobench.instances import EXAMPLES
+
+    tasks = tmp_path / "meco-tasks"
+    tasks.mkdir()
+    for f in EXAMPLES.glob("*_examples.json"):  # the MECoBench release's own task files
+        shutil.copy(f, tasks / f.name)
+    out = tmp_path / "meco"
+    payload = reproduce("mecobench", "--tasks", str(tasks), "--limit", "2", "--out", str(out))
+    check_contract(payload, "mecobench")
+    md = (out / "reproduce.md").read_text()
+    assert f"the task files of `{tasks}`" in md
+    manifest = json.loads((out / "manifest.json").read_text())
+    sources = {c["source"] for c in manifest["conditions"].values()}
+    assert len(sources) == 1 and next(iter(sources)).startswith("meco-tasks-")
+    assert all(c["tasks_file"] for c in manifest["conditions"].values())
+    inst = tmp_path / "coco-instances"
+    inst.mkdir()
+    raws = select("rep240")
+    (inst / "a.json").write_text(json.dumps(raws[:60:6]))
+    (inst / "b.json").write_text(json.dumps(raws[60::12]))
+    out = tmp_path / "coco"
+    payload = reproduce("cocobench", "--instances", str(inst), "--out", str(out))
+    check_contract(payload, "cocobench")
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert all(name.startswith("constructs_file-") for name in manifest["conditions"])
+    n = len(raws[:60:6]) + len(raws[60::12])
+    run = RunDir.open(out)
+    main = next(c for c in run.conditions if "_central_rule_" in c)
+    assert len(run.episode_keys(main)) == n
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["cocobench", "--tasks", "."], "--tasks names MECoBench task files: it applies to "
+                                    "mecobench only"),
+    (["mecobench", "--instances", "."], "--instances names construct instance files"),
+    (["mecobench", "--tasks", "EMPTY"], "holds no task files (*.json)"),
+    (["mecobench", "--tasks", "nowhere"], "not a folder"),
+    (["mecobench", "--tasks", "BROKEN"], "broken.json"),
+])
+def test_bad_task_folders_are_one_line(args, needle, tmp_path):
+    from tests.cli_errors import error_line
+
+    (tmp_path / "EMPTY").mkdir()
+    (tmp_path / "BROKEN").mkdir()
+    (tmp_path / "BROKEN" / "broken.json").write_text("{not json")
+    args = [str(tmp_path / a) if a in ("EMPTY", "BROKEN") else a for a in args]
+    assert needle in error_line(["reproduce", *args, "--out", str(tmp_path / "x")], tmp_path)
+    assert not (tmp_path / "x" / "episodes").exists()

@@ -48,6 +48,14 @@ def reproduce(
                                                 "the learned team's (100k; --quick: 20k); "
                                                 "cohub: gradient steps (5000; --quick: "
                                                 "800)."),
+    tasks: Path | None = typer.Option(
+        None, "--tasks", metavar="DIR",
+        help="mecobench: play the study on the MECoBench task files (*.json) of DIR (the "
+             "paper's own tasks, parallel and sequential), whole, instead of the v1 set."),
+    instances: Path | None = typer.Option(
+        None, "--instances", metavar="DIR",
+        help="cocobench: play every condition on the construct instance files (*.json) of "
+             "DIR instead of the built-in set."),
     offline_agents: str = typer.Option(
         "rule", "--offline-agents",
         help="Who plays the rows without --model (mecobench, cocobench, cross): rule "
@@ -88,6 +96,16 @@ def reproduce(
         raise ConfigError("--steps sets what the STAT study trains (the cross study's "
                           "learned team, the CoHuB study's gradient steps): it applies to "
                           "stat, cross and cohub only")
+    if tasks is not None and paper != "mecobench":
+        raise ConfigError("--tasks names MECoBench task files: it applies to mecobench only")
+    if instances is not None and paper != "cocobench":
+        raise ConfigError("--instances names construct instance files: it applies to "
+                          "cocobench only")
+    for flag, folder, what in (("--tasks", tasks, "task"), ("--instances", instances,
+                                                             "instance")):
+        if folder is not None and (not folder.is_dir() or not any(folder.glob("*.json"))):
+            raise ConfigError(f"{flag} {folder}: " + ("not a folder" if not folder.is_dir()
+                                                     else f"holds no {what} files (*.json)"))
     if offline_agents != "rule":
         from coordbench.agents.dials import profile
 
@@ -126,7 +144,9 @@ def reproduce(
     options = Options(quick, model, str(models) if models else None, limit, max_steps,
                       regime=regime, methods=picked,
                       seeds=tuple(parse_seeds(seeds)) if seeds is not None else None,
-                      steps=steps, offline_agents=offline_agents)
+                      steps=steps, offline_agents=offline_agents,
+                      tasks=str(tasks) if tasks is not None else None,
+                      instances=str(instances) if instances is not None else None)
     tag = "" if offline_agents == "rule" else f"-{offline_agents}"
     path = out_dir or Path("runs") / f"reproduce-{paper}{tag}{'-quick' * quick}"
     resources = module.resources(options)  # an unknown model alias fails here, before work

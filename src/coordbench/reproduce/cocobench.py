@@ -53,6 +53,7 @@ from .study import (
     Options,
     Study,
     direction,
+    gathered_json,
     model_settings,
     show,
     slope_direction,
@@ -83,17 +84,20 @@ class Key:
 def keys(options: Options) -> list[Key]:
     """Return every condition the study needs, each once."""
     main = "rep240" if options.quick else "all"
+    sub = "rep240"
+    if options.instances:  # one instance set (the user's files) for every condition
+        main = sub = "all"
     observations = ("image", "blind") if options.model else ("blind",)
     out = [Key(main, "central", observation=observations[0])]
-    out += [Key("rep240", p, observation=o) for p in PLANNERS for o in observations]
-    out += [Key("rep240", "decentralized", construct="D4", capacity=1,
+    out += [Key(sub, p, observation=o) for p in PLANNERS for o in observations]
+    out += [Key(sub, "decentralized", construct="D4", capacity=1,
                 observation=observations[0])]
     out.append(Key(main, "central", "oracle"))
     seen: set[Key] = set()
     return [k for k in out if not (k in seen or seen.add(k))]  # type: ignore[func-returns-value]
 
 
-def _condition(key: Key, options: Options):
+def _condition(key: Key, options: Options, out: Path | None = None):
     from coordbench.agents.constructs.planners import RULE_DIALS
     from coordbench.suites.constructs.episode import ConstructSpec
     from coordbench.suites.constructs.suite import ConstructCondition
@@ -102,14 +106,19 @@ def _condition(key: Key, options: Options):
     spec = ConstructSpec(key.planner, agents, key.observation,
                          options.model if agents == "llm" else None, 0, "index", key.capacity,
                          dials=options.dials(RULE_DIALS) if agents == "rule" else None)
-    return ConstructCondition(spec, key.subset, key.construct, None, options.limit)
+    instances = None
+    if options.instances:  # the user's instance files, gathered into the run once
+        if out is None:
+            raise ValueError("an instance folder needs the run's path")
+        instances = str(gathered_json(options.instances, out, "instance"))
+    return ConstructCondition(spec, key.subset, key.construct, None, options.limit, instances)
 
 
 def plan(options: Options, out: Path) -> list[tuple]:
     """Return the (suite, condition) items the study plays."""
     from coordbench.suites.constructs.suite import SUITE
 
-    return [(SUITE, _condition(k, options)) for k in keys(options)]
+    return [(SUITE, _condition(k, options, out)) for k in keys(options)]
 
 
 def labels(options: Options, out: Path) -> list[str]:
@@ -127,7 +136,8 @@ def episodes(run: RunDir, options: Options) -> Episodes:
     """Return the study's episodes by Key."""
     from coordbench.suites.constructs.suite import SUITE
 
-    return Episodes(run, {k: SUITE.condition(_condition(k, options)) for k in keys(options)})
+    return Episodes(run, {k: SUITE.condition(_condition(k, options, run.path))
+                          for k in keys(options)})
 
 
 def _main_key(ep: Episodes) -> Key:
@@ -474,6 +484,8 @@ def study(run: RunDir, options: Options, out: Path) -> Study:
     where = ("the main evaluation and the ablations both on the stratified 240 subset"
              if options.quick else "the main evaluation on the 900 instances, the ablations "
              "on the stratified 240 subset")
+    if options.instances:
+        where = f"every condition on the instance files of `{options.instances}`"
     preamble = (f"Planner rows are played by {who}: {where}. " + VERDICT_RULE + " Scores use "
                 "the paper's definitions (Eqs. 7-10, docs/constructs.md): C_D3's M* is the "
                 "oracle's makespan in action steps and L the executed action steps; C_D4's w "

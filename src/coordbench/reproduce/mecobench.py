@@ -57,6 +57,7 @@ from .study import (
     Options,
     Study,
     direction,
+    gathered_json,
     model_settings,
     show,
     slope_direction,
@@ -129,6 +130,8 @@ def _condition(key: Key, options: Options, out: Path):
     spec = HouseholdSpec(key.structure, key.team, key.protocol, agents, key.prior, 0,
                          options.model if agents == "llm" else None,
                          dials=options.dials(RULE_DIALS) if agents == "rule" else None)
+    if options.tasks:  # the user's own task files, played whole
+        return mecobench_condition(str(gathered_json(options.tasks, out, "task")), None, spec)
     if options.quick:
         return mecobench_condition(str(quick_tasks(out)), None, spec)
     return mecobench_condition(None, "v1", spec)
@@ -910,6 +913,8 @@ def study(run: RunDir, options: Options, out: Path) -> Study:
            options.offline_who("rule teams"))
     subset = ("the quick subset (every fourth v1 case: 24 parallel + 24 sequential)"
               if options.quick else "the v1 instance set (96 parallel + 96 sequential cases)")
+    if options.tasks:
+        subset = f"the task files of `{options.tasks}` (every task, played whole)"
     preamble = (f"Rows the paper fills with MLLM teams are played here by {who}, on {subset}. "
                 + VERDICT_RULE + " Conflict set: grab and open (the paper's).")
     items = [_scaling_item(ep), _objects_item(ep), _no_location_item(ep), _progress_item(ep),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 
@@ -27,6 +28,10 @@ class Options:
     # who plays the offline rows: "rule" (coordbench's rule minds) or a dials profile of
     # imperfect rule minds (agents.dials.PROFILES)
     offline_agents: str = "rule"
+    # a folder of the paper's own task files (mecobench) or instance files (cocobench) to
+    # play instead of coordbench's generated sets
+    tasks: str | None = None
+    instances: str | None = None
 
     @property
     def agents(self) -> str:
@@ -51,6 +56,39 @@ class Options:
         return (f"coordbench's {minds} made imperfect (offline profile "
                 f"`{self.offline_agents}`: {profile(self.offline_agents).label()}; each "
                 "family takes the failures its minds have), not a model")
+
+
+def gathered_json(folder: str | Path, out: Path, what: str) -> Path:
+    """Return one JSON list file inside the run holding every item of the `*.json` files of
+    `folder` (files in name order; a file holds a list or one object), written once per
+    content; ConfigError (one line) names a folder without such files or a file that is not
+    JSON."""
+    import hashlib
+    import json
+
+    from coordbench.core.atomic import write_atomic
+    from coordbench.core.files import read_json
+    from coordbench.errors import ConfigError
+
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise ConfigError(f"{folder} is not a folder of {what} files")
+    files = sorted(folder.glob("*.json"))
+    if not files:
+        raise ConfigError(f"{folder} holds no {what} files (*.json)")
+    items: list[Any] = []
+    for f in files:
+        data = read_json(f, f"{what} file")
+        items += data if isinstance(data, list) else [data]
+    if not items:
+        raise ConfigError(f"{folder}: its {what} files hold no {what}")
+    text = json.dumps(items)
+    digest = hashlib.sha256(text.encode()).hexdigest()[:8]
+    path = Path(out) / f"reproduce-{what}s" / f"{folder.name or 'set'}-{digest}.json"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, text)
+    return path
 
 
 def model_settings(options: Options) -> Any:
