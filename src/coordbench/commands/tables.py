@@ -42,9 +42,21 @@ def table(
     fmt: str = typer.Option("md", "--format", help="md | csv | html"),
     out_file: Path | None = typer.Option(None, "--out", help="Write to this file instead of "
                                                              "printing."),
+    by: str | None = typer.Option(None, "--by", help="model: a leaderboard, models as rows, "
+                                                     "with paired differences against "
+                                                     "--reference."),
+    reference: str | None = typer.Option(None, "--reference", metavar="MODEL",
+                                         help="With --by model: the model the others are "
+                                              "paired against (default: the first)."),
+    as_json: bool = typer.Option(False, "--json", help="With --by model: print a JSON list, "
+                                                       "one object per model."),
 ) -> None:
     """Compare conditions across runs, for every family: one table per suite, each headline
-    metric with its 95% interval (csv: every metric, long format)."""
+    metric with its 95% interval (csv: every metric, long format). With --by model: one row
+    per model (its model alias, or the agents of a team without one), its metrics, the
+    coordination profile, tokens and cost per episode, and paired differences against the
+    reference over the instances both played (McNemar's exact test for success, Wilcoxon
+    for the others, Holm-adjusted)."""
     from coordbench.core.files import check_out_file
     from coordbench.report import across_runs
     from coordbench.report.compose import open_for_report
@@ -52,8 +64,27 @@ def table(
     if fmt not in across_runs.FORMATS:
         raise ConfigError(f"--format must be one of {', '.join(across_runs.FORMATS)}, "
                           f"got {fmt!r}")
+    if by is not None and by != "model":
+        raise ConfigError(f"--by must be model, got {by!r}")
+    if by is None and (reference is not None or as_json):
+        raise ConfigError(f"{'--reference' if reference is not None else '--json'} needs "
+                          "--by model")
     if out_file is not None:
         check_out_file(out_file)
+    if by == "model":
+        import json
+
+        from coordbench.core.rundir import RunDir
+        from coordbench.report import leaderboard
+
+        boards = leaderboard.collect([RunDir.open(d) for d in run_dirs], reference)
+        if as_json:
+            text = json.dumps(leaderboard.json_rows(boards), indent=2) + "\n"
+        else:
+            text = {"md": leaderboard.markdown, "csv": leaderboard.csv_text,
+                    "html": leaderboard.html_text}[fmt](boards)
+        _write(out_file, text)
+        return
     runs = [open_for_report(d) for d in run_dirs]
     tables = across_runs.collect(runs)
     _write(out_file, {"md": across_runs.markdown, "csv": across_runs.csv_text,

@@ -1,0 +1,81 @@
+"""`table --by model`: models as rows, paired differences over the instances both played."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from coordbench.agents.dials import Dials
+from coordbench.cli import app
+from coordbench.core.rundir import RunDir
+from coordbench.report import leaderboard as L
+from coordbench.suites.constructs.episode import ConstructSpec, run_construct
+from coordbench.suites.constructs.instances import select
+
+RAWS = select("rep240", "D1", 2)
+
+
+def _run(path, model, spec, instances=RAWS):
+    """A run whose one condition is `spec`'s team, filed as played by `model` (the same
+    setting for every model, so their episodes pair by case)."""
+    run = RunDir.create_or_open(path)
+    cond = "constructs_rep240_D1_team2_central"
+    run.register(cond, {"suite": "constructs", "model": model, "planner": "central",
+                        "subset": "rep240", "construct": "D1", "team": 2, "seed": 0})
+    run.save_manifest()
+    for k, raw in enumerate(instances):
+        run.write_episode(cond, f"inst{k:04d}", run_construct(raw, spec, f"{cond}/inst{k:04d}"))
+    return RunDir.open(path)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("boards")
+    return [_run(root / "a", "strong", ConstructSpec("central", "oracle")),
+            _run(root / "b", "weak", ConstructSpec("central", "rule", dials=Dials(
+                protocol_violation=0.08))),
+            _run(root / "c", "middling", ConstructSpec("central", "rule"))]
+
+
+def test_models_rank_and_pair_as_their_play_implies(runs):
+    (board,) = L.collect(runs, reference="strong")
+    assert board.suite == "constructs" and board.reference == "strong"
+    assert board.models == ["strong", "middling", "weak"]
+    sr = {m: board.rows[m]["SR"]["mean"] for m in board.models}
+    assert sr["strong"] == 1.0 and sr["strong"] >= sr["middling"] > sr["weak"]
+    weak = board.paired["weak"]
+    assert weak["pairs"] == len(RAWS)
+    d = weak["metrics"]["SR"]
+    # paired over the same instances: the difference of success rates, McNemar significant
+    assert d["delta"] == pytest.approx(sr["weak"] - sr["strong"])
+    assert d["hi"] < 0 and d["p"] < 0.001 and d["p_holm"] >= d["p"]
+    assert d["discordant"][0] == 0  # the weak team never succeeds where the oracle fails
+
+
+def test_table_by_model_from_the_cli(runs, tmp_path):
+    paths = [str(r.path) for r in runs]
+    res = CliRunner().invoke(app, ["table", *paths, "--by", "model", "--json"])
+    assert res.exit_code == 0, res.output
+    rows = json.loads(res.stdout)
+    assert [r["model"] for r in rows] == ["middling", "strong", "weak"]  # no reference given
+    first = rows[0]
+    assert first["paired"] is None and set(first["SR"]) == {"mean", "ci95", "n"}
+    assert rows[2]["paired"]["SR"]["test"] == "mcnemar-exact"
+    res = CliRunner().invoke(app, ["table", *paths, "--by", "model", "--reference", "strong"])
+    assert res.exit_code == 0, res.output
+    assert "## constructs: models" in res.stdout and "Paired against strong" in res.stdout
+    for fmt, needle in (("csv", "suite,model,metric"), ("html", "<table>")):
+        res = CliRunner().invoke(app, ["table", *paths, "--by", "model", "--format", fmt])
+        assert res.exit_code == 0 and needle in res.stdout
+
+
+def test_bad_leaderboard_input_is_one_line(runs, tmp_path):
+    from tests.cli_errors import error_line
+
+    paths = [str(r.path) for r in runs]
+    assert "--reference 'nobody' played no condition of these runs; models: middling, " \
+        "strong, weak" in error_line(["table", *paths, "--by", "model", "--reference",
+                                      "nobody"], tmp_path)
+    assert "--by must be model" in error_line(["table", *paths, "--by", "task"], tmp_path)
+    assert "--reference needs --by model" in error_line(["table", *paths, "--reference",
+                                                         "strong"], tmp_path)
