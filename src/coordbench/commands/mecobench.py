@@ -21,7 +21,9 @@ def mecobench_run(
     tasks: Path | None = typer.Option(None, help="A MECoBench task file (JSON)."),
     suite: str | None = typer.Option(None, help="A built-in instance set, e.g. v1."),
     structure: str = typer.Option("parallel", help="parallel | sequential"),
-    team: int = typer.Option(2, help="Team size (sequential: 2)."),
+    team: str = typer.Option("2", help="Team size (sequential: 2), or who sits where: "
+                                       "agent_0=llm:A,agent_1=rule (a mixed team; seats are "
+                                       "llm:ALIAS or rule)."),
     protocol: str = typer.Option("none", help="none|broadcast|discuss|leader|leader_vision|"
                                               "shared_memory"),
     agents: str = typer.Option("rule", help="oracle | rule | llm"),
@@ -60,23 +62,30 @@ def mecobench_run(
     check_range("--max-steps", max_steps, 1, MAX_STEPS)
     opts.check(out_dir)
     from coordbench.agents.dials import parse_dials
+    from coordbench.agents.seats import parse_team
 
-    spec = HouseholdSpec(structure, team, protocol, agents, prior, seed, model, leader_model,
-                         conflict_set, parse_dials(dial))
+    parsed = parse_team(team, ("llm", "rule"), "MECoBench")
+    seats = None if isinstance(parsed, int) else parsed
+    size = parsed if isinstance(parsed, int) else len(parsed)
+    if seats is not None and agents == "rule" and any(s.kind == "llm" for s in seats):
+        agents = "llm"  # a team with a model seat is model-driven
+    spec = HouseholdSpec(structure, size, protocol, agents, prior, seed, model, leader_model,
+                         conflict_set, parse_dials(dial), seats)
     cond = mecobench_condition(str(tasks) if tasks else None, suite, spec)
     cases = SUITE.cases(cond, limit)
-    check_playable([c.data[1] for c in cases], team, prior)
+    check_playable([c.data[1] for c in cases], size, prior)
     if tasks is None and suite is None and not opts.as_json:
         # the examples are a smoke test, not the benchmark: say so before anything runs
         err.print(f"note: no --tasks or --suite given, so this plays the {len(cases)} bundled "
                   f"example {structure} task{'s' * (len(cases) != 1)}; --suite v1 plays "
                   "the MECoBench instance set", highlight=False, soft_wrap=True)
-    settings = opts.harness({spec.alias(i) for i in range(team)}, seed) \
+    settings = opts.harness({a for a in (spec.alias(i) for i in range(size)) if a}, seed) \
         if agents == "llm" else None
     run = opts.play(out_dir or Path("runs") / "mecobench", [(SUITE, cond)], limit=limit,
                     resources=MecobenchResources(settings, opts.max_reply_tokens, images,
                                                  max_steps),
-                    labels=[f"{structure} n={team} {protocol} {model or agents}"],
+                    labels=[f"{structure} n={size} {protocol} "
+                            f"{model or (team if seats else agents)}"],
                     settings=settings)
     n_cases = len(SUITE.cases(cond, limit))
     summary = summarize(condition_values_of(run, SUITE.condition(cond), n_cases), KINDS)
@@ -86,7 +95,8 @@ def mecobench_run(
     if not summary:  # every episode errored (provider failures, said as the command ends)
         out.print(f"no finished episode to summarize; run directory: {run.path}")
         return
-    table = Table(title=f"MECoBench {structure}, team {team}, {protocol}, {agents}, {prior}")
+    table = Table(title=f"MECoBench {structure}, team {team}, {protocol}, "
+                        f"{agents if seats is None else 'mixed'}, {prior}")
     table.add_column("metric")
     table.add_column("mean ± 95% CI", justify="right")
     table.add_column("n", justify="right")

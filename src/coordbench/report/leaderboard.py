@@ -31,14 +31,17 @@ from coordbench.runner.family import family, suite_object
 
 FORMATS = ("md", "csv", "html")
 # manifest fields that say who played, not what was played
-WHO = frozenset({"suite", "model", "leader_model", "agents", "policy", "checkpoint"})
+WHO = frozenset({"suite", "model", "leader_model", "agents", "policy", "checkpoint", "seats"})
 BINARY = frozenset({"SR", "success", "legal_rate", "hallucinated_completion"})
 COST = ("tokens_per_episode", "cost_per_episode")
 
 
 def model_of(spec: dict[str, Any]) -> str:
-    """Return who played a condition: its model alias (with its leader's after a '+'), else
-    its agents or policy."""
+    """Return who played a condition: its model alias (with its leader's after a '+'), a
+    mixed team's seats (`llm:A+rule`), else its agents or policy."""
+    if spec.get("seats"):
+        return "+".join(s["kind"] if not s.get("arg") else f"{s['kind']}:{s['arg']}"
+                        for s in spec["seats"])
     if spec.get("model"):
         return str(spec["model"]) + (f"+{spec['leader_model']}" if spec.get("leader_model")
                                      else "")

@@ -18,6 +18,7 @@ from coordbench.agents.household.protocols import (
     message_events,
 )
 from coordbench.agents.household.rule import RuleMind
+from coordbench.agents.seats import Seat
 from coordbench.core.trajectory import ActionRecord, AgentSpec, MessageEvent, Trajectory
 from coordbench.envs.household.actions import CONFLICT_SETS, Action, Outcome
 from coordbench.envs.household.engine import HouseholdEnv
@@ -29,6 +30,7 @@ from coordbench.runner import Limits, Recorder
 from coordbench.suites.household_episode import Choice, StepView, Turn, play_household
 
 AGENT_KINDS = ("oracle", "rule", "llm")
+SEAT_KINDS = ("llm", "rule")  # what a MECoBench seat of a mixed team can be
 # every dial has a household meaning (agents.household.rule)
 RULE_DIALS = ("perception", "hallucination", "message_loss", "memory", "protocol_violation",
               "message_cost", "contention", "handover_slip")
@@ -49,9 +51,26 @@ class HouseholdSpec:
     conflict_set: str = "paper"  # same-step contention: paper (grab/open) | with_close
     # injected failures of the rule minds (agents.dials); None: none, nothing recorded
     dials: Dials | None = None
+    # a mixed team: each seat's agent (agents.seats; llm:ALIAS or rule), in seat order;
+    # None: every seat is `agents`
+    seats: tuple[Seat, ...] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "dials", dials_from(self.dials))
+        if self.seats is not None:
+            seats = tuple(s if isinstance(s, Seat) else Seat(**s) for s in self.seats)
+            object.__setattr__(self, "seats", seats)
+            if len(seats) != self.team:
+                raise ConfigError(f"--team names {len(seats)} seats for a team of {self.team}")
+            kind = "llm" if any(s.kind == "llm" for s in seats) else "rule"
+            if self.agents != kind:
+                raise ConfigError(f"a mixed team's --agents is {kind}, not {self.agents}")
+            if self.model or self.leader_model:
+                raise ConfigError("--team names each seat's model: drop --model and "
+                                  "--leader-model")
+            bad = [s for s in seats if s.kind not in SEAT_KINDS]
+            if bad:
+                raise ConfigError(f"a MECoBench seat is llm:ALIAS or rule, not {bad[0].kind}")
         if self.dials is not None and self.agents != "rule":
             raise ConfigError(f"--dial is for --agents rule, not {self.agents}")
         check_applicable(self.dials, RULE_DIALS, "MECoBench rule minds")
@@ -72,7 +91,7 @@ class HouseholdSpec:
         if self.conflict_set not in CONFLICT_SETS:
             raise ConfigError(f"unknown --conflict-set {self.conflict_set!r}; choose from "
                               f"{', '.join(CONFLICT_SETS)}")
-        if self.agents == "llm" and not self.model:
+        if self.agents == "llm" and not self.model and self.seats is None:
             raise ConfigError("--agents llm needs --model ALIAS")
 
     def alias(self, agent: int, protocol: ProtocolSpec | None = None) -> str | None:
@@ -80,6 +99,9 @@ class HouseholdSpec:
         spec's protocol where the caller has already looked it up."""
         if self.agents != "llm":
             return None
+        if self.seats is not None:
+            seat = self.seats[agent]
+            return seat.arg if seat.kind == "llm" else None
         proto = protocol or get_protocol(self.protocol)
         if self.leader_model and proto.role(agent) == "leader":
             return self.leader_model
@@ -88,6 +110,10 @@ class HouseholdSpec:
     def as_dict(self) -> dict:
         """Return the spec as a plain dict."""
         return asdict(self)
+
+    def driver(self, agent: int) -> str:
+        """Return what drives seat `agent` as the header names it (`llm:A`, `rule`, ...)."""
+        return self.seats[agent].driver if self.seats is not None else self.agents
 
 
 def make_case_team(env: HouseholdEnv, task: HouseholdTask, spec: HouseholdSpec,
@@ -103,6 +129,11 @@ def make_case_team(env: HouseholdEnv, task: HouseholdTask, spec: HouseholdSpec,
         minds = [RuleMind(i, comm=protocol.talks, seed=case_seed,
                           faults=Faults(spec.dials, case_seed, i) if spec.dials else None)
                  for i in range(spec.team)]
+    elif minds is None and spec.seats is not None:  # a mixed team: each seat its own mind
+        minds = [LlmMind(i, harness, spec.alias(i, protocol) or "", role=protocol.role(i),
+                         max_tokens=max_reply_tokens) if seat.kind == "llm"
+                 else RuleMind(i, comm=protocol.talks, seed=case_seed)
+                 for i, seat in enumerate(spec.seats)]
     elif minds is None and spec.agents == "llm":
         minds = [LlmMind(i, harness, spec.alias(i, protocol) or "", role=protocol.role(i),
                          max_tokens=max_reply_tokens) for i in range(spec.team)]
@@ -223,7 +254,7 @@ async def arun_case(task: HouseholdTask, spec: HouseholdSpec, case_seed: int, ep
     aliases = {f"agent_{i}": spec.alias(i, protocol) for i in range(n)}
     rec = Recorder(
         suite="mecobench", episode_id=episode_id, task_id=str(task.task_id), seed=case_seed,
-        team=[AgentSpec(id=f"agent_{i}", role=protocol.role(i), driver=spec.agents)
+        team=[AgentSpec(id=f"agent_{i}", role=protocol.role(i), driver=spec.driver(i))
               for i in range(n)],
         protocol=spec.protocol, policy=spec.agents,
         models={k: v for k, v in aliases.items() if v},

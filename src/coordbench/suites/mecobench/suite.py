@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from coordbench.agents.dials import dials_suffix
+from coordbench.agents.seats import team_label
 from coordbench.core.rundir import RunDir, safe_name
 from coordbench.core.trajectory import Trajectory
 from coordbench.envs.household.render import ImageStore
@@ -68,9 +69,10 @@ def _parsed(path: str | None, suite: str | None, structure: str,
 def condition_name(source: str, spec: HouseholdSpec) -> str:
     """Return the run-directory name of a condition."""
     models = ""
-    if spec.agents == "llm":
+    if spec.agents == "llm" and spec.seats is None:
         models = f"-{spec.model}" + (f"+{spec.leader_model}" if spec.leader_model else "")
-    return (f"mecobench_{source}_{spec.structure}_n{spec.team}_{spec.protocol}_{spec.agents}"
+    who = spec.agents if spec.seats is None else f"team-{team_label(spec.seats)}"
+    return (f"mecobench_{source}_{spec.structure}_n{spec.team}_{spec.protocol}_{who}"
             f"{safe_name(models)}_{spec.prior}_seed{spec.seed}"
             + ("" if spec.conflict_set == "paper" else f"_cs-{spec.conflict_set}")
             + dials_suffix(spec.dials))
@@ -119,7 +121,10 @@ class MecobenchSuite:
 
     def manifest(self, spec: MecobenchCondition) -> dict[str, Any]:
         """Return the source and the team's spec."""
-        return {"source": spec.source, **spec.household.as_dict(),
+        household = spec.household.as_dict()
+        if household.get("seats") is None:  # conditions without a team spec keep theirs
+            household.pop("seats", None)
+        return {"source": spec.source, **household,
                 "tasks_file": spec.tasks_file, "instance_set": spec.instance_set}
 
     def cases(self, spec: MecobenchCondition, limit: int | None = None) -> list[Case]:
