@@ -77,3 +77,39 @@ def test_bad_mixed_teams_from_the_cli(tmp_path):
         assert needle in error_line(["mecobench", "run", *args, "--out", str(tmp_path / "x")],
                                     tmp_path)
     assert not (tmp_path / "x").exists()
+
+
+def test_a_mixed_construct_team_end_to_end(tmp_path):
+    from tests.test_construct_protocols import _reply
+
+    with ScriptedServer(_reply) as server:
+        models = tmp_path / "models.yaml"
+        models.write_text(f"models:\n  s:\n    base_url: {server.base_url}\n    model: s\n")
+        out = tmp_path / "run"
+        res = CliRunner().invoke(app, [
+            "constructs", "run", "--subset", "rep240", "--construct", "D3", "--team",
+            "agent_0=rule,agent_1=llm:s", "--limit", "2", "--models", str(models),
+            "--no-cache", "--out", str(out), "--json"])
+        assert res.exit_code == 0, res.output
+        assert json.loads(res.stdout.strip().splitlines()[-1])["instances"] == 2
+    run = RunDir.open(out)
+    (cond,) = run.conditions
+    assert "_team2_decentralized_team-rule+llm-s_" in cond and "_proto-none" in cond
+    for tr in run.load_episodes(cond):
+        assert [a.driver for a in tr.header.team] == ["rule", "llm:s"]
+        assert tr.header.models == {"agent_1": "s"}
+        assert {c.agent for c in tr.steps(ModelCallEvent)} == {1}
+        assert any(a.agent == 0 for e in tr.steps(HouseholdStepEvent) for a in e.actions)
+
+
+def test_bad_mixed_construct_teams_from_the_cli(tmp_path):
+    cases = [
+        (["--team", "agent_0=oracle,agent_1=rule"], "a construct seat is one of llm, rule"),
+        (["--team", "agent_0=rule,agent_1=rule,agent_2=rule,agent_3=rule,agent_4=rule"],
+         "--team must be 2, 3 or 4, got 5"),
+        (["--team", "agent_0=llm:x,agent_1=rule", "--model", "x"], "drop --model"),
+    ]
+    for args, needle in cases:
+        assert needle in error_line(["constructs", "run", *args, "--out",
+                                     str(tmp_path / "x")], tmp_path)
+    assert not (tmp_path / "x").exists()

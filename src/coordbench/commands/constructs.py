@@ -25,7 +25,10 @@ def constructs_run(
     instances: Path | None = typer.Option(None, help="An instance file (JSON list) instead "
                                                      "of the built-in set."),
     construct: str | None = typer.Option(None, help="D1 | D2 | D3 | D4 (default: all)."),
-    team: int | None = typer.Option(None, help="2 | 3 | 4 (default: all)."),
+    team: str | None = typer.Option(None, help="2 | 3 | 4 (default: all), or who sits where "
+                                               "(agent_0=llm:A,agent_1=rule: a mixed team of "
+                                               "that size, one mind per seat under --protocol, "
+                                               "none by default)."),
     planner: str | None = typer.Option(None, help="central | decentralized | "
                                                   "decentralized_comm (default: central; "
                                                   "decentralized with --protocol)"),
@@ -82,6 +85,18 @@ def constructs_run(
         raise ConfigError(f"--subset must be all or rep240, not {subset!r}")
     if construct is not None and construct not in ("D1", "D2", "D3", "D4"):
         raise ConfigError(f"--construct must be one of D1, D2, D3, D4, not {construct!r}")
+    seats = None
+    if team is not None:
+        from coordbench.agents.seats import parse_team
+
+        parsed = parse_team(team, ("llm", "rule"), "construct")
+        if not isinstance(parsed, int):
+            seats = parsed
+            if protocol is None:
+                protocol = "none"  # one mind per seat, no messages
+            if any(s.kind == "llm" for s in seats):
+                agents = "llm"
+        team = parsed if isinstance(parsed, int) else len(parsed)  # type: ignore[assignment]
     if team is not None and team not in (2, 3, 4):
         raise ConfigError(f"--team must be 2, 3 or 4, got {team}")
     planner = planner or ("decentralized" if protocol is not None or agents == "learned"
@@ -90,7 +105,7 @@ def constructs_run(
         need_torch()
     spec = ConstructSpec(planner, agents, observation, model, seed, order, buffer_capacity,
                          protocol, str(checkpoint) if checkpoint is not None else None,
-                         on_protocol_failure, parse_dials(dial))
+                         on_protocol_failure, parse_dials(dial), seats)
     if spec.checkpoint is not None and instances is None:
         from coordbench.learn.menu_ppo import load_cached
 
@@ -102,7 +117,8 @@ def constructs_run(
     cond = ConstructCondition(spec, subset, construct, team, limit,
                               str(instances) if instances else None)
     cases = SUITE.cases(cond)  # a bad instance file fails here, before any work
-    settings = opts.harness({model}, seed) if agents == "llm" else None
+    aliases = {model} if seats is None else {s.arg for s in seats if s.kind == "llm"}
+    settings = opts.harness(aliases, seed) if agents == "llm" else None
     run = opts.play(out_dir or Path("runs") / "constructs", [(SUITE, cond)],
                     resources=settings, settings=settings,
                     labels=[f"constructs {protocol or planner} {agents}"])

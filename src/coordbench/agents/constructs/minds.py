@@ -147,18 +147,25 @@ class ProtocolPlanners:
     name = "protocol"
 
     def __init__(self, protocol: str, agents: str, harness=None, alias: str | None = None,
-                 dials: Dials | None = None, key: str = "") -> None:
+                 dials: Dials | None = None, key: str = "", seats: Any = None) -> None:
         self.protocol = check_protocol(protocol)
         if agents not in ("rule", "llm"):
             raise ConfigError(f"a team under a protocol is rule or llm minds, not {agents}")
         self.agents, self.harness, self.alias = agents, harness, alias
-        self.dials, self.key = dials, key
+        self.dials, self.key, self.seats = dials, key, seats
 
     def reset(self, env: HouseholdEnv, info: dict[str, Any]) -> None:
         """Start an episode on `env`: fresh minds and protocol state."""
         self.env, self.info = env, info
         spec = get_protocol(self.protocol)
-        if self.agents == "rule":
+        if self.seats is not None:  # a mixed team: each seat's own mind
+            catalog = menu_catalog(env, info)
+            minds = [ConstructLlmMind(agent=i, harness=self.harness, alias=str(seat.arg),
+                                      role=spec.role(i), catalog=catalog)
+                     if seat.kind == "llm" else
+                     ConstructRuleMind(i, RuleAgent(i, info, spec.talks))
+                     for i, seat in enumerate(self.seats)]
+        elif self.agents == "rule":
             minds: list[Any] = [
                 ConstructRuleMind(i, RuleAgent(i, info, spec.talks),
                                   faults=Faults(self.dials, self.key, i) if self.dials else None)

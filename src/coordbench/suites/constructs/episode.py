@@ -33,6 +33,7 @@ from coordbench.agents.constructs.oracle import OraclePlanners
 from coordbench.agents.constructs.planners import RULE_DIALS, RulePlanners
 from coordbench.agents.dials import Dials, check_applicable, dials_from, with_message_cost
 from coordbench.agents.household.protocols import maybe_await, message_events
+from coordbench.agents.seats import Seat
 from coordbench.core.trajectory import (
     ActionRecord,
     AgentSpec,
@@ -72,9 +73,23 @@ class ConstructSpec:
     on_protocol_failure: str = "end"
     # injected failures of the rule planners (agents.dials); None: none, nothing recorded
     dials: Dials | None = None
+    # a mixed team: each seat's mind (agents.seats; llm:ALIAS or rule) under `protocol`;
+    # None: every seat is `agents`
+    seats: tuple[Seat, ...] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "dials", dials_from(self.dials))
+        if self.seats is not None:
+            seats = tuple(s if isinstance(s, Seat) else Seat(**s) for s in self.seats)
+            object.__setattr__(self, "seats", seats)
+            bad = [s for s in seats if s.kind not in ("llm", "rule")]
+            if bad:
+                raise ConfigError(f"a construct seat is llm:ALIAS or rule, not {bad[0].kind}")
+            if self.protocol is None:
+                raise ConfigError("a mixed construct team plays one mind per seat: it needs "
+                                  "--protocol (none: no messages)")
+            if self.model:
+                raise ConfigError("--team names each seat's model: drop --model")
         if self.dials is not None and self.agents != "rule":
             raise ConfigError(f"--dial is for --agents rule, not {self.agents}")
         check_applicable(self.dials, RULE_DIALS, "construct rule planners (they see the "
@@ -96,7 +111,7 @@ class ConstructSpec:
             raise ConfigError(f"--order must be index or reverse, not {self.order!r}")
         if self.observation not in ("image", "blind"):
             raise ConfigError(f"--observation must be image or blind, not {self.observation!r}")
-        if self.agents == "llm" and not self.model:
+        if self.agents == "llm" and not self.model and self.seats is None:
             raise ConfigError("--agents llm needs --model ALIAS")
         if (self.agents == "learned") != (self.checkpoint is not None):
             raise ConfigError("--agents learned needs --checkpoint PATH (and --checkpoint "
@@ -181,7 +196,7 @@ def make_team(spec: ConstructSpec, harness=None, key: str = ""):
     the episode in the draws of injected failures (its dials)."""
     if spec.protocol is not None:
         return ProtocolPlanners(spec.protocol, spec.agents, harness, spec.model, spec.dials,
-                                key)
+                                key, spec.seats)
     if spec.agents == "oracle":
         return OraclePlanners(spec.planner)
     if spec.agents == "learned":
@@ -257,6 +272,9 @@ async def arun_construct(raw: dict[str, Any], spec: ConstructSpec, episode_id: s
     task, info = load_instance(raw, episode_id)
     facts = score_facts(task, info)  # the header's; the team sees the instance's own info
     n = len(task.roles) if task.roles else len(task.start_rooms)
+    if spec.seats is not None and len(spec.seats) != n:
+        raise ConfigError(f"{episode_id}: the team spec has {len(spec.seats)} seats, the "
+                          f"instance a team of {n}")
     env = HouseholdEnv(task, n, spec.seed, "with_close")
     budget = task.budget()
     planners = make_team(spec, harness, f"{spec.seed}/{raw['task_id']}")
@@ -267,9 +285,12 @@ async def arun_construct(raw: dict[str, Any], spec: ConstructSpec, episode_id: s
     rec = Recorder(
         suite="constructs", episode_id=episode_id, task_id=str(raw["task_id"]), seed=spec.seed,
         team=[AgentSpec(id=f"agent_{i}", role=task.roles[i] if task.roles else "agent",
-                        driver=spec.agents) for i in range(n)],
+                        driver=spec.agents if spec.seats is None else spec.seats[i].driver)
+              for i in range(n)],
         protocol=spec.protocol or spec.planner, policy=spec.agents,
-        models={f"agent_{i}": spec.model for i in range(n)} if spec.model else {},
+        models=({f"agent_{i}": spec.model for i in range(n)} if spec.model else
+                {f"agent_{i}": str(s.arg) for i, s in enumerate(spec.seats or ())
+                 if s.kind == "llm"}),
         params={"agents": n, "family": raw["task_name"], "budget": budget,
                 "observation": spec.observation, "construct": facts,
                 **({"dials": spec.dials.as_dict()} if spec.dials is not None else {}),

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from coordbench.agents.dials import dials_suffix
+from coordbench.agents.seats import team_label
 from coordbench.core.provenance import file_digest
 from coordbench.core.rundir import safe_name
 from coordbench.core.trajectory import Trajectory
@@ -29,6 +30,7 @@ def condition_name(subset: str, construct: str | None, team: int | None,
                    spec: ConstructSpec) -> str:
     """Return the run-directory name of a construct condition."""
     model = safe_name(f"-{spec.model}") if spec.model else ""
+    who = spec.agents if spec.seats is None else f"team-{team_label(spec.seats)}"
     order = "" if spec.order == "index" else f"_order-{spec.order}"
     cap = "" if spec.buffer_capacity is None else f"_cap{spec.buffer_capacity}"
     proto = "" if spec.protocol is None else f"_proto-{spec.protocol}"
@@ -37,7 +39,7 @@ def condition_name(subset: str, construct: str | None, team: int | None,
     if spec.checkpoint is not None:  # which trained team: its file's name and content digest
         model = safe_name(f"-{Path(spec.checkpoint).stem}-{file_digest(spec.checkpoint)}")
     return (f"constructs_{subset}_{construct or 'all'}_team{team or 'all'}_{spec.planner}_"
-            f"{spec.agents}{model}_{spec.observation}_seed{spec.seed}{order}{cap}{proto}")
+            f"{who}{model}_{spec.observation}_seed{spec.seed}{order}{cap}{proto}")
 
 
 @dataclass(frozen=True)
@@ -102,7 +104,8 @@ class ConstructSuite:
         what a manifest written before it was a parameter is brought up to; the protocol only
         when there is one) and the instance selection."""
         planners = spec.planners.as_dict()
-        for key in ("protocol", "checkpoint", "dials"):  # conditions without one keep theirs
+        for key in ("protocol", "checkpoint", "dials", "seats"):  # conditions without one
+            # keep their manifest
             if planners[key] is None:
                 del planners[key]
         # kept where a planner can break the protocol (model-driven, or dialed rule planners),
