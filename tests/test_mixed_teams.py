@@ -113,3 +113,31 @@ def test_bad_mixed_construct_teams_from_the_cli(tmp_path):
         assert needle in error_line(["constructs", "run", *args, "--out",
                                      str(tmp_path / "x")], tmp_path)
     assert not (tmp_path / "x").exists()
+
+
+def test_a_mixed_stat_team_end_to_end(tmp_path):
+    from coordbench.core.trajectory import StatStepEvent
+    from tests.test_stat_llm import models_file, nearest_reply
+
+    with ScriptedServer(nearest_reply) as server:
+        models = models_file(tmp_path, server.base_url)
+        out = tmp_path / "run"
+        res = CliRunner().invoke(app, [
+            "stat", "eval", "--config", "3A-6T-5x3", "--policy", "rule", "--protocol",
+            "broadcast", "--team", "agent_0=llm:scripted,agent_1=rule,agent_2=rule",
+            "--episodes", "2", "--episode-limit", "6", "--models", str(models),
+            "--no-cache", "--out", str(out), "--json"])
+        assert res.exit_code == 0, res.output
+    run = RunDir.open(out)
+    (cond,) = run.conditions
+    assert "team-llm-scripted+rule+rule-broadcast" in cond
+    for tr in run.load_episodes(cond):
+        assert [a.driver for a in tr.header.team] == ["llm:scripted", "rule", "rule"]
+        assert {c.agent for c in tr.steps(ModelCallEvent)} == {0}
+        assert tr.steps(StatStepEvent)
+    assert "--team names 2 seats; 3A-6T-5x3 has 3 agents" in error_line(
+        ["stat", "eval", "--config", "3A-6T-5x3", "--policy", "rule", "--team",
+         "agent_0=rule,agent_1=rule", "--out", str(tmp_path / "x")], tmp_path)
+    assert "--team seats minds: it needs --policy rule or llm, not greedy" in error_line(
+        ["stat", "eval", "--config", "3A-6T-5x3", "--policy", "greedy", "--team",
+         "agent_0=rule,agent_1=rule,agent_2=rule", "--out", str(tmp_path / "x")], tmp_path)

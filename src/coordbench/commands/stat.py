@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from coordbench.core.files import check_in_dir, check_out_dir, check_out_file, check_range
+from coordbench.errors import ConfigError
 
 from .common import (
     dial_option,
@@ -58,6 +59,9 @@ def stat_eval(
     protocol: str = typer.Option("none", help="policies llm and rule: none | broadcast | "
                                               "leader | shared_memory"),
     dial: list[str] | None = dial_option(),
+    team: str | None = typer.Option(None, help="Who sits where (policies rule and llm): "
+                                               "agent_0=llm:A,agent_1=rule,... (one seat "
+                                               "per agent of the configuration)."),
     out_dir: Path | None = typer.Option(None, "--out", help="Run directory (resumable)."),
     opts: RunOptions = RunOptions(),
 ) -> None:
@@ -76,9 +80,21 @@ def stat_eval(
     opts.check(out_dir)
     from coordbench.agents.dials import parse_dials
 
+    seats = None
+    if team is not None:
+        from coordbench.agents.seats import parse_team
+
+        parsed = parse_team(team, ("llm", "rule"), "STAT")
+        if isinstance(parsed, int):
+            raise ConfigError("stat eval's team size is the configuration's: --team names "
+                              "the seats (agent_0=llm:A,agent_1=rule,...)")
+        seats = parsed
+        if policy == "rule" and any(s.kind == "llm" for s in seats):
+            policy = LLM  # a team with a model seat is model-driven
     spec = StatEvalSpec(config, policy, layouts, seed, episode_limit, model, protocol,
-                        parse_dials(dial))
-    settings = opts.harness({model}, seed) if policy == LLM else None
+                        parse_dials(dial), seats)
+    aliases = {model} if seats is None else {s.arg for s in seats if s.kind == "llm"}
+    settings = opts.harness(aliases, seed) if policy == LLM else None
     run = opts.play(out_dir or Path("runs") / "stat-eval" / spec.condition, [(SUITE, spec)],
                     limit=episodes, settings=settings,
                     resources=ModelResources(settings, opts.max_reply_tokens)

@@ -72,7 +72,8 @@ async def arun_team_episode(spec, k: int, episode_id: str, minds: list[Any],
     rec = Recorder(
         suite="stat", episode_id=episode_id, task_id=cfg.name,
         seed=layout_seed(spec.layouts, spec.seed, k),
-        team=[AgentSpec(id=f"agent_{i}", role=m.role, driver=spec.policy)
+        team=[AgentSpec(id=f"agent_{i}", role=m.role, driver=spec.policy
+                        if getattr(spec, "seats", None) is None else spec.seats[i].driver)
               for i, m in enumerate(minds)],
         protocol=spec.protocol, policy=spec.policy,
         models={f"agent_{i}": m.alias for i, m in enumerate(minds) if hasattr(m, "alias")},

@@ -24,6 +24,7 @@ from coordbench.agents.dials import (
     dials_suffix,
 )
 from coordbench.agents.household.protocols import get_protocol
+from coordbench.agents.seats import Seat, team_label
 from coordbench.agents.stat.llm import StatLlmMind, check_protocol
 from coordbench.agents.stat.rule import STAT_RULE_DIALS, StatRuleMind
 from coordbench.agents.stat.scripted import get_policy, is_checkpoint
@@ -70,16 +71,30 @@ class StatEvalSpec:
     protocol: str = "none"  # policies llm and rule: how the team talks (STAT_PROTOCOLS)
     # policy rule: injected failures of the minds (agents.dials); None: none, nothing recorded
     dials: Dials | None = None
+    # a mixed team: each seat's mind (agents.seats; llm:ALIAS or rule); None: every seat is
+    # the policy's
+    seats: tuple[Seat, ...] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "dials", dials_from(self.dials))
+        if self.seats is not None:
+            seats = tuple(s if isinstance(s, Seat) else Seat(**s) for s in self.seats)
+            object.__setattr__(self, "seats", seats)
+            if self.policy not in TEAMS:
+                raise ConfigError(f"--team seats minds: it needs --policy rule or llm, not "
+                                  f"{self.policy}")
+            if self.model:
+                raise ConfigError("--team names each seat's model: drop --model")
+            if len(seats) != get_config(self.config).agents:
+                raise ConfigError(f"--team names {len(seats)} seats; {self.config} has "
+                                  f"{get_config(self.config).agents} agents")
         if self.dials is not None and self.policy != RULE:
             raise ConfigError(f"--dial is for --policy rule, not {self.policy}")
         check_applicable(self.dials, STAT_RULE_DIALS, "STAT rule minds (they keep no memory, "
                                                       "claim no subgoal and never misparse)")
         get_config(self.config)
         if self.policy in TEAMS:
-            if self.policy == LLM and not self.model:
+            if self.policy == LLM and not self.model and self.seats is None:
                 raise ConfigError("--policy llm needs --model ALIAS")
             if self.policy == RULE and self.model:
                 raise ConfigError("--model is for --policy llm, not rule")
@@ -99,7 +114,9 @@ class StatEvalSpec:
     @property
     def condition(self) -> str:
         """Return the condition's directory name inside a run."""
-        if self.policy == LLM:
+        if self.seats is not None:
+            policy = safe_name(f"team-{team_label(self.seats)}-{self.protocol}")
+        elif self.policy == LLM:
             policy = safe_name(f"llm-{self.model}-{self.protocol}")
         elif self.policy == RULE:
             policy = f"rule-{self.protocol}"
@@ -159,6 +176,8 @@ class StatSuite:
             del fields["protocol"]
         if spec.dials is None:
             del fields["dials"]
+        if spec.seats is None:
+            del fields["seats"]
         return fields
 
     def cases(self, spec: StatEvalSpec, limit: int | None = None) -> list[Case]:
@@ -187,7 +206,16 @@ class StatSuite:
         n = spec.cfg().agents
 
         async def one(case: Case) -> Trajectory:
-            if spec.policy == LLM:
+            if spec.seats is not None:  # a mixed team: each seat's own mind
+                harness = harness_for(res.harness) if any(
+                    s.kind == "llm" for s in spec.seats) else None
+                key = layout_seed(spec.layouts, spec.seed, case.data)
+                minds = [StatLlmMind(i, harness, str(seat.arg), role=proto.role(i),
+                                     max_tokens=res.max_reply_tokens) if seat.kind == "llm"
+                         else StatRuleMind(i, role=proto.role(i), faults=Faults(
+                             spec.dials, key, i) if spec.dials else None)
+                         for i, seat in enumerate(spec.seats)]
+            elif spec.policy == LLM:
                 harness = harness_for(res.harness)
                 minds: list[Any] = [StatLlmMind(i, harness, spec.model or "",
                                                 role=proto.role(i),
