@@ -153,18 +153,35 @@ def test_a_construct_run_errors_and_replays_like_a_household_run(tmp_path):
 
 
 @pytest.mark.parametrize("shape", sorted(SHAPES))
-def test_hostile_reply_shapes_are_recorded_failures_not_crashes(tmp_path, shape):
+def test_hostile_reply_shapes_are_provider_faults_retried_never_the_agents(tmp_path, shape):
+    # a 200 whose body is unusable is the provider's fault: retried like a 5xx, never
+    # written as the agents' protocol failure
     out = tmp_path / "run"
-    with ScriptedServer(household_reply, mix={shape: 0.5}, seed=1) as server:
-        res = household(tmp_path, models_file(tmp_path, server.base_url), out, "--limit", "1")
+    with ScriptedServer(household_reply, [shape, shape]) as server:
+        res = household(tmp_path, models_file(tmp_path, server.base_url, retries=2), out,
+                        "--limit", "1")
         served = list(server.served)
     assert res.exit_code == 0, res.output
     rd = RunDir.open(out)
     (tr,) = rd.load_episodes(next(iter(rd.conditions)))
     calls = tr.steps(ModelCallEvent)
-    bad = [c for c in calls if c.error and "malformed reply" in c.error]
-    assert len(calls) == len(served) and len(bad) == served.count(shape) > 0
+    assert served.count(shape) == 2
+    assert not any(c.error and "malformed reply" in c.error for c in calls)
+    assert sum(c.attempts for c in calls) == len(served)  # the retries are on the record
     assert runner.invoke(app, ["report", str(out)]).exit_code == 0
+
+
+@pytest.mark.parametrize("shape", ["no_choices", "content_dict", "usage_str"])
+def test_a_provider_that_only_sends_garbage_errors_the_episode(tmp_path, shape):
+    out = tmp_path / "run"
+    with ScriptedServer(household_reply, [shape] * 200) as server:
+        res = household(tmp_path, models_file(tmp_path, server.base_url, retries=1), out,
+                        "--limit", "1")
+    assert res.exit_code == 3, res.output
+    assert "malformed reply" in res.output
+    rd = RunDir.open(out)
+    (cond,) = rd.conditions
+    assert rd.episode_keys(cond) == [] and len(rd.errored_keys(cond)) == 1
 
 
 FAULT_MIX = {429: 0.06, 500: 0.06, 502: 0.04, "garbage": 0.05, "empty": 0.05,

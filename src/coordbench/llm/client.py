@@ -6,11 +6,14 @@ alias's connection cap, looks the request up in the cache, retries transient fai
 `Completion` that records usage, latency, attempts and whether it came from the cache.
 
 Two kinds of failure, kept apart because only one of them says anything about the agents:
-- the *reply* is unusable (a body without choices, content that is not text, usage that is not
-  a number, a request the server rejects as malformed): the Completion has `error` set and the
-  agent's step is a recorded protocol failure; the episode goes on.
+- the *request* is refused as malformed (HTTP 400, 413, 422: a property of the prompt): the
+  Completion has `error` set and the agent's step is a recorded protocol failure; the episode
+  goes on. (A reply whose text the agent's parser cannot use is the agent's failure too; that
+  is decided by the mind, not here.)
 - the *provider* failed (authentication, an unknown model or endpoint, an unreachable server,
-  transient failures past the retries, the per-call deadline every time): `complete` raises
+  a 200 whose body is unusable: no choices, an error object, a list, content that is not
+  text, usage that is not a count; transient failures past the retries, the per-call
+  deadline every time): an unusable body is retried like a 5xx, and `complete` raises
   `ProviderFailed`, which ends the episode as errored, not as a result. After `breaker`
   provider failures in a row the harness stops calling (its circuit opens) and every further
   call fails at once with `stop_run` set, so a sweep stops instead of burning its budget.
@@ -58,8 +61,14 @@ class PermanentError(Exception):
 
 
 class ReplyError(Exception):
-    """The server answered, but not with a usable reply (a malformed body, a rejected request):
-    recorded as the agent's failed call, not as a provider failure."""
+    """The server refused the request as malformed (HTTP 400, 413, 422): recorded as the
+    agent's failed call, not as a provider failure."""
+
+
+class MalformedReply(TransientError):
+    """The server answered 200 with a body that is not a usable chat completion (no choices,
+    an error object, content that is not text, usage that is not a count): the provider's
+    fault, retried, and a provider failure when the retries are spent."""
 
 
 REJECTED = (400, 413, 422)  # the request itself was refused: a property of the prompt
@@ -70,7 +79,7 @@ def _count(value: Any, what: str) -> int:
     if value is None:
         return 0
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ReplyError(f"malformed reply: {what} is {str(value)[:40]!r}, not a count")
+        raise MalformedReply(f"malformed reply: {what} is {str(value)[:40]!r}, not a count")
     return value
 
 
@@ -83,14 +92,16 @@ def _field(obj: Any, name: str) -> Any:
 
 def read_reply(resp: Any) -> tuple[str, int, int, int, str | None]:
     """Return (text, prompt tokens, completion tokens, cached tokens, finish reason) of a chat
-    completion, checking every field before use; raise ReplyError naming the bad one."""
+    completion, checking every field before use; raise MalformedReply naming the bad one."""
     choices = _field(resp, "choices")
     if not isinstance(choices, list) or not choices:
-        raise ReplyError("malformed reply: no choices")
+        error = _field(resp, "error")
+        raise MalformedReply("malformed reply: no choices" + (
+            f" (the body is an error: {str(error)[:120]})" if error is not None else ""))
     choice = choices[0]
     message = _field(choice, "message") if choice is not None else None
     if message is None:
-        raise ReplyError("malformed reply: the first choice has no message")
+        raise MalformedReply("malformed reply: the first choice has no message")
     content = _field(message, "content")
     if content is None:
         text = ""
@@ -99,10 +110,11 @@ def read_reply(resp: Any) -> tuple[str, int, int, int, str | None]:
     elif isinstance(content, list) and all(isinstance(_field(p, "text"), str) for p in content):
         text = "".join(_field(p, "text") for p in content)  # content parts, text only
     else:
-        raise ReplyError(f"malformed reply: content is a {type(content).__name__}, not text")
+        raise MalformedReply(f"malformed reply: content is a {type(content).__name__}, "
+                             "not text")
     reason = _field(choice, "finish_reason")
     if reason is not None and not isinstance(reason, str):
-        raise ReplyError(f"malformed reply: finish_reason is {str(reason)[:40]!r}")
+        raise MalformedReply(f"malformed reply: finish_reason is {str(reason)[:40]!r}")
     usage = _field(resp, "usage")
     details = _field(usage, "prompt_tokens_details") if usage is not None else None
     return (text, _count(_field(usage, "prompt_tokens"), "usage.prompt_tokens"),
