@@ -323,11 +323,29 @@ def test_a_schema_a_server_errors_on_is_dropped_and_llama_cpp_gets_its_own_form(
                                        max_retries=0, structured_output=form)})
         h = ModelHarness(reg, None, http_client=httpx2.AsyncClient(
             transport=httpx2.MockTransport(breaks)))
-        for _ in range(2):
+        for k in range(2):
             out = asyncio.run(h.complete("m", [{"role": "user", "content": "x"}],
                                          schema={"type": "object"}))
             assert out.error is None
+            if form == "json_schema":  # one record holds both attempts of the first call
+                assert out.attempts == (2 if k == 0 else 1)
     kinds = [f["type"] if f else None for f in seen]
     assert kinds == ["json_schema", None, None, "json_object", "json_object"]
     assert seen[-1]["schema"] == {"type": "object"}
 
+
+
+def test_a_call_that_fails_with_and_without_its_schema_records_every_attempt():
+    def fails(request):
+        return httpx2.Response(503, json={"error": {"message": "down"}})
+
+    reg = Registry({"m": ModelSpec(alias="m", base_url="http://mock/v1", model="m",
+                                   max_retries=2, structured_output="json_schema")})
+    h = ModelHarness(reg, None, backoff_base=0.001, http_client=httpx2.AsyncClient(
+        transport=httpx2.MockTransport(fails)))
+    with pytest.raises(ProviderFailed) as e:
+        asyncio.run(h.complete("m", [{"role": "user", "content": "x"}],
+                               schema={"type": "object"}))
+    # 3 attempts with the schema, 1 without: the failure says both
+    assert "asked again without the schema after" in str(e.value)
+    assert "(after 3 attempts)" in str(e.value)

@@ -477,6 +477,13 @@ class ModelHarness:
                 self.schema_refused.add(alias)
             elif retry.provider_failed and done.provider_failed:
                 self.failures_in_a_row -= 1  # one call, one failure for the breaker
+            # one call, one record: every attempt (with the schema and without) and the
+            # whole time are on it, and a failure says what the schema attempt met
+            retry.attempts += done.attempts
+            retry.latency_s += done.latency_s
+            if retry.error is not None and done.error is not None:
+                retry.error = (f"{retry.error} (asked again without the schema after: "
+                               f"{done.error})")[:600]
             done = retry
         if who is not None:
             prompt = self.redact(alias, json.dumps(
