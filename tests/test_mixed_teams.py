@@ -54,9 +54,12 @@ def test_a_mixed_mecobench_team_end_to_end(tmp_path):
     assert "_team-llm-scripted+rule_" in cond
     assert run.conditions[cond]["seats"] == [{"kind": "llm", "arg": "scripted"},
                                              {"kind": "rule", "arg": None}]
+    from coordbench import load_run
     from coordbench.report.leaderboard import model_of
 
     assert model_of(run.conditions[cond]) == "llm:scripted+rule"  # a leaderboard row
+    frame = load_run(out).episodes()
+    assert set(frame["team"]) == {"agent_0=llm:scripted,agent_1=rule"}
     for tr in run.load_episodes(cond):
         assert [a.driver for a in tr.header.team] == ["llm:scripted", "rule"]
         assert tr.header.models == {"agent_0": "scripted"}

@@ -38,7 +38,7 @@ from coordbench.core.trajectory import (
 from coordbench.errors import RunDirError
 from coordbench.runner.family import suite_object
 
-EPISODE_COLUMNS = ("suite", "condition", "episode_id", "key", "seed", "task_id",
+EPISODE_COLUMNS = ("suite", "condition", "episode_id", "key", "seed", "task_id", "team",
                    "termination", "success", "events")
 STEP_COLUMNS = ("suite", "condition", "episode_id", "t", "agent", "action", "outcome",
                 "conflict", "reward", "completion", "detail")
@@ -92,7 +92,8 @@ class RunData:
 
     def episodes(self) -> pd.DataFrame:
         """Return one row per complete episode: suite, condition, episode_id, key, seed,
-        task_id, termination, success, events, then every metric of the family's
+        task_id, team (who sat where: `agent_0=llm:A,agent_1=rule`), termination, success,
+        events, then every metric of the family's
         `Suite.metrics` (NaN where it does not apply; a metric named like one of the first
         columns is left to that column)."""
         rows = []
@@ -101,6 +102,7 @@ class RunData:
             row: dict[str, Any] = {
                 "suite": t.header.suite, "condition": cond, "episode_id": t.header.episode_id,
                 "key": key, "seed": t.header.seed, "task_id": t.header.task_id,
+                "team": ",".join(f"{a.id}={a.driver}" for a in t.header.team),
                 "termination": end.termination if end else None,
                 "success": bool(end.success) if end else False, "events": len(t.events)}
             suite = suite_object(t.header.suite)
