@@ -79,3 +79,34 @@ def test_bad_leaderboard_input_is_one_line(runs, tmp_path):
     assert "--by must be model" in error_line(["table", *paths, "--by", "task"], tmp_path)
     assert "--reference needs --by model" in error_line(["table", *paths, "--reference",
                                                          "strong"], tmp_path)
+
+
+def test_repeated_seeds_give_pass_at_k_and_pass_hat_k(tmp_path):
+    from coordbench.agents.dials import Dials
+
+    raws = RAWS[:6]
+    spec = ConstructSpec("central", "rule", dials=Dials(protocol_violation=0.05))
+    runs = []
+    for seed in (0, 1, 2):  # one model, one setting, three seeds: three trials an instance
+        run = RunDir.create_or_open(tmp_path / f"s{seed}")
+        cond = "constructs_rep240_D1_team2_central"
+        run.register(cond, {"suite": "constructs", "model": "m", "planner": "central",
+                            "subset": "rep240", "construct": "D1", "team": 2, "seed": seed})
+        run.save_manifest()
+        for k, raw in enumerate(raws):
+            tr = run_construct(raw, ConstructSpec("central", "rule", seed=seed, dials=Dials(
+                protocol_violation=0.05)), f"{cond}/inst{k:04d}")
+            run.write_episode(cond, f"inst{k:04d}", tr)
+        runs.append(RunDir.open(tmp_path / f"s{seed}"))
+    assert spec.dials.protocol_violation == 0.05
+    (board,) = L.collect(runs)
+    rep = board.repeats["m"]
+    assert rep["k"] == 3 and rep["instances"] == len(raws)
+    # by hand from the trials: per instance pass@3 = any success, pass^3 = all successes
+    trials = {}
+    for run in runs:
+        (cond,) = run.conditions
+        for key in run.episode_keys(cond):
+            trials.setdefault(key, []).append(run.load_episode(cond, key).end.success)
+    assert rep["pass@k"] == pytest.approx(sum(any(v) for v in trials.values()) / len(raws))
+    assert rep["pass^k"] == pytest.approx(sum(all(v) for v in trials.values()) / len(raws))

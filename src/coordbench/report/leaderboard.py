@@ -10,7 +10,9 @@ Per family (suite) and model: each headline metric, the coordination profile, mo
 and cost per episode, every one with its 95% interval over the model's episodes; and, against
 the reference model, paired differences over the instances both played (success: the paired
 difference with a bootstrap interval and McNemar's exact p; other metrics: the bootstrap
-interval and Wilcoxon's p), with Holm's correction over the models compared.
+interval and Wilcoxon's p), with Holm's correction over the models compared. Where a model
+played an instance several times (conditions that differ only in their seed), pass@k and
+pass^k over its repeated trials (k: the fewest trials of an instance played at least twice).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from coordbench.analyses.common import est
-from coordbench.analyses.paired import holm, paired_metric, paired_success
+from coordbench.analyses.paired import holm, paired_metric, paired_success, repeated
 from coordbench.core.rundir import RunDir
 from coordbench.core.stats import estimate
 from coordbench.core.trajectory import ModelCallEvent, Trajectory
@@ -48,6 +50,26 @@ def model_of(spec: dict[str, Any]) -> str:
     return str(spec.get("agents") or spec.get("policy") or "unknown")
 
 
+def _success_key(values: dict[str, float | None]) -> str | None:
+    return next((k for k in ("SR", "success") if values.get(k) is not None), None)
+
+
+def _pass_k(cells: dict[tuple, dict[str, float | None]]) -> dict[str, Any] | None:
+    """Return pass@k and pass^k of a model's repeated trials (instances that differ only in
+    the seed), or None where no instance was played twice."""
+    trials: dict[tuple, list[bool]] = {}
+    for (setting, key), values in cells.items():
+        sk = _success_key(values)
+        if sk is None:
+            continue
+        instance = (tuple(x for x in setting if x[0] != "seed"), key)
+        trials.setdefault(instance, []).append(bool(values[sk]))
+    counts = [len(v) for v in trials.values() if len(v) >= 2]
+    if not counts:
+        return None
+    return repeated({str(i): v for i, v in trials.items()}, min(counts))
+
+
 def setting_of(spec: dict[str, Any]) -> tuple:
     """Return the condition's setting: its manifest without the fields that say who played."""
     return tuple(sorted((k, repr(v)) for k, v in spec.items() if k not in WHO))
@@ -65,6 +87,7 @@ class Board:
     rows: dict[str, dict[str, Any]] = field(default_factory=dict)
     episodes: dict[str, int] = field(default_factory=dict)
     paired: dict[str, dict[str, Any]] = field(default_factory=dict)
+    repeats: dict[str, dict[str, Any]] = field(default_factory=dict)  # model -> pass@k, ^k
 
 
 def _episode_values(suite: str, traj: Trajectory) -> dict[str, float | None]:
@@ -118,6 +141,10 @@ def collect(runs: list[RunDir], reference: str | None = None) -> list[Board]:
                 vals = [v[k] for v in cells.values() if v.get(k) is not None]
                 board.rows[m][k] = est(estimate(vals, "binary" if k in BINARY else "mean")) \
                     if vals else None
+        for m in order:
+            rep = _pass_k(models[m])
+            if rep is not None:
+                board.repeats[m] = rep
         base = models[ref]
         for m in order:
             if m == ref:
@@ -173,6 +200,11 @@ def markdown(boards: list[Board]) -> str:
         out += [f"| {m} | {b.episodes[m]} | " + " | ".join(_cell(b.rows[m].get(k))
                                                           for k in shown) + " |"
                 for m in b.models]
+        if b.repeats:
+            out += ["", "Repeated trials (instances played with several seeds):", "",
+                    "| model | k | instances | pass@k | pass^k |", "|---|---|---|---|---|"]
+            out += [f"| {m} | {r['k']} | {r['instances']} | {r['pass@k']:.3f} | "
+                    f"{r['pass^k']:.3f} |" for m, r in b.repeats.items()]
         if b.paired:
             lead = [k for k in shown if k in (_lead(b), "CR", "CS", "return", "redundancy",
                                               "tokens_per_episode")]
@@ -244,6 +276,7 @@ def json_rows(boards: list[Board]) -> list[dict[str, Any]]:
                 e = b.rows[m].get(k)
                 row[k] = None if e is None else {"mean": e["mean"], "ci95": e["ci95"],
                                                  "n": e["n"]}
+            row["repeats"] = b.repeats.get(m)
             p = b.paired.get(m)
             row["paired"] = None if p is None else {
                 "pairs": p["pairs"], **{k: {x: d.get(x) for x in ("delta", "lo", "hi", "p",
