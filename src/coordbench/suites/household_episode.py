@@ -132,10 +132,12 @@ async def play_household(env: HouseholdEnv, rec: Recorder, team: HouseholdTeam, 
             satisfied=env.satisfied(), completion=env.completion_rate(),
             buffers={str(b): env.buffer_load(b) for b in buffers}, images=views))
         t += 1
-        if turn.ends is not None:
-            broke = turn.ends
-            break
+        # a run limit reached this step (a token budget spent mid-step) is why it stopped,
+        # not the protocol: the decisions it cut short are not the planners' failures
         stop = rec.stop_reason()
         if stop:
+            break
+        if turn.ends is not None:
+            broke = turn.ends
             break
     return t, stop, broke
