@@ -296,7 +296,7 @@ def inject_construct_violations(traj: Trajectory, rates_: dict[str, float], seed
     """Return `traj` with each construct's violations injected at its own rate (a fraction
     of the actions each kind can rewrite), independently: D1 moves a walk of another agent
     to agent 0 (one agent does more of the work), D2 turns a put into a goal container into
-    one the closed container refused, D3 turns a walk into a grab of the shared knife lost to
+    one the closed container refused, D3 turns a walk of agent 0 (a pool apart from D1's) into a grab of the shared knife lost to
     contention, D4 turns a put onto a buffer into one the full buffer refused. Each rewrite
     keeps every agent's action count, so no other score's inputs change."""
     info = traj.header.params.get("construct", {})
@@ -314,7 +314,8 @@ def inject_construct_violations(traj: Trajectory, rates_: dict[str, float], seed
         for a in e.actions:
             if a.action == "walk" and a.agent != 0 and n > 1 and rng.random() < rates_["D1"]:
                 a = a.model_copy(update={"agent": 0})
-            elif a.action == "walk" and knife is not None and rng.random() < rates_["D3"]:
+            elif a.action == "walk" and a.agent == 0 and knife is not None \
+                    and rng.random() < rates_["D3"]:
                 a = a.model_copy(update={"action": "grab", "args": {"obj": knife},
                                          "outcome": "conflict_lost"})
             elif a.action in ("put_in", "put_on") and a.outcome == "ok" \

@@ -163,7 +163,8 @@ class ProtocolPlanners:
             minds = [ConstructLlmMind(agent=i, harness=self.harness, alias=str(seat.arg),
                                       role=spec.role(i), catalog=catalog)
                      if seat.kind == "llm" else
-                     ConstructRuleMind(i, RuleAgent(i, info, spec.talks))
+                     ConstructRuleMind(i, RuleAgent(i, info, spec.talks), faults=Faults(
+                         self.dials, self.key, i) if self.dials else None)
                      for i, seat in enumerate(self.seats)]
         elif self.agents == "rule":
             minds: list[Any] = [

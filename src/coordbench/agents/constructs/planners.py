@@ -260,9 +260,11 @@ class RulePlanners:
                     [Message(s, None, c, "broadcast") for s, c in self.board], t)]
             r.read(board)
             if self._believes_done(i):
+                r.intent = None  # it stopped: it no longer claims anything
                 continue
             why = f.violation(t) if f is not None else None
             if why is not None:
+                r.intent = None
                 errors[i] = why
                 continue
             chosen[i] = misperceived(r.decide(self.env), self.info, f, t)

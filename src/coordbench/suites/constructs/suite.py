@@ -30,7 +30,7 @@ def condition_name(subset: str, construct: str | None, team: int | None,
                    spec: ConstructSpec) -> str:
     """Return the run-directory name of a construct condition."""
     model = safe_name(f"-{spec.model}") if spec.model else ""
-    who = spec.agents if spec.seats is None else f"team-{team_label(spec.seats)}"
+    who = spec.agents if spec.seats is None else safe_name(f"team-{team_label(spec.seats)}")
     order = "" if spec.order == "index" else f"_order-{spec.order}"
     cap = "" if spec.buffer_capacity is None else f"_cap{spec.buffer_capacity}"
     proto = "" if spec.protocol is None else f"_proto-{spec.protocol}"

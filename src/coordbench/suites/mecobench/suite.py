@@ -71,7 +71,7 @@ def condition_name(source: str, spec: HouseholdSpec) -> str:
     models = ""
     if spec.agents == "llm" and spec.seats is None:
         models = f"-{spec.model}" + (f"+{spec.leader_model}" if spec.leader_model else "")
-    who = spec.agents if spec.seats is None else f"team-{team_label(spec.seats)}"
+    who = spec.agents if spec.seats is None else safe_name(f"team-{team_label(spec.seats)}")
     return (f"mecobench_{source}_{spec.structure}_n{spec.team}_{spec.protocol}_{who}"
             f"{safe_name(models)}_{spec.prior}_seed{spec.seed}"
             + ("" if spec.conflict_set == "paper" else f"_cs-{spec.conflict_set}")
