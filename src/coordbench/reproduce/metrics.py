@@ -296,9 +296,10 @@ def inject_construct_violations(traj: Trajectory, rates_: dict[str, float], seed
     """Return `traj` with each construct's violations injected at its own rate (a fraction
     of the actions each kind can rewrite), independently: D1 moves a walk of another agent
     to agent 0 (one agent does more of the work), D2 turns a put into a goal container into
-    one the closed container refused, D3 turns a walk of agent 0 (a pool apart from D1's) into a grab of the shared knife lost to
-    contention, D4 turns a put onto a buffer into one the full buffer refused. Each rewrite
-    keeps every agent's action count, so no other score's inputs change."""
+    one the closed container refused, D3 turns a walk of agent 0 (a pool apart from D1's)
+    into a grab of the shared knife lost to contention, D4 turns a put onto a buffer into one
+    the full buffer refused. Each rewrite keeps every agent's action count, so no other
+    score's inputs change."""
     info = traj.header.params.get("construct", {})
     rng = random.Random(seed)
     boxes = set(info.get("containers", []))
