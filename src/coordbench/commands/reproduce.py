@@ -28,8 +28,10 @@ from .limits import MAX_EPISODES, MAX_STEPS, MAX_WORKERS
 def reproduce(
     paper: str = typer.Argument(..., help="mecobench | cocobench | stat | cross | cohub | "
                                           "metrics (do the metrics detect what they name?)"),
-    model: str | None = typer.Option(None, help="Model alias that plays every model row "
-                                                "(default: the offline agents)."),
+    model: list[str] | None = typer.Option(
+        None, "--model", help="Model alias that plays every model row (default: the offline "
+                              "agents); repeat it or give several comma-separated to compare "
+                              "models on the same instances and seeds."),
     models: Path | None = models_option(),
     quick: bool = typer.Option(False, "--quick", help="A minutes-long subset."),
     limit: int | None = typer.Option(None, help="Play only the first K cases per condition."),
@@ -72,11 +74,14 @@ def reproduce(
     figures/*.png and findings.json: per table and figure, the paper's numbers, ours, and
     whether each finding holds."""
     from coordbench.reproduce import paper_module
+    from coordbench.reproduce.models import combined_study, parse_models, per_model, plan_all
     from coordbench.reproduce.study import Options, verdict
     from coordbench.reproduce.write import write_study
     from coordbench.runner import Limits
 
     module = paper_module(paper)
+    names = parse_models(model)
+    model_given = bool(names)
     if paper in ("stat", "cross", "cohub"):  # all three train learners
         need_torch()
     check_range("--limit", limit, 1, MAX_EPISODES)
@@ -84,7 +89,7 @@ def reproduce(
     check_range("--max-steps", max_steps, 1, MAX_STEPS)
     if max_steps is not None and paper != "mecobench":
         raise ConfigError("--max-steps caps household episodes: it applies to mecobench only")
-    if paper == "cross" and limit is not None and model is None:
+    if paper == "cross" and limit is not None and not model_given:
         raise ConfigError("--limit caps the cases of the model's rows: reproduce cross needs "
                           "--model with it (the offline rows always play in full)")
     trains = paper == "stat"
@@ -113,13 +118,13 @@ def reproduce(
         if paper not in ("mecobench", "cocobench", "cross"):
             raise ConfigError(f"--offline-agents sets who plays the rule-mind rows: it "
                               f"applies to mecobench, cocobench and cross, not {paper}")
-        if model is not None:
+        if model_given:
             raise ConfigError("--offline-agents names who plays the rows without a model: "
                               "drop it or --model")
-    if paper == "metrics" and (model is not None or limit is not None):
+    if paper == "metrics" and (model_given or limit is not None):
         raise ConfigError("reproduce metrics injects failures into rule minds: --model and "
                           "--limit do not apply")
-    if paper == "cohub" and (model is not None or limit is not None):
+    if paper == "cohub" and (model_given or limit is not None):
         raise ConfigError("reproduce cohub plays learned and scripted robots only: --model "
                           "and --limit do not apply")
     if trains and limit is not None:
@@ -141,7 +146,8 @@ def reproduce(
         if not picked:  # an empty list must not quietly mean "the defaults"
             raise ConfigError(f"--methods names no method ({methods!r}): give a "
                               "comma-separated list")
-    options = Options(quick, model, str(models) if models else None, limit, max_steps,
+    options = Options(quick, names[0] if names else None, str(models) if models else None,
+                      limit, max_steps,
                       regime=regime, methods=picked,
                       seeds=tuple(parse_seeds(seeds)) if seeds is not None else None,
                       steps=steps, offline_agents=offline_agents,
@@ -149,7 +155,9 @@ def reproduce(
                       instances=str(instances) if instances is not None else None)
     tag = "" if offline_agents == "rule" else f"-{offline_agents}"
     path = out_dir or Path("runs") / f"reproduce-{paper}{tag}{'-quick' * quick}"
-    resources = module.resources(options)  # an unknown model alias fails here, before work
+    each = per_model(options, names)
+    # an unknown model alias fails here, before any work
+    resources = [module.resources(o) for o in each][0]
     run_dir(path)  # the study may keep files of its own (a task subset) in the run
     if hasattr(module, "execute"):  # a study that trains: its sweep, then the run's report
         from coordbench.runner import check_executor
@@ -157,7 +165,7 @@ def reproduce(
         check_executor(executor, workers)
         say = None if as_json else (lambda line: err.print(line, highlight=False,
                                                            soft_wrap=True))
-        run = module.execute(options, path, executor, workers, say)
+        run = module.execute(each[0], path, executor, workers, say)
         from coordbench.report.compose import open_for_report
 
         write_report(open_for_report(path))
@@ -166,14 +174,14 @@ def reproduce(
             from coordbench.runner import check_executor
 
             check_executor(executor, workers)
-            module.prepare(options, path, executor, workers,
+            module.prepare(each[0], path, executor, workers,
                            None if as_json else (lambda line: err.print(
                                line, highlight=False, soft_wrap=True)))
-        items = module.plan(options, path)
+        items, labels = plan_all(module, each, path)
         run = play(path, items, quiet=as_json, executor=executor, workers=workers,
                    resources=resources, limits=Limits(fail_fast=fail_fast),
-                   labels=[f"{paper} {k}" for k in module.labels(options, path)])
-    study = module.study(run, options, path)
+                   labels=[f"{paper} {k}" for k in labels])
+    study = combined_study(module, run, each, path)
     written = write_study(study, run.path)
     if as_json:
         emit_json(study.as_json())

@@ -13,6 +13,7 @@ The paper's numbers are its averages over the evaluated models where it gives th
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from coordbench.analyses.common import (
     mean_diff,
     mean_of,
     mean_score,
+    ols_slope,
     proportion_diff,
     rate,
     success,
@@ -495,3 +497,124 @@ def study(run: RunDir, options: Options, out: Path) -> Study:
              _observation_item(ep, options), _team_item(ep), _failure_item(ep),
              _capacity_item(ep), _cost_item(ep), _oracle_item(ep)]
     return Study(PAPER, TITLE, preamble, items)
+
+
+def compare(run: RunDir, each: Sequence[Options], out: Path) -> list[Item]:
+    """Return the paper's model comparisons over the models of a many-model study: Table 1
+    (SR, CS and C_D1-C_D4 per model), Fig. 7 (image vs blind per model), Fig. 8 (team size
+    per model) and Fig. 9 (terminal states and SR vs legal-plan rate per model), with the
+    paper's model findings judged on these models."""
+    from .models import majority_finding, paired_by_task
+
+    eps = {str(o.model): episodes(run, o) for o in each}
+    models = list(eps)
+    main = {m: ep(_main_key(ep)) for m, ep in eps.items()}
+    by_c = {m: {c: [t for t in trajs if construct_of(t) == c] for c in CONSTRUCTS}
+            for m, trajs in main.items()}
+    rows, scores = [], {}
+    for m in models:
+        trajs = main[m]
+        cs = {c: mean_score([v for v in map(construct_score, ts) if v is not None])
+              for c, ts in by_c[m].items()}
+        scores[m] = cs
+        rows.append([m, rate(sum(map(success, trajs)), len(trajs)),
+                     mean_score([v for v in map(construct_score, trajs) if v is not None]),
+                     *(cs[c] for c in CONSTRUCTS), str(len(trajs))])
+    # Table 1: does the best model differ by construct, decidedly (paired on the instances)?
+    best = {c: max(models, key=lambda m, c=c: (scores[m][c]["mean"] or -1.0))
+            for c in CONSTRUCTS if any(by_c[m][c] for m in models)}
+    differs: bool | None = None
+    if len(best) >= 2 and len(set(best.values())) == 1:
+        differs = False
+    for c1, c2 in ((a, b) for a in best for b in best if best[a] != best[b]):
+        a, b = best[c1], best[c2]
+        if (direction(paired_by_task(by_c[a][c1], by_c[b][c1]), +1) is True
+                and direction(paired_by_task(by_c[b][c2], by_c[a][c2]), +1) is True):
+            differs = True
+    # Fig. 7: image minus blind, pooled over the planners (240 subset)
+    observe = {}
+    for m, ep in eps.items():
+        pick = [k for k in ep.keys if k.subset == "rep240" and k.who == "team"
+                and k.capacity is None]
+        image = ep(*(k for k in pick if k.observation == "image"))
+        blind = ep(*(k for k in pick if k.observation == "blind"))
+        observe[m] = (observation_deltas(image, blind)["all"]["delta"]["SR"]
+                      if image and blind else None)
+    no_loss = {m: (None if d is None or d["delta"] is None else
+                   not (d["lo"] is not None and d["lo"] > 0)) for m, d in observe.items()}
+    # Fig. 8: SR by team size, its slope per model, and whether weaker models lose more
+    trend = {m: team_size_trend(trajs).get("all", {}) for m, trajs in main.items()}
+    slopes = {m: t.get("slope", {}).get("SR") for m, t in trend.items()}
+    pts = [(rate(sum(map(success, main[m])), len(main[m]))["mean"], slopes[m]["slope"])
+           for m in models if slopes[m] and slopes[m].get("slope") is not None]
+    overhead = ols_slope([x for x, _ in pts], [y for _, y in pts])
+    # Fig. 9: terminal states and success vs legality per model
+    term = {m: termination_shares(trajs) for m, trajs in main.items()}
+    gap = {m: legality_gap(trajs) for m, trajs in main.items()}
+    gaps = [g["successful_not_legal"] for g in gap.values()]
+    legal_gap = (True if any((g["lo"] or 0) > 0 for g in gaps if g["n"]) else
+                 False if gaps and all(g["n"] and g["count"] == 0 for g in gaps) else None)
+    states = sorted({s for t in term.values() for s in t})
+    team_rows = [[m, *(trend[m].get("by_team", {}).get(n, {}).get("SR", "n/a")
+                       for n in ("2", "3", "4")), slopes[m] or "n/a"] for m in models]
+    fig8 = lines("SR by team size per model (main run), Wilson 95% intervals.",
+                 {"SR": {m: ([2, 3, 4], *([trend[m]["by_team"][n]["SR"][x] if n in
+                                           trend[m].get("by_team", {}) else None
+                                           for n in ("2", "3", "4")]
+                                          for x in ("mean", "lo", "hi")))
+                         for m in models}}, "agents", "SR", integer_x=True)
+    fig9 = interval_bars("Success rate and legal-plan rate per model (Wilson 95% intervals).",
+                         {k: {m: (gap[m][k]["mean"], gap[m][k]["lo"], gap[m][k]["hi"])
+                              for m in models} for k in ("success_rate", "legal_rate")}, "rate")
+    findings = [
+        Finding("coco-models-best-differs", "Table 1",
+                "The best model differs by construct.",
+                "Qwen3-VL-8B on D1, Claude Opus 4.8 on D2, GPT-5.6-sol on D3 and D4",
+                {c: m for c, m in best.items()}, differs,
+                "decided where two constructs' best models each beat the other's on their "
+                "construct (paired over the instances)"),
+        majority_finding("coco-models-blind", "Fig. 7",
+                         "For most models, removing images does not lower success.",
+                         "blind 42.3% vs image 40.6% SR", observe, no_loss,
+                         "per model: yes unless image minus blind SR is significantly "
+                         "positive; undecided without image and blind runs (offline "
+                         "planners take no image)"),
+        majority_finding("coco-models-team-size", "Fig. 8",
+                         "Most models' SR falls as the team grows.",
+                         "48.8% -> 45.8% -> 43.1% (model average)", slopes,
+                         {m: slope_direction(s, -1) for m, s in slopes.items()}),
+        Finding("coco-models-weak-overhead", "Fig. 8",
+                "Weaker models suffer more from team-size overhead (a model's SR slope per "
+                "agent rises with its SR).", "weak models degrade most", show(overhead),
+                slope_direction(overhead, +1),
+                "" if overhead["slope"] is not None else "needs at least 3 models"),
+        Finding("coco-models-legality", "Fig. 9b",
+                "Success and legality diverge: some model's successful episodes are not all "
+                "legal.", {"Claude Haiku 4.5": {"SR": 0.631, "legal": 0.472}},
+                {m: show(g["successful_not_legal"]) for m, g in gap.items()}, legal_gap)]
+    return [Item("Table 1 / Figs. 7-9", "Models per construct, observation, team size and "
+                 "terminal state",
+                 "Over 11 MLLMs on the full set (centralized, image) the best reaches SR 84.8% "
+                 "and CS 0.90 and the best model differs by construct (Table 1); removing "
+                 "images does not hurt (Fig. 7); SR falls with team size, weak models most "
+                 "(Fig. 8); protocol failures and legality differ by model (Fig. 9).",
+                 "Table 1 (main condition):\n\n"
+                 + table(["model", "SR", "CS", *(f"C_{c}" for c in CONSTRUCTS), "n"], rows)
+                 + "\nFig. 7 (image minus blind SR, 240 subset, pooled planners):\n\n"
+                 + table(["model", "delta SR"], [[m, show(d)] for m, d in observe.items()])
+                 + "\nFig. 8 (SR by team size):\n\n"
+                 + table(["model", "SR 2 agents", "SR 3", "SR 4", "SR slope per agent"],
+                         team_rows)
+                 + "\nFig. 9a (terminal states, share of episodes):\n\n"
+                 + table(["model", *states], [[m, *(term[m].get(s, "n/a") for s in states)]
+                                              for m in models])
+                 + "\nFig. 9b (success vs legal plans):\n\n"
+                 + table(["model", "SR", "legal-plan rate", "successful but not legal"],
+                         [[m, gap[m]["success_rate"], gap[m]["legal_rate"],
+                           gap[m]["successful_not_legal"]] for m in models]),
+                 [fig8, fig9], findings,
+                 data={"table1": {m: {"SR": r[1], "CS": r[2],
+                                      **{f"C_{c}": scores[m][c] for c in CONSTRUCTS}}
+                                  for m, r in zip(models, rows, strict=True)},
+                       "observation": observe, "team_size": trend, "termination": term,
+                       "legality": gap})]

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from coordbench.analyses.common import (
+    correlation,
     mean_diff,
     mean_of,
     mean_score,
@@ -929,3 +930,98 @@ def labels(options: Options, out: Path) -> list[str]:
     """Return a progress label per planned condition."""
     return [f"{k.structure} n={k.team} {k.protocol} {k.prior}"
             + (" oracle" if k.who == "oracle" else "") for k in keys()]
+
+
+# Table 8 (two agents, broadcast: the paper's normal setting; one agent, no protocol)
+SINGLE = Key("parallel", 1, "none")
+PAIR = Key("parallel", 2, "broadcast")
+SEQUENTIAL = Key("sequential", 2, "broadcast")
+
+
+def compare(run: RunDir, each: Sequence[Options], out: Path) -> list[Item]:
+    """Return the paper's model comparisons over the models of a many-model study: Table 8
+    (parallel 1 and 2 agents, sequential 2 agents: SR, CR, AUC per model), Fig. 5
+    (individual vs collaborative ability) and Fig. 6 (the change from one agent to two),
+    with the paper's model findings judged on these models."""
+    from .models import majority_finding, order_breaks, paired_by_task
+
+    eps = {str(o.model): episodes(run, o, out) for o in each}
+    models = list(eps)
+    lv = {m: {k: levels(ep(k)) for k in (SINGLE, PAIR, SEQUENTIAL)} for m, ep in eps.items()}
+    rows = []
+    for m in models:
+        p1, p2, s2 = lv[m][SINGLE], lv[m][PAIR], lv[m][SEQUENTIAL]
+        avg_sr = mean_of([x for x in (p2["SR"]["mean"], s2["SR"]["mean"]) if x is not None])
+        rows.append([m, p1["SR"], p1["CR"], p2["SR"], p2["CR"], p2["AUC"], s2["SR"], s2["CR"],
+                     s2["AUC"], avg_sr["mean"]])
+    gain = {m: paired_by_task(eps[m](PAIR), eps[m](SINGLE)) for m in models}
+    harder = {m: proportion_diff(sum(map(success, eps[m](SEQUENTIAL))),
+                                 len(eps[m](SEQUENTIAL)), sum(map(success, eps[m](SINGLE))),
+                                 len(eps[m](SINGLE))) for m in models}
+    single_sr = [lv[m][SINGLE]["SR"]["mean"] for m in models]
+    seq_sr = [lv[m][SEQUENTIAL]["SR"]["mean"] for m in models]
+    gains = [gain[m]["delta"] for m in models]
+    known = [i for i, g in enumerate(gains) if g is not None and single_sr[i] is not None]
+    corr = correlation([single_sr[i] for i in known if seq_sr[i] is not None],
+                       [seq_sr[i] for i in known if seq_sr[i] is not None])
+    weak = ols_slope([single_sr[i] for i in known], [gains[i] for i in known])
+    # is a model decidedly better alone also better as a team on sequential tasks?
+    breaks = order_breaks(models,
+                          lambda a, b: paired_by_task(eps[a](SINGLE), eps[b](SINGLE)),
+                          lambda a, b: paired_by_task(eps[a](SEQUENTIAL), eps[b](SEQUENTIAL)))
+    fig5 = interval_bars(
+        "SR per model: parallel with one agent, with two (broadcast), and sequential with "
+        "two (Wilson 95% intervals).",
+        {label: {m: (lv[m][k]["SR"]["mean"], lv[m][k]["SR"]["lo"], lv[m][k]["SR"]["hi"])
+                 for m in models}
+         for label, k in (("parallel, 1 agent", SINGLE), ("parallel, 2 agents", PAIR),
+                          ("sequential, 2 agents", SEQUENTIAL))}, "SR")
+    fig6 = interval_bars(
+        "Change in parallel SR from one agent to two, per model (paired over the tasks, "
+        "bootstrap 95% intervals).",
+        {"SR, 2 agents minus 1": {m: (g["delta"], g["lo"], g["hi"]) for m, g in gain.items()}},
+        "difference", zero=True)
+    findings = [
+        majority_finding("meco-models-second-agent", "Fig. 6",
+                         "Most models benefit from a second agent (parallel SR, one agent to "
+                         "two).", "most of 14 models gain; InternVL3.5 drops", gain,
+                         {m: direction(g, +1) for m, g in gain.items()}),
+        majority_finding("meco-models-sequential-harder", "Fig. 5",
+                         "Sequential two-agent SR is lower than parallel single-agent SR.",
+                         "generally lower for every model", harder,
+                         {m: direction(d, -1) for m, d in harder.items()}),
+        Finding("meco-models-ability-correlates", "Fig. 5",
+                "Across models, single-agent parallel SR correlates positively with two-agent "
+                "sequential SR.", "positive", show(corr), direction(corr, +1),
+                "" if corr["delta"] is not None else
+                "Pearson's r needs at least 4 models with distinct rates"),
+        Finding("meco-models-weak-gain", "Fig. 6",
+                "The gain from a second agent is largest for weaker models (the gain falls "
+                "as single-agent SR rises).", "largest for weak and mid-level models",
+                show(weak), slope_direction(weak, -1),
+                "" if weak["slope"] is not None else "needs at least 3 models"),
+        Finding("meco-models-capability-not-coordination", "App. D.1",
+                "Stronger individual capability does not imply better coordination: a model "
+                "decidedly better alone is not better as a sequential team.",
+                "InternVL3.5: strong alone, weak in sequential collaboration",
+                {"a decided pair breaks the order": breaks}, breaks,
+                "pairs of models compared on the same tasks (paired intervals); undecided "
+                "where no pair is decidedly ordered alone")]
+    return [Item("Table 8 / Figs. 5-6", "Models alone and in pairs",
+                 "GPT-5.4 is best; 2-agent parallel SR ranges 0.09-0.94 across 14 models; most "
+                 "models gain from a second agent (Fig. 6); sequential SR is lower than "
+                 "single-agent parallel SR and correlates with it (Fig. 5); InternVL-3.5 is "
+                 "strong alone but weak in sequential collaboration.",
+                 table(["model", "P1 SR", "P1 CR", "P2 SR", "P2 CR", "P2 AUC", "S2 SR",
+                        "S2 CR", "S2 AUC", "avg SR (2 agents)"], rows)
+                 + "\nChange from one agent to two (parallel, paired over tasks):\n\n"
+                 + table(["model", "SR difference", "pairs", "p (McNemar)"],
+                         [[m, g, str(g.get("n", 0)),
+                           "n/a" if g.get("p") is None else f"{g['p']:.3g}"]
+                          for m, g in gain.items()]),
+                 [fig5, fig6], findings,
+                 data={"levels": {m: {"parallel_1": v[SINGLE], "parallel_2": v[PAIR],
+                                      "sequential_2": v[SEQUENTIAL]} for m, v in lv.items()},
+                       "gain": gain, "correlation": corr, "weak_gain_slope": weak},
+                 note="P1: parallel, one agent; P2: parallel, two agents (broadcast); S2: "
+                      "sequential, two agents (broadcast).")]

@@ -32,6 +32,8 @@ class Options:
     # play instead of coordbench's generated sets
     tasks: str | None = None
     instances: str | None = None
+    # every model of a many-model study (`model` is the one this Options plays)
+    model_set: tuple[str, ...] = ()
 
     @property
     def agents(self) -> str:
@@ -156,12 +158,14 @@ class Finding:
     coordbench_value: Any
     holds: bool | None
     note: str = ""
+    # the models whose runs decide the finding (empty: offline agents only)
+    models: list[str] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
         """Return the finding as the JSON object `reproduce --json` prints."""
         return {"id": self.id, "paper_ref": self.paper_ref, "claim": self.claim,
                 "paper_value": self.paper_value, "coordbench_value": self.coordbench_value,
-                "holds": self.holds, "note": self.note}
+                "holds": self.holds, "note": self.note, "models": list(self.models)}
 
 
 @dataclass

@@ -1,0 +1,220 @@
+"""Many models in one study: `reproduce PAPER --model A --model B ...`.
+
+Every model plays the paper's model rows on the same instances and seeds; the rows that no
+model plays (the oracle, the scripted allocators) play once. The study is the paper's own
+study once per model (its items labelled `[A]`, its finding ids `id@A`), preceded by the
+paper's model comparisons (`compare(run, each, out)` of the paper's module, where it has
+one: MECoBench Table 8 and Figs. 5-6, CoCoBench Table 1 and Figs. 7-9) and by the models'
+paired comparison on the episodes they share (McNemar's exact test per pair of models,
+Holm-corrected over the pairs). A one-model study is exactly the paper's study.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from itertools import combinations
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from coordbench.analyses.common import rate, success
+from coordbench.analyses.paired import holm, paired_success
+from coordbench.core.rundir import RunDir
+from coordbench.core.trajectory import Trajectory
+from coordbench.errors import ConfigError
+
+from .study import VERDICT_RULE, Finding, Item, Options, Study, direction, show, table
+
+
+def parse_models(values: Sequence[str] | None) -> tuple[str, ...]:
+    """Return the model aliases of repeated and comma-separated `--model` values, each once
+    in the order given; ConfigError (one line) for an empty name."""
+    out: list[str] = []
+    for value in values or ():
+        parts = [p.strip() for p in value.split(",")]
+        if not all(parts):
+            raise ConfigError(f"--model {value!r} names an empty model: give aliases, "
+                              "repeated or comma-separated (--model A --model B, or A,B)")
+        out += [p for p in parts if p not in out]
+    return tuple(out)
+
+
+def per_model(options: Options, models: Sequence[str]) -> list[Options]:
+    """Return one Options per model (the options themselves without models)."""
+    if not models:
+        return [options]
+    return [replace(options, model=m, model_set=tuple(models)) for m in models]
+
+
+def plan_all(module: ModuleType, each: list[Options], out: Path
+             ) -> tuple[list[tuple], list[str]]:
+    """Return the (suite, condition[, limit]) items of every model's plan, each condition
+    once (rows no model plays are shared), with a progress label each (the model's alias on
+    the rows only it plays)."""
+    names: list[list[str]] = []
+    plans = []
+    for o in each:
+        items, labels = module.plan(o, out), module.labels(o, out)
+        plans.append((items, labels))
+        names.append([item[0].condition(item[1]) for item in items])
+    shared = set.intersection(*map(set, names)) if len(each) > 1 else set(names[0])
+    seen: set[str] = set()
+    items_out, labels_out = [], []
+    for o, (items, labels), ns in zip(each, plans, names, strict=True):
+        for item, label, name in zip(items, labels, ns, strict=True):
+            if name in seen:
+                continue
+            seen.add(name)
+            items_out.append(item)
+            labels_out.append(label if name in shared else f"{label} [{o.model}]")
+    return items_out, labels_out
+
+
+def _model_conditions(run: RunDir, module: ModuleType, each: list[Options], out: Path
+                      ) -> dict[str, list[str]]:
+    """Return, per model, the planned conditions only that model plays."""
+    names = {o.model: [item[0].condition(item[1]) for item in module.plan(o, out)]
+             for o in each}
+    shared = set.intersection(*map(set, names.values()))
+    return {m: [n for n in ns if n not in shared and n in run.conditions]
+            for m, ns in names.items()}
+
+
+def instance_of(traj: Trajectory, spec: dict[str, Any]) -> tuple:
+    """Return what an episode played: its condition's setting (the manifest without who
+    played), task and seed, so two models' episodes of one row pair up."""
+    from coordbench.report.leaderboard import setting_of
+
+    return setting_of(spec), traj.header.task_id, traj.header.seed
+
+
+def paired_models(run: RunDir, conditions: dict[str, list[str]]) -> dict[str, Any]:
+    """Return each model's success over its own rows and, per pair of models, the paired
+    success difference over the episodes both played (the same row, task and seed):
+    McNemar's exact p with Holm's correction over the pairs."""
+    outcomes: dict[str, dict[tuple, bool]] = {}
+    for model, names in conditions.items():
+        cells = outcomes.setdefault(model, {})
+        for name in names:
+            for traj in run.load_episodes(name):
+                cells[instance_of(traj, run.conditions[name])] = success(traj)
+    levels = {m: rate(sum(v.values()), len(v)) for m, v in outcomes.items()}
+    pairs: dict[str, dict[str, Any]] = {}
+    for a, b in combinations(outcomes, 2):
+        both = sorted(set(outcomes[a]) & set(outcomes[b]))
+        if not both:
+            continue
+        d = paired_success([outcomes[a][k] for k in both], [outcomes[b][k] for k in both])
+        pairs[f"{a} - {b}"] = {**d, "pairs": len(both)}
+    for key, p in zip(pairs, holm([p.get("p") for p in pairs.values()]), strict=True):
+        pairs[key]["p_holm"] = p
+    return {"success": levels, "pairs": pairs}
+
+
+def _paired_item(result: dict[str, Any]) -> Item:
+    rows = [[m, lv, str(lv["n"])] for m, lv in result["success"].items()]
+    prow = [[k, p, str(p["pairs"]), "n/a" if p.get("p") is None else f"{p['p']:.3g}",
+             "n/a" if p.get("p_holm") is None else f"{p['p_holm']:.3g}"]
+            for k, p in result["pairs"].items()]
+    return Item(
+        "Models, paired", "Every model on the same instances",
+        "The paper compares models by their rates on one shared instance set (unpaired).",
+        "Success over every row a model played:\n\n"
+        + table(["model", "SR", "episodes"], rows)
+        + "\nPaired over the episodes both models played (the same row, task and seed): the "
+          "success difference with its bootstrap interval, McNemar's exact p and Holm's "
+          "correction over the pairs:\n\n"
+        + table(["models", "SR difference", "pairs", "p", "p (Holm)"], prow),
+        data=result)
+
+
+def mostly(verdicts: Sequence[bool | None]) -> bool | None:
+    """Return a claim about most models: True when more than half of the models decide it
+    (True), False when at least half contradict it (False), None otherwise."""
+    if not verdicts:
+        return None
+    n = len(verdicts)
+    if sum(v is True for v in verdicts) * 2 > n:
+        return True
+    if sum(v is False for v in verdicts) * 2 >= n:
+        return False
+    return None
+
+
+def combined_study(module: ModuleType, run: RunDir, each: list[Options], out: Path) -> Study:
+    """Return the study of one or several models (see the module docstring); each finding
+    names the models it was judged on."""
+    if len(each) == 1:
+        study = module.study(run, each[0], out)
+        for f in study.findings:
+            f.models = [each[0].model] if each[0].model else []
+        return study
+    models = [str(o.model) for o in each]
+    items: list[Item] = []
+    compare = getattr(module, "compare", None)
+    if compare is not None:
+        items += compare(run, each, out)
+        for f in (f for item in items for f in item.findings):
+            f.models = list(models)
+    items.append(_paired_item(paired_models(run, _model_conditions(run, module, each, out))))
+    first = ""
+    for o in each:
+        study = module.study(run, o, out)
+        first = first or study.preamble
+        for item in study.items:
+            item.ref = f"{item.ref} [{o.model}]"
+            for f in item.findings:
+                f.id, f.models = f"{f.id}@{o.model}", [str(o.model)]
+        items += study.items
+    names = ", ".join(f"`{m}`" for m in models)
+    preamble = (f"Models: {names}. Every model plays the paper's model rows on the same "
+                "instances and seeds; the rows no model plays (the reference agents) play "
+                "once. The model comparisons come first; then each model's own study, its "
+                f"items marked [model] and its finding ids id@model. {VERDICT_RULE}")
+    return Study(module.PAPER, module.TITLE, preamble, items)
+
+
+def majority_finding(fid: str, ref: str, claim: str, paper_value: Any,
+                     per_model: dict[str, Any], verdicts: dict[str, bool | None],
+                     note: str = "") -> Finding:
+    """Return a finding about most models: each model's value and verdict, judged by
+    `mostly`."""
+    shown = {m: f"{show(v)} ({ {True: 'yes', False: 'no', None: '?'}[verdicts[m]] })"
+             for m, v in per_model.items()}
+    return Finding(fid, ref, claim, paper_value, shown, mostly(list(verdicts.values())),
+                   note or "per model: yes when its interval lies on the claimed side, no "
+                           "when its estimate does not; holds when most models say yes")
+
+
+
+def paired_by_task(first: Sequence[Trajectory], second: Sequence[Trajectory]
+                   ) -> dict[str, Any]:
+    """Return the paired success difference, first minus second, over the tasks (and seeds)
+    both groups played: bootstrap interval and McNemar's exact p (delta None, n 0, where
+    they share none)."""
+    a = {(t.header.task_id, t.header.seed): success(t) for t in first}
+    b = {(t.header.task_id, t.header.seed): success(t) for t in second}
+    both = sorted(set(a) & set(b))
+    if not both:
+        return {"delta": None, "lo": None, "hi": None, "n": 0, "p": None}
+    return paired_success([a[k] for k in both], [b[k] for k in both])
+
+
+def order_breaks(models: Sequence[str], ability, outcome) -> bool | None:
+    """Return whether a higher ability fails to carry over to the outcome for some pair of
+    models, where `ability(a, b)` and `outcome(a, b)` are differences (a minus b): True when
+    a model is decidedly above another in ability (interval above 0) but not above it in
+    the outcome (estimate at or below 0); False when every decided pair keeps its order
+    decidedly; None otherwise (no decided pair, or a kept order the runs cannot confirm)."""
+    decided = kept = 0
+    for a in models:
+        for b in models:
+            if a == b or direction(ability(a, b), +1) is not True:
+                continue
+            decided += 1
+            later = direction(outcome(a, b), +1)
+            if later is False:
+                return True
+            kept += later is True
+    return None if decided == 0 or kept < decided else False

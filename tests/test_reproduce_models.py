@@ -1,0 +1,123 @@
+"""Many models in one study: three scripted planners of known skill (tests/scripted_models.py)
+on the loopback server rank as their scripts imply, the paired tests find the differences
+the scripts put there, a one-model study is the paper's study, and adding a model plays
+only that model's episodes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from coordbench.cli import app
+from coordbench.core.rundir import RunDir
+from coordbench.errors import CoordbenchError
+from coordbench.llm.loopback import ScriptedServer
+from coordbench.reproduce.models import mostly, order_breaks, parse_models
+from tests.scripted_models import oracle_plans, planner_reply, registry
+
+runner = CliRunner()
+N = 6  # instances per condition
+
+
+def _study(models_file, out, *models: str) -> dict:
+    args = ["reproduce", "cocobench", "--quick", "--limit", str(N), "--models",
+            str(models_file), "--out", str(out), "--json"]
+    for m in models:
+        args += ["--model", m]
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def _episodes(out) -> dict[str, int]:
+    run = RunDir.open(out)
+    return {c: len(run.episode_keys(c)) for c in run.conditions}
+
+
+@pytest.mark.xdist_group("reproduce")
+def test_three_scripted_models_rank_as_their_scripts_imply(tmp_path):
+    plans = oracle_plans([(None, N), ("D4", N)])
+    out = tmp_path / "study"
+    with ScriptedServer(planner_reply(plans)) as server:
+        models = registry(tmp_path, server.base_url)
+        _study(models, out, "good", "err")
+        before = _episodes(out)
+        served = len(server.requests)
+        payload = _study(models, out, "good,err", "never")  # comma-separated works too
+        # adding a model played only that model's episodes
+        assert {r["model"] for r in server.requests[served:]} == {"never"}
+        after = _episodes(out)
+        assert all(after[c] == n for c, n in before.items())
+        assert len(after) > len(before)
+        one = _study(models, tmp_path / "one", "good")
+    data = json.loads((out / "findings.json").read_text())
+    items = {i["ref"]: i["data"] for i in data["items"]}
+    table1 = items["Table 1 / Figs. 7-9"]["table1"]
+    sr = {m: table1[m]["SR"]["mean"] for m in ("good", "err", "never")}
+    assert sr["good"] == 1.0 and sr["never"] == 0.0 and sr["good"] > sr["err"] > sr["never"]
+    pairs = items["Models, paired"]["pairs"]
+    assert set(pairs) == {"good - err", "good - never", "err - never"}
+    for key in pairs:  # every difference the scripts put there is found, after Holm
+        assert pairs[key]["delta"] > 0 and pairs[key]["lo"] > 0, key
+        assert pairs[key]["p_holm"] < 0.05 and pairs[key]["p_holm"] >= pairs[key]["p"]
+    # err fails exactly the instances its script fails: every discordant pair favours good
+    assert pairs["good - err"]["discordant"][1] == 0
+    # every finding names the models it was judged on
+    found = {f["id"]: f for f in payload["findings"]}
+    assert found["coco-models-blind"]["models"] == ["good", "err", "never"]
+    assert found["coco-oracle@never"]["models"] == ["never"]
+    # a one-model study is the paper's study: the same numbers as that model's part here
+    for f in one["findings"]:
+        assert f["models"] == ["good"]
+        mine = found[f"{f['id']}@good"]
+        assert (mine["coordbench_value"], mine["holds"]) == (f["coordbench_value"],
+                                                             f["holds"]), f["id"]
+    md = (out / "reproduce.md").read_text()
+    assert "## Table 1 [good]" in md and "## Models, paired" in md
+
+
+@pytest.mark.parametrize("value", ["", "a,,b", " , "])
+def test_an_empty_model_name_is_one_line(value):
+    with pytest.raises(CoordbenchError, match="empty model") as e:
+        parse_models([value])
+    assert "\n" not in str(e.value)
+
+
+def test_an_unknown_model_among_several_is_one_line_before_any_work(tmp_path):
+    with ScriptedServer(lambda body: "REASON: x") as server:
+        models = registry(tmp_path, server.base_url)
+        res = runner.invoke(app, ["reproduce", "cocobench", "--quick", "--model", "good",
+                                  "--model", "nobody", "--models", str(models), "--out",
+                                  str(tmp_path / "x")])
+    assert isinstance(res.exception, CoordbenchError)
+    msg = str(res.exception)
+    assert "\n" not in msg and "nobody" in msg
+    assert not (tmp_path / "x" / "manifest.json").exists()
+
+
+def test_models_repeat_once_in_order():
+    assert parse_models(["b,a", "a", "c"]) == ("b", "a", "c")
+
+
+def test_most_models_rule():
+    assert mostly([True, True, None]) is True
+    assert mostly([True, None, False]) is None
+    assert mostly([True, False]) is False  # half contradict it
+    assert mostly([]) is None
+
+
+def test_order_breaks_is_decided_by_intervals():
+    sure = {"delta": 0.5, "lo": 0.2, "hi": 0.8}
+    worse = {"delta": -0.1, "lo": -0.4, "hi": 0.2}
+    unsure = {"delta": 0.1, "lo": -0.2, "hi": 0.4}
+
+    def diff(table):
+        return lambda a, b: table.get((a, b), {"delta": 0.0, "lo": -1, "hi": 1})
+
+    ability = {("A", "B"): sure}
+    assert order_breaks(["A", "B"], diff(ability), diff({("A", "B"): worse})) is True
+    assert order_breaks(["A", "B"], diff(ability), diff({("A", "B"): sure})) is False
+    assert order_breaks(["A", "B"], diff(ability), diff({("A", "B"): unsure})) is None
+    assert order_breaks(["A", "B"], diff({}), diff({("A", "B"): worse})) is None
