@@ -230,3 +230,29 @@ def test_message_cost_charges_messages_not_board_writes():
     boards = [m for t in memory for m in t.steps(MessageEvent)]
     assert boards and all(m.phase == "memory" and m.tokens == 0 for m in boards)
     assert all(H.tokens_per_step(t) == 0 for t in memory)
+
+
+def test_stat_dial_draws_follow_the_seed_where_the_layout_ignores_it():
+    from types import SimpleNamespace
+
+    from coordbench.envs.stat.layouts import layout_seed
+    from coordbench.suites.stat.suite import dial_key
+
+    for kind in ("paper", "uniform"):
+        assert layout_seed(kind, 0, 3) == layout_seed(kind, 1, 3)  # the layout ignores it
+        keys = {dial_key(SimpleNamespace(layouts=kind, seed=s), 3) for s in (0, 1, 2)}
+        assert len(keys) == 3  # ...the draws do not
+        # seed 0 keeps the key earlier runs were drawn with
+        assert dial_key(SimpleNamespace(layouts=kind, seed=0), 3) == layout_seed(kind, 0, 3)
+        draws = [Faults(Dials(message_loss=0.5), k, 0).uniform("message_loss", 1)
+                 for k in keys]
+        assert len(set(draws)) == 3
+
+
+def test_dial_labels_keep_close_rates_apart_and_restriction_keeps_types():
+    from coordbench.agents.dials import restricted
+
+    assert Dials(perception=0.1, memory=8).label() == "perception0.1-memory8"
+    assert Dials(perception=0.1234567).label() != Dials(perception=0.1234568).label()
+    cut = restricted(Dials(perception=0.1, hallucination=0.2), ["perception"]).as_dict()
+    assert cut["hallucination"] == 0.0 and isinstance(cut["hallucination"], float)

@@ -110,3 +110,32 @@ def test_repeated_seeds_give_pass_at_k_and_pass_hat_k(tmp_path):
             trials.setdefault(key, []).append(run.load_episode(cond, key).end.success)
     assert rep["pass@k"] == pytest.approx(sum(any(v) for v in trials.values()) / len(raws))
     assert rep["pass^k"] == pytest.approx(sum(all(v) for v in trials.values()) / len(raws))
+
+
+def test_a_rule_team_pairs_with_a_model_whose_manifest_names_the_default_rule():
+    rule = {"suite": "constructs", "agents": "rule", "planner": "central", "seed": 0,
+            "team": 2, "protocol": None}
+    model = {**rule, "agents": "llm", "model": "A", "on_protocol_failure": "end"}
+    assert L.setting_of(rule) == L.setting_of(model)
+    assert L.setting_of(rule) != L.setting_of({**model, "on_protocol_failure": "skip"})
+    dialed = {**rule, "dials": Dials(perception=0.1).as_dict()}
+    assert L.setting_of(dialed) == L.setting_of(rule)  # dials say who played, not what
+
+
+def test_who_played_names_checkpoints_and_dials():
+    assert L.model_of({"agents": "learned", "checkpoint": "/x/qmix-3.pt"}) == "learned:qmix-3"
+    assert L.model_of({"agents": "rule", "dials": Dials(perception=0.1).as_dict()}) == \
+        "rule[perception0.1]"
+    assert L.model_of({"agents": "rule", "dials": Dials().as_dict()}) == "rule"
+
+
+def test_one_row_in_two_runs_is_one_line(runs, tmp_path):
+    import shutil
+
+    from coordbench.errors import ConfigError
+
+    assert len(L.collect([runs[0], runs[0]])[0].models) == 1  # one run named twice: once
+    copy = shutil.copytree(runs[0].path, tmp_path / "copy")
+    with pytest.raises(ConfigError, match="pass each run once") as e:
+        L.collect([runs[0], RunDir.open(copy)])
+    assert "\n" not in str(e.value)

@@ -67,6 +67,20 @@ def test_the_rate_a_direct_count_gives_back():
     base = ep([("handover", "too_far")] + [("handover", "ok")] * 3)
     hit = ep([("handover", "receiver_not_ready")] * 5 + [("handover", "ok")] * 3)
     assert M.recovered(slip, [hit], [base])["mean"] == pytest.approx(0.5)
+    # planners that stop on their own at rate 0 (1 end in 10 decisions: 9 steps + the end)
+    # are taken out: 4 ends in 10 decisions (6 steps + 4) => p = (0.4 - 0.1) / 0.9 = 1/3
+    stops = next(p for p in M.PROBES if p.id == "constructs/hallucination")
+
+    def stopped(steps, how):
+        t = ep([("walk", "ok")] * steps)
+        end = t.events[-1].model_copy(update={"termination": how})
+        return t.model_copy(update={"events": [*t.events[:-1], end]})
+
+    base0 = [stopped(9, "normal_stop")]
+    hit0 = [stopped(3, "normal_stop"), stopped(1, "normal_stop"), stopped(1, "normal_stop"),
+            stopped(1, "normal_stop")]
+    got = M.recovered(stops, hit0, base0)
+    assert got["base"] == pytest.approx(0.1) and got["mean"] == pytest.approx(1 / 3)
 
 
 def test_reproduce_metrics_quick_from_the_cli(tmp_path, monkeypatch):

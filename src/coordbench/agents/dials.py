@@ -75,11 +75,18 @@ class Dials:
     def label(self) -> str:
         """Return the set dials as a short name part (e.g. `perception0.1-memory8`), '' if
         none is set."""
-        return "-".join(f"{k}{v:g}" for k, v in self.as_dict().items() if v)
+        return "-".join(f"{k}{_short(v)}" for k, v in self.as_dict().items() if v)
 
     def used(self) -> list[str]:
         """Return the names of the dials that are set."""
         return [k for k, v in self.as_dict().items() if v]
+
+
+def _short(value: float) -> str:
+    """Return a dial's value as a name part: the short form where it reads back as the same
+    number (0.1, 8), else every digit (two rates equal to six digits stay apart)."""
+    text = f"{value:g}"
+    return text if float(text) == value else repr(float(value))
 
 
 # named populations for the studies' offline rows (`reproduce ... --offline-agents NAME`)
@@ -105,7 +112,7 @@ def restricted(dials: Dials | None, allowed: Sequence[str]) -> Dials | None:
     played by every family: each takes the failures it has)."""
     if dials is None:
         return None
-    return Dials(**{k: (v if k in allowed else 0) for k, v in dials.as_dict().items()})
+    return Dials(**{k: (v if k in allowed else type(v)(0)) for k, v in dials.as_dict().items()})
 
 
 def parse_dials(items: Sequence[str] | None) -> Dials | None:
@@ -160,7 +167,7 @@ def dials_from(raw: Any) -> Dials | None:
 class Faults:
     """One agent's injected failures: deterministic draws per (seed, agent, dial, key)."""
 
-    def __init__(self, dials: Dials | None, seed: int, agent: int) -> None:
+    def __init__(self, dials: Dials | None, seed: int | str, agent: int) -> None:
         self.dials = dials or Dials()
         self.seed, self.agent = seed, agent
 

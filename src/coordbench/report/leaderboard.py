@@ -21,6 +21,7 @@ import csv
 import html
 import io
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from coordbench.analyses.common import est
@@ -33,21 +34,34 @@ from coordbench.runner.family import family, suite_object
 
 FORMATS = ("md", "csv", "html")
 # manifest fields that say who played, not what was played
-WHO = frozenset({"suite", "model", "leader_model", "agents", "policy", "checkpoint", "seats"})
+WHO = frozenset({"suite", "model", "leader_model", "agents", "policy", "checkpoint", "seats",
+                 "dials"})
+# a setting field at this value means what a manifest without the field means
+DEFAULTS = {"on_protocol_failure": "end"}
 BINARY = frozenset({"SR", "success", "legal_rate", "hallucinated_completion"})
 COST = ("tokens_per_episode", "cost_per_episode")
 
 
 def model_of(spec: dict[str, Any]) -> str:
     """Return who played a condition: its model alias (with its leader's after a '+'), a
-    mixed team's seats (`llm:A+rule`), else its agents or policy."""
+    mixed team's seats (`llm:A+rule`), else its agents or policy with its checkpoint's name
+    (`learned:qmix-3`); imperfect minds add their dials (`rule[perception0.1]`)."""
     if spec.get("seats"):
-        return "+".join(s["kind"] if not s.get("arg") else f"{s['kind']}:{s['arg']}"
-                        for s in spec["seats"])
-    if spec.get("model"):
-        return str(spec["model"]) + (f"+{spec['leader_model']}" if spec.get("leader_model")
-                                     else "")
-    return str(spec.get("agents") or spec.get("policy") or "unknown")
+        who = "+".join(s["kind"] if not s.get("arg") else f"{s['kind']}:{s['arg']}"
+                       for s in spec["seats"])
+    elif spec.get("model"):
+        who = str(spec["model"]) + (f"+{spec['leader_model']}" if spec.get("leader_model")
+                                    else "")
+    else:
+        who = str(spec.get("agents") or spec.get("policy") or "unknown")
+        if spec.get("checkpoint"):
+            who += f":{Path(str(spec['checkpoint'])).stem}"
+    dials = spec.get("dials")
+    if isinstance(dials, dict) and any(dials.values()):
+        from coordbench.agents.dials import Dials
+
+        who += f"[{Dials(**dials).label()}]"
+    return who
 
 
 def _success_key(values: dict[str, float | None]) -> str | None:
@@ -71,8 +85,11 @@ def _pass_k(cells: dict[tuple, dict[str, float | None]]) -> dict[str, Any] | Non
 
 
 def setting_of(spec: dict[str, Any]) -> tuple:
-    """Return the condition's setting: its manifest without the fields that say who played."""
-    return tuple(sorted((k, repr(v)) for k, v in spec.items() if k not in WHO))
+    """Return the condition's setting: its manifest without the fields that say who played,
+    an unset field (None) and a field at its default being the same as an absent one (so a
+    model's condition pairs with a rule team's whose manifest omits them)."""
+    return tuple(sorted((k, repr(v)) for k, v in spec.items()
+                        if k not in WHO and v is not None and DEFAULTS.get(k, ...) != v))
 
 
 @dataclass
@@ -112,12 +129,19 @@ def collect(runs: list[RunDir], reference: str | None = None) -> list[Board]:
     from coordbench.metrics.profile import KEYS
 
     per: dict[str, dict[str, dict[tuple, dict[str, float | None]]]] = {}
+    origin: dict[tuple, str] = {}
+    runs = list({Path(r.path).resolve(): r for r in runs}.values())  # a run named twice: once
     for run in runs:
         for cond, spec in run.conditions.items():
             suite = str(spec.get("suite"))
             if family(suite) is None:
                 continue
             model, setting = model_of(spec), setting_of(spec)
+            where = f"{run.path}/{cond}"
+            first = origin.setdefault((suite, model, setting), where)
+            if first != where:  # two copies of one row would be counted, and paired, twice
+                raise ConfigError(f"{first} and {where} hold the same row ({model}, one "
+                                  "setting): pass each run once")
             cells = per.setdefault(suite, {}).setdefault(model, {})
             for key in run.episode_keys(cond):
                 traj = run.load_episode(cond, key)

@@ -250,8 +250,9 @@ def recovered(probe: Probe, trajs: Sequence[Trajectory], base: Sequence[Trajecto
     while subgoals remained, per decision; ends_per_decision: episodes ended by the failure
     per planner decision (an episode ends at its first one, so this is the maximum-likelihood
     rate; the decision that stopped a planner believing the work done records no step, and
-    is counted); hfr: a forced slip fails a handover that would have succeeded, so
-    HFR = h0 + (1 - h0) p and p = (HFR - h0)/(1 - h0), h0 the rate-0 HFR.
+    is counted; the rate-0 episodes' own ends are taken out as for hfr); hfr: a forced slip
+    fails a handover that would have succeeded, so HFR = h0 + (1 - h0) p and
+    p = (HFR - h0)/(1 - h0), h0 the rate-0 HFR.
     """
     if probe.recover is None:
         return None
@@ -266,28 +267,37 @@ def recovered(probe: Probe, trajs: Sequence[Trajectory], base: Sequence[Trajecto
     elif probe.recover == "ends_per_decision":
         from coordbench.metrics.constructs import termination_key
 
-        k = sum(termination_key(t) == probe.metric for t in trajs)
-        # a protocol failure's step is recorded; a planner that believes the work done
-        # ends the episode before its step, so that decision adds one
-        n = sum(len(t.steps(HouseholdStepEvent)) for t in trajs) \
-            + (k if probe.metric == "normal_stop" else 0)
+        def ends(ts: Sequence[Trajectory]) -> tuple[int, int]:
+            k = sum(termination_key(t) == probe.metric for t in ts)
+            # a protocol failure's step is recorded; a planner that believes the work done
+            # ends the episode before its step, so that decision adds one
+            return k, sum(len(t.steps(HouseholdStepEvent)) for t in ts) \
+                + (k if probe.metric == "normal_stop" else 0)
+        # planners also stop for their own reasons (nothing left they can do): the rate-0
+        # episodes' rate of such ends is taken out as for HFR
+        return _beyond_base(*ends(trajs), *ends(base))
     else:  # hfr
         def tries(ts: Sequence[Trajectory]) -> tuple[int, int]:
             acts = [a for t in ts for e in t.steps(HouseholdStepEvent) for a in e.actions
                     if a.action == "handover"]
             return sum(a.outcome != "ok" for a in acts), len(acts)
-        k0, n0 = tries(base)
-        k, n = tries(trajs)
-        if n == 0 or n0 == 0 or k0 == n0:
-            return None
-        h0 = k0 / n0
-        w = wilson_ci(k, n)
-        return {"mean": (w.mean - h0) / (1 - h0), "lo": (w.lo - h0) / (1 - h0),
-                "hi": (w.hi - h0) / (1 - h0), "count": k, "n": n}
+        return _beyond_base(*tries(trajs), *tries(base))
     if n == 0:
         return None
     w = wilson_ci(k, n)
     return {"mean": w.mean, "lo": w.lo, "hi": w.hi, "count": k, "n": n}
+
+
+def _beyond_base(k: int, n: int, k0: int, n0: int) -> dict[str, Any] | None:
+    """Return the injected rate p of a failure that also happens on its own at the rate-0
+    rate h0 = k0/n0: the observed rate is h0 + (1 - h0) p, so p = (rate - h0)/(1 - h0), its
+    Wilson interval mapped the same way (None without events or with h0 = 1)."""
+    if n == 0 or n0 == 0 or k0 == n0:
+        return None
+    h0 = k0 / n0
+    w = wilson_ci(k, n)
+    return {"mean": (w.mean - h0) / (1 - h0), "lo": (w.lo - h0) / (1 - h0),
+            "hi": (w.hi - h0) / (1 - h0), "count": k, "n": n, "base": h0}
 
 
 # -- CoCoBench Figure 5 on independently injected violations ---------------------------------

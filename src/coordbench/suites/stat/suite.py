@@ -58,6 +58,14 @@ RULE = "rule"  # the policy name of a rule-based team under a household protocol
 TEAMS = (LLM, RULE)  # policies played as one mind per agent under a protocol
 
 
+def dial_key(spec: Any, episode: int) -> int | str:
+    """Return what an episode's dial draws are keyed on: its layout, and its seed where the
+    seed is not 0 (a layout kind may ignore the seed; seed 0 keeps the key runs made before
+    the seed counted were drawn with)."""
+    layout = layout_seed(spec.layouts, spec.seed, episode)
+    return layout if spec.seed == 0 else f"{spec.seed}/{layout}"
+
+
 @dataclass(frozen=True)
 class StatEvalSpec:
     """What a STAT evaluation condition is; its fields are recorded in the run manifest."""
@@ -209,7 +217,7 @@ class StatSuite:
             if spec.seats is not None:  # a mixed team: each seat's own mind
                 harness = harness_for(res.harness) if any(
                     s.kind == "llm" for s in spec.seats) else None
-                key = layout_seed(spec.layouts, spec.seed, case.data)
+                key = dial_key(spec, case.data)
                 minds = [StatLlmMind(i, harness, str(seat.arg), role=proto.role(i),
                                      max_tokens=res.max_reply_tokens) if seat.kind == "llm"
                          else StatRuleMind(i, role=proto.role(i), faults=Faults(
@@ -222,7 +230,7 @@ class StatSuite:
                                                 max_tokens=res.max_reply_tokens)
                                     for i in range(n)]
             else:
-                key = layout_seed(spec.layouts, spec.seed, case.data)
+                key = dial_key(spec, case.data)
                 minds = [StatRuleMind(i, role=proto.role(i),
                                       faults=Faults(spec.dials, key, i) if spec.dials else None)
                          for i in range(n)]
