@@ -121,3 +121,39 @@ def test_order_breaks_is_decided_by_intervals():
     assert order_breaks(["A", "B"], diff(ability), diff({("A", "B"): sure})) is False
     assert order_breaks(["A", "B"], diff(ability), diff({("A", "B"): unsure})) is None
     assert order_breaks(["A", "B"], diff({}), diff({("A", "B"): worse})) is None
+
+
+@pytest.mark.xdist_group("reproduce")
+def test_repeats_play_every_model_row_with_k_seeds(tmp_path):
+    plans = oracle_plans([(None, 2), ("D4", 2)])
+    out = tmp_path / "k"
+    with ScriptedServer(planner_reply(plans)) as server:
+        models = registry(tmp_path, server.base_url)
+        res = runner.invoke(app, ["reproduce", "cocobench", "--quick", "--limit", "2",
+                                  "--model", "good", "--model", "never", "--repeats", "2",
+                                  "--models", str(models), "--out", str(out), "--json"])
+        assert res.exit_code == 0, res.output
+    names = list(RunDir.open(out).conditions)
+    for model in ("good", "never"):
+        mine = [n for n in names if f"llm-{model}_" in n]
+        assert mine and {n.replace("_seed1", "_seed0") for n in mine} == {
+            n for n in mine if "_seed0" in n}
+    assert not any("oracle" in n and "_seed1" in n for n in names)  # reference rows once
+    data = json.loads((out / "findings.json").read_text())
+    rep = next(i["data"] for i in data["items"] if i["ref"] == "Models, repeated")
+    assert rep["good"]["k"] == 2 and rep["never"]["pass@k"] == 0.0
+    # the scripted planners are deterministic: every seed gives the same outcome
+    assert rep["good"]["pass@k"] == rep["good"]["pass^k"] > 0
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--repeats", "0", "--model", "good"], "--repeats"),
+    (["--repeats", "2"], "give --model"),
+])
+def test_bad_repeats_are_one_line(args, needle, tmp_path):
+    from tests.cli_errors import error_line
+
+    line = error_line(["reproduce", "cocobench", "--quick", *args, "--out",
+                       str(tmp_path / "r")], tmp_path)
+    assert needle in line
+    assert not (tmp_path / "r").exists()

@@ -13,3 +13,4 @@ MAX_CONNECTIONS = 1024  # concurrent calls per model
 MAX_TOKENS = 10**9  # model tokens of one episode's team
 MAX_REPLY_TOKENS = 1_000_000  # tokens of one model reply
 MAX_COST = 1_000_000.0  # dollars
+MAX_REPEATS = 1000  # seeds per model row of a study (pass@k, pass^k)

@@ -22,7 +22,7 @@ from .common import (
     workers_option,
     write_report,
 )
-from .limits import MAX_EPISODES, MAX_STEPS, MAX_WORKERS
+from .limits import MAX_EPISODES, MAX_REPEATS, MAX_STEPS, MAX_WORKERS
 
 
 def reproduce(
@@ -33,6 +33,9 @@ def reproduce(
                               "agents); repeat it or give several comma-separated to compare "
                               "models on the same instances and seeds."),
     models: Path | None = models_option(),
+    repeats: int = typer.Option(1, "--repeats", metavar="K",
+                                help="Play every model row with K seeds (0..K-1) and report "
+                                     "pass@K and pass^K per model."),
     quick: bool = typer.Option(False, "--quick", help="A minutes-long subset."),
     limit: int | None = typer.Option(None, help="Play only the first K cases per condition."),
     max_steps: int | None = typer.Option(None, help="Cap team steps per household episode "
@@ -85,6 +88,10 @@ def reproduce(
     if paper in ("stat", "cross", "cohub"):  # all three train learners
         need_torch()
     check_range("--limit", limit, 1, MAX_EPISODES)
+    check_range("--repeats", repeats, 1, MAX_REPEATS)
+    if repeats > 1 and not model_given:
+        raise ConfigError("--repeats K repeats the model rows: give --model (the offline "
+                          "rows are deterministic)")
     check_range("--workers", workers, 1, MAX_WORKERS)
     check_range("--max-steps", max_steps, 1, MAX_STEPS)
     if max_steps is not None and paper != "mecobench":
@@ -152,7 +159,8 @@ def reproduce(
                       seeds=tuple(parse_seeds(seeds)) if seeds is not None else None,
                       steps=steps, offline_agents=offline_agents,
                       tasks=str(tasks) if tasks is not None else None,
-                      instances=str(instances) if instances is not None else None)
+                      instances=str(instances) if instances is not None else None,
+                      repeats=repeats)
     tag = "" if offline_agents == "rule" else f"-{offline_agents}"
     path = out_dir or Path("runs") / f"reproduce-{paper}{tag}{'-quick' * quick}"
     each = per_model(options, names)

@@ -106,7 +106,8 @@ def _condition(key: Key, options: Options, out: Path | None = None):
 
     agents = "oracle" if key.who == "oracle" else ("llm" if options.model else "rule")
     spec = ConstructSpec(key.planner, agents, key.observation,
-                         options.model if agents == "llm" else None, 0, "index", key.capacity,
+                         options.model if agents == "llm" else None,
+                         options.seed if agents == "llm" else 0, "index", key.capacity,
                          dials=options.dials(RULE_DIALS) if agents == "rule" else None)
     instances = None
     if options.instances:  # the user's instance files, gathered into the run once

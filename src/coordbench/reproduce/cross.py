@@ -123,7 +123,8 @@ def _condition(key: Key, options: Options, out: Path) -> tuple[Any, Any, int | N
 
         from .mecobench import quick_tasks
 
-        spec = HouseholdSpec("parallel", int(key.where), key.protocol, key.who, "full", 0,
+        spec = HouseholdSpec("parallel", int(key.where), key.protocol, key.who, "full",
+                             options.seed if key.who == "llm" else 0,
                              options.model if key.who == "llm" else None,
                              dials=options.dials(HOUSEHOLD_DIALS) if key.who == "rule"
                              else None)
@@ -137,7 +138,8 @@ def _condition(key: Key, options: Options, out: Path) -> tuple[Any, Any, int | N
         from coordbench.suites.constructs.suite import ConstructCondition
 
         spec = ConstructSpec("decentralized", key.who, "blind",
-                             options.model if key.who == "llm" else None, 0, "index", None,
+                             options.model if key.who == "llm" else None,
+                             options.seed if key.who == "llm" else 0, "index", None,
                              key.protocol, dials=options.dials(CONSTRUCT_DIALS)
                              if key.who == "rule" else None)
         limit = options.limit if key.who == "llm" else None
@@ -157,6 +159,7 @@ def _condition(key: Key, options: Options, out: Path) -> tuple[Any, Any, int | N
 
         spec = StatEvalSpec(key.where, key.who, model=options.model if key.who == "llm"
                             else None, protocol=key.protocol,
+                            seed=options.seed if key.who == "llm" else 0,
                             dials=options.dials(STAT_RULE_DIALS) if key.who == "rule" else None)
     else:
         spec = StatEvalSpec(key.where, key.who)

@@ -128,7 +128,8 @@ def _condition(key: Key, options: Options, out: Path):
     from coordbench.suites.mecobench.suite import mecobench_condition
 
     agents = "oracle" if key.who == "oracle" else ("llm" if options.model else "rule")
-    spec = HouseholdSpec(key.structure, key.team, key.protocol, agents, key.prior, 0,
+    spec = HouseholdSpec(key.structure, key.team, key.protocol, agents, key.prior,
+                         options.seed if agents == "llm" else 0,
                          options.model if agents == "llm" else None,
                          dials=options.dials(RULE_DIALS) if agents == "rule" else None)
     if options.tasks:  # the user's own task files, played whole

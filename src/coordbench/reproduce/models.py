@@ -41,10 +41,17 @@ def parse_models(values: Sequence[str] | None) -> tuple[str, ...]:
 
 
 def per_model(options: Options, models: Sequence[str]) -> list[Options]:
-    """Return one Options per model (the options themselves without models)."""
+    """Return one Options per model and seed of its rows (`options.repeats` seeds from 0;
+    the options themselves without models)."""
     if not models:
         return [options]
-    return [replace(options, model=m, model_set=tuple(models)) for m in models]
+    return [replace(options, model=m, model_set=tuple(models), seed=r)
+            for m in models for r in range(options.repeats)]
+
+
+def _firsts(each: list[Options]) -> list[Options]:
+    """Return each model's seed-0 Options (the one its paper study reads)."""
+    return [o for o in each if o.seed == 0]
 
 
 def plan_all(module: ModuleType, each: list[Options], out: Path
@@ -67,18 +74,42 @@ def plan_all(module: ModuleType, each: list[Options], out: Path
                 continue
             seen.add(name)
             items_out.append(item)
-            labels_out.append(label if name in shared else f"{label} [{o.model}]")
+            seed = f" seed {o.seed}" if o.repeats > 1 else ""
+            labels_out.append(label if name in shared else f"{label} [{o.model}{seed}]")
     return items_out, labels_out
 
 
 def _model_conditions(run: RunDir, module: ModuleType, each: list[Options], out: Path
                       ) -> dict[str, list[str]]:
-    """Return, per model, the planned conditions only that model plays."""
-    names = {o.model: [item[0].condition(item[1]) for item in module.plan(o, out)]
-             for o in each}
-    shared = set.intersection(*map(set, names.values()))
+    """Return, per model, the planned conditions only that model plays (every seed)."""
+    names: dict[str, list[str]] = {}
+    for o in each:
+        names.setdefault(str(o.model), []).extend(item[0].condition(item[1])
+                                                  for item in module.plan(o, out))
+    shared = set.intersection(*map(set, names.values())) if len(names) > 1 else {
+        item[0].condition(item[1]) for item in module.plan(replace(each[0], model=None), out)}
     return {m: [n for n in ns if n not in shared and n in run.conditions]
             for m, ns in names.items()}
+
+
+def repeated_trials(run: RunDir, conditions: dict[str, list[str]], k: int) -> dict[str, Any]:
+    """Return, per model, pass@k and pass^k over its repeated trials: an instance is a row
+    and task, its trials the model's episodes of that instance under the k seeds."""
+    from coordbench.analyses.paired import repeated
+    from coordbench.report.leaderboard import setting_of
+
+    out: dict[str, Any] = {}
+    for model, names in conditions.items():
+        trials: dict[str, list[bool]] = {}
+        for name in names:
+            spec = {x: v for x, v in run.conditions[name].items() if x != "seed"}
+            for traj in run.load_episodes(name):
+                # a household case's seed is the base seed plus its index: the task names it
+                trials.setdefault(repr((setting_of(spec), traj.header.task_id)), []).append(
+                    success(traj))
+        full = {i: v for i, v in trials.items() if len(v) >= k}
+        out[model] = repeated(full, k) if full else None
+    return out
 
 
 def instance_of(traj: Trajectory, spec: dict[str, Any]) -> tuple:
@@ -110,6 +141,19 @@ def paired_models(run: RunDir, conditions: dict[str, list[str]]) -> dict[str, An
     for key, p in zip(pairs, holm([p.get("p") for p in pairs.values()]), strict=True):
         pairs[key]["p_holm"] = p
     return {"success": levels, "pairs": pairs}
+
+
+def _repeats_item(result: dict[str, Any], k: int) -> Item:
+    rows = [[m, "n/a" if r is None else str(r["instances"]),
+             "n/a" if r is None else f"{r['pass@k']:.3f}",
+             "n/a" if r is None else f"{r['pass^k']:.3f}"] for m, r in result.items()]
+    return Item(
+        "Models, repeated", f"pass@{k} and pass^{k} over {k} seeds",
+        "The paper plays each instance once per model.",
+        f"Each model played every instance of its rows with {k} seeds (0-{k - 1}). pass@{k}: "
+        f"the chance that at least one of {k} trials succeeds; pass^{k}: that all {k} do "
+        "(unbiased estimators over the trials of each instance, averaged over instances):\n\n"
+        + table(["model", "instances", f"pass@{k}", f"pass^{k}"], rows), data=result)
 
 
 def _paired_item(result: dict[str, Any]) -> Item:
@@ -145,21 +189,29 @@ def mostly(verdicts: Sequence[bool | None]) -> bool | None:
 def combined_study(module: ModuleType, run: RunDir, each: list[Options], out: Path) -> Study:
     """Return the study of one or several models (see the module docstring); each finding
     names the models it was judged on."""
-    if len(each) == 1:
-        study = module.study(run, each[0], out)
+    firsts = _firsts(each)
+    k = each[0].repeats
+    extra: list[Item] = []
+    if k > 1:
+        extra.append(_repeats_item(repeated_trials(
+            run, _model_conditions(run, module, each, out), k), k))
+    if len(firsts) == 1:
+        study = module.study(run, firsts[0], out)
         for f in study.findings:
-            f.models = [each[0].model] if each[0].model else []
+            f.models = [firsts[0].model] if firsts[0].model else []
+        study.items += extra
         return study
-    models = [str(o.model) for o in each]
+    models = [str(o.model) for o in firsts]
     items: list[Item] = []
     compare = getattr(module, "compare", None)
     if compare is not None:
-        items += compare(run, each, out)
+        items += compare(run, firsts, out)
         for f in (f for item in items for f in item.findings):
             f.models = list(models)
     items.append(_paired_item(paired_models(run, _model_conditions(run, module, each, out))))
+    items += extra
     first = ""
-    for o in each:
+    for o in firsts:
         study = module.study(run, o, out)
         first = first or study.preamble
         for item in study.items:
