@@ -42,3 +42,26 @@ def test_smollm2_plays_one_short_episode_with_every_kind_of_call(tmp_path):
         for a in acts:  # every reply is recorded and scored
             assert a.outcome == "protocol_failure" or a.raw
     assert {"report", "assignment", "memory", "act"} <= phases
+
+
+def test_the_bundled_model_sits_in_a_mixed_team(tmp_path):
+    from coordbench.llm.loopback import ScriptedServer
+    from tests.scripted_team import household_reply
+
+    with ScriptedServer(household_reply) as server:
+        models = tmp_path / "models.yaml"
+        models.write_text(f"models:\n  scripted:\n    base_url: {server.base_url}\n"
+                          "    model: scripted-1\n    timeout_s: 5\n")
+        out = tmp_path / "mixed"
+        res = CliRunner().invoke(app, [
+            "mecobench", "run", "--team",
+            "agent_0=llm:smollm2,agent_1=llm:scripted,agent_2=rule", "--protocol",
+            "broadcast", "--models", str(models), "--limit", "1", "--max-steps", "1",
+            "--max-reply-tokens", "40", "--no-cache", "--out", str(out), "--json"])
+        assert res.exit_code == 0, res.output
+        assert server.requests  # the scripted seat called the loopback server
+    rd = RunDir.open(out)
+    (traj,) = rd.load_episodes(next(iter(rd.conditions)))
+    assert [a.driver for a in traj.header.team] == ["llm:smollm2", "llm:scripted", "rule"]
+    callers = {c.agent: c.model for c in traj.steps(ModelCallEvent)}
+    assert callers.get(0) == "smollm2" and callers.get(1) == "scripted" and 2 not in callers

@@ -157,3 +157,35 @@ def test_bad_repeats_are_one_line(args, needle, tmp_path):
                        str(tmp_path / "r")], tmp_path)
     assert needle in line
     assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.xdist_group("reproduce-meco")
+def test_a_two_model_mecobench_study_adds_the_papers_model_items(tmp_path):
+    from tests.scripted_team import household_reply
+
+    out = tmp_path / "meco"
+    with ScriptedServer(household_reply) as server:
+        models = tmp_path / "m.yaml"
+        models.write_text("models:\n" + "".join(
+            f"  {m}:\n    base_url: {server.base_url}\n    model: {m}\n    timeout_s: 5\n"
+            for m in ("strong", "weak")))
+        res = runner.invoke(app, ["reproduce", "mecobench", "--quick", "--limit", "1",
+                                  "--max-steps", "2", "--model", "strong,weak", "--models",
+                                  str(models), "--out", str(out), "--json"])
+        assert res.exit_code == 0, res.output
+    payload = json.loads(res.stdout.strip().splitlines()[-1])
+    found = {f["id"]: f for f in payload["findings"]}
+    for fid in ("meco-models-second-agent", "meco-models-sequential-harder",
+                "meco-models-ability-correlates", "meco-models-weak-gain",
+                "meco-models-capability-not-coordination", "meco-models-vision-auc",
+                "meco-models-strong-leader-lifts", "meco-models-strong-leader-short"):
+        assert found[fid]["models"] == ["strong", "weak"], fid
+    # Fig. 32's mixed team: the first model leads the second's follower
+    specs = RunDir.open(out).conditions.values()
+    mixed = [s for s in specs if s.get("leader_model")]
+    assert [(s["leader_model"], s["model"], s["protocol"]) for s in mixed] == [
+        ("strong", "weak", "leader")]
+    md = (out / "reproduce.md").read_text()
+    for ref in ("## Table 8 / Figs. 5-6", "## Fig. 11", "## Fig. 32",
+                "## Table 9 / Fig. 7a [weak]"):
+        assert ref in md, ref

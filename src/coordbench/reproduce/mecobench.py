@@ -45,6 +45,7 @@ from coordbench.metrics.household import (
     handover_failure_rate,
     n_objects,
     spatial_error_rate,
+    step_auc,
     tokens_per_step,
     wrong_class_grabs,
 )
@@ -81,6 +82,8 @@ class Key:
     protocol: str = "broadcast"
     prior: str = "full"
     who: str = "team"
+    # a many-model study's mixed team: this model leads, the Options' model follows
+    leader: str | None = None
 
 
 def keys() -> list[Key]:
@@ -130,7 +133,7 @@ def _condition(key: Key, options: Options, out: Path):
     agents = "oracle" if key.who == "oracle" else ("llm" if options.model else "rule")
     spec = HouseholdSpec(key.structure, key.team, key.protocol, agents, key.prior,
                          options.seed if agents == "llm" else 0,
-                         options.model if agents == "llm" else None,
+                         options.model if agents == "llm" else None, key.leader,
                          dials=options.dials(RULE_DIALS) if agents == "rule" else None)
     if options.tasks:  # the user's own task files, played whole
         return mecobench_condition(str(gathered_json(options.tasks, out, "task")), None, spec)
@@ -140,10 +143,20 @@ def _condition(key: Key, options: Options, out: Path):
 
 
 def plan(options: Options, out: Path) -> list[tuple]:
-    """Return the (suite, condition[, limit]) items the study plays."""
+    """Return the (suite, condition[, limit]) items the study plays: the paper's keys, and
+    in a many-model study Fig. 32's mixed team (the first model leading this one)."""
     from coordbench.suites.mecobench.suite import SUITE
 
-    return [(SUITE, _condition(k, options, out), options.limit) for k in keys()]
+    return [(SUITE, _condition(k, options, out), options.limit)
+            for k in keys() + mixed_keys(options)]
+
+
+def mixed_keys(options: Options) -> list[Key]:
+    """Return Fig. 32's mixed team of a many-model study: the first model (the candidate
+    strong leader) leading two agents whose follower is this Options' model."""
+    if len(options.model_set) < 2 or options.model == options.model_set[0]:
+        return []
+    return [Key("parallel", 2, "leader", leader=options.model_set[0])]
 
 
 def resources(options: Options):
@@ -161,7 +174,8 @@ def episodes(run: RunDir, options: Options, out: Path) -> Episodes:
     """Return the study's episodes by Key."""
     from coordbench.suites.mecobench.suite import SUITE
 
-    return Episodes(run, {k: SUITE.condition(_condition(k, options, out)) for k in keys()})
+    return Episodes(run, {k: SUITE.condition(_condition(k, options, out))
+                          for k in keys() + mixed_keys(options)})
 
 
 def _comm_groups(ep: Episodes, prior: str = "full", teams: Sequence[int] = (2, 3, 4, 5)
@@ -930,7 +944,8 @@ def study(run: RunDir, options: Options, out: Path) -> Study:
 def labels(options: Options, out: Path) -> list[str]:
     """Return a progress label per planned condition."""
     return [f"{k.structure} n={k.team} {k.protocol} {k.prior}"
-            + (" oracle" if k.who == "oracle" else "") for k in keys()]
+            + (" oracle" if k.who == "oracle" else "")
+            + (f" led by {k.leader}" if k.leader else "") for k in keys() + mixed_keys(options)]
 
 
 # Table 8 (two agents, broadcast: the paper's normal setting; one agent, no protocol)
@@ -1008,6 +1023,11 @@ def compare(run: RunDir, each: Sequence[Options], out: Path) -> list[Item]:
                 {"a decided pair breaks the order": breaks}, breaks,
                 "pairs of models compared on the same tasks (paired intervals); undecided "
                 "where no pair is decidedly ordered alone")]
+    return [*_table8_item(models, rows, gain, lv, fig5, fig6, findings, corr, weak),
+            _vision_leader_item(eps, each), *_leader_capability_items(eps, each)]
+
+
+def _table8_item(models, rows, gain, lv, fig5, fig6, findings, corr, weak) -> list[Item]:
     return [Item("Table 8 / Figs. 5-6", "Models alone and in pairs",
                  "GPT-5.4 is best; 2-agent parallel SR ranges 0.09-0.94 across 14 models; most "
                  "models gain from a second agent (Fig. 6); sequential SR is lower than "
@@ -1026,3 +1046,85 @@ def compare(run: RunDir, each: Sequence[Options], out: Path) -> list[Item]:
                        "gain": gain, "correlation": corr, "weak_gain_slope": weak},
                  note="P1: parallel, one agent; P2: parallel, two agents (broadcast); S2: "
                       "sequential, two agents (broadcast).")]
+
+
+LEADER, VISION = Key("parallel", 2, "leader"), Key("parallel", 2, "leader_vision")
+
+
+def _vision_leader_item(eps: dict[str, Episodes], each: Sequence[Options]) -> Item:
+    """Fig. 11: leader-worker teams with and without the workers' views, per model."""
+    from coordbench.analyses.paired import paired_metric
+    from coordbench.llm.client import harness_for
+
+    from .models import majority_finding, paired_by_task
+
+    settings = model_settings(each[0])
+    harness = harness_for(settings)
+    sees = {m: harness.spec(m).supports_images for m in eps}
+    rows, auc = [], {}
+    for m, ep in eps.items():
+        a, b = levels(ep(LEADER)), levels(ep(VISION))
+        pairs = {(t.header.task_id, t.header.seed): step_auc(t) for t in ep(LEADER)}
+        both = [(step_auc(t), pairs[(t.header.task_id, t.header.seed)]) for t in ep(VISION)
+                if (t.header.task_id, t.header.seed) in pairs]
+        auc[m] = paired_metric([x for x, _ in both], [y for _, y in both]) if both else None
+        rows.append([m, "yes" if sees[m] else "no", a["SR"], b["SR"], a["CR"], b["CR"],
+                     a["AUC"], b["AUC"], paired_by_task(ep(VISION), ep(LEADER))])
+    verdicts = {m: (direction(d, +1) if sees[m] else None) for m, d in auc.items()}
+    return Item(
+        "Fig. 11", "Vision-augmented leadership per model",
+        "Workers' views sent to the leader improve AUC for both models tested (Gemma4-31B, "
+        "Qwen3-32B-VL); SR and CR rise for the stronger visual model and fall for the "
+        "weaker.",
+        table(["model", "takes images", "SR leader", "SR leader_vision", "CR leader",
+               "CR leader_vision", "AUC leader", "AUC leader_vision",
+               "SR vision minus text (paired)"], rows),
+        findings=[majority_finding(
+            "meco-models-vision-auc", "Fig. 11",
+            "For models that take images, the workers' views raise the leader team's AUC.",
+            "AUC improves for both models", {m: d for m, d in auc.items()}, verdicts,
+            "per model: paired over the tasks (bootstrap interval); a model that takes no "
+            "image (its registry entry) is undecided: it gets the text reports only")],
+        data={"sees_images": sees, "auc_difference": auc})
+
+
+def _leader_capability_items(eps: dict[str, Episodes], each: Sequence[Options]
+                             ) -> list[Item]:
+    """Fig. 32: the first model leading each other model's follower, against both teams
+    of one model (the leader protocol, two agents)."""
+    from .models import mostly, paired_by_task
+
+    strong = str(each[0].model)
+    rows, lifts, short = [], {}, {}
+    for o in each[1:]:
+        weak = str(o.model)
+        mixed = eps[weak](Key("parallel", 2, "leader", leader=strong))
+        all_weak, all_strong = eps[weak](LEADER), eps[strong](LEADER)
+        premise = direction(paired_by_task(all_strong, all_weak), +1)
+        lift = paired_by_task(mixed, all_weak)
+        gap = paired_by_task(mixed, all_strong)
+        lifts[weak] = direction(lift, +1) if premise else None
+        short[weak] = direction(gap, -1) if premise else None
+        rows.append([f"{strong} leads {weak}", levels(all_weak)["SR"], levels(mixed)["SR"],
+                     levels(all_strong)["SR"], levels(all_weak)["CR"], levels(mixed)["CR"],
+                     levels(all_strong)["CR"], lift, gap,
+                     {True: "yes", False: "no", None: "undecided"}[premise]])
+    note = (f"judged with the first model given ({strong}) as the strong leader, only where "
+            "it is decidedly stronger as a leader team (all-strong minus all-weak SR above "
+            "0, paired over the tasks)")
+    return [Item(
+        "Fig. 32", "A strong leader over weak followers",
+        "Qwen3-VL: a 32B leader over an 8B worker improves on the all-8B team (CR nearly "
+        "matches the all-32B team) but does not reach the all-32B team's SR.",
+        table(["team", "SR all-weak", "SR mixed", "SR all-strong", "CR all-weak",
+               "CR mixed", "CR all-strong", "SR mixed minus all-weak",
+               "SR mixed minus all-strong", "leader stronger"], rows),
+        findings=[
+            Finding("meco-models-strong-leader-lifts", "Fig. 32",
+                    "A stronger leader improves a weak team (mixed SR above all-weak).",
+                    "32B + 8B above 8B + 8B", lifts, mostly(list(lifts.values())), note),
+            Finding("meco-models-strong-leader-short", "Fig. 32",
+                    "A strong leader alone does not make a weak team as good as an all-strong "
+                    "one (mixed SR below all-strong).", "32B + 8B below 32B + 32B", short,
+                    mostly(list(short.values())), note)],
+        data={"rows": rows})]

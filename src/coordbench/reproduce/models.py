@@ -88,7 +88,10 @@ def _model_conditions(run: RunDir, module: ModuleType, each: list[Options], out:
                                                   for item in module.plan(o, out))
     shared = set.intersection(*map(set, names.values())) if len(names) > 1 else {
         item[0].condition(item[1]) for item in module.plan(replace(each[0], model=None), out)}
-    return {m: [n for n in ns if n not in shared and n in run.conditions]
+    # a mixed team (Fig. 32's leader over another model) is no one model's row
+    return {m: [n for n in ns if n not in shared and n in run.conditions
+                and not run.conditions[n].get("leader_model")
+                and not run.conditions[n].get("seats")]
             for m, ns in names.items()}
 
 
