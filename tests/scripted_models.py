@@ -6,6 +6,7 @@
 - `err` follows the oracle too, but on every other instance (by a hash of the instance) it
   answers without a menu id at step 1: a protocol failure, which ends the episode.
 - `never` never coordinates: every agent only waits.
+- any other model name plays as `good` does.
 
 So their success ranks good > err > never on any instance set where the oracle succeeds.
 """

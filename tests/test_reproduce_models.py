@@ -189,3 +189,47 @@ def test_a_two_model_mecobench_study_adds_the_papers_model_items(tmp_path):
     for ref in ("## Table 8 / Figs. 5-6", "## Fig. 11", "## Fig. 32",
                 "## Table 9 / Fig. 7a [weak]"):
         assert ref in md, ref
+
+
+def test_a_study_prints_its_estimate_and_keeps_to_its_cost_limit(tmp_path):
+    import subprocess
+    import sys
+
+    plans = oracle_plans([(None, 2), ("D4", 2)])
+    out = tmp_path / "priced"
+
+    def study(*extra):
+        return subprocess.run(
+            [sys.executable, "-m", "coordbench", "reproduce", "cocobench", "--quick",
+             "--limit", "2", "--model", "good", "--models", str(priced), "--out", str(out),
+             *extra], capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+
+    with ScriptedServer(planner_reply(plans)) as server:
+        priced = tmp_path / "priced.yaml"
+        # $1 per 1,000 tokens: a planner call costs about $0.25, an episode a few dollars
+        priced.write_text(f"models:\n  good:\n    base_url: {server.base_url}\n"
+                          "    model: good\n    prices: {prompt_per_mtok: 1000, "
+                          "completion_per_mtok: 1000}\n")
+        res = study("--cost-limit", "200")
+        assert res.returncode == 0, res.stderr
+        plan = [x for x in res.stderr.splitlines() if x.startswith("  good:")]
+        assert plan and "13 of 14 episodes to play" in plan[0] and "(from 1 episode" in plan[0]
+        data = json.loads((out / "findings.json").read_text())
+        cost = next(i["data"] for i in data["items"] if i["ref"] == "Models, cost")["good"]
+        assert cost["episodes"] == 14 and cost["cost"] > 1 and cost["wall_s"] > 0
+        kept = _episodes(out)
+        # a new model whose estimate exceeds the limit: refused without a terminal
+        priced.write_text(priced.read_text() + f"  dear:\n    base_url: {server.base_url}\n"
+                          "    model: dear\n    prices: {prompt_per_mtok: 1000, "
+                          "completion_per_mtok: 1000}\n")
+        res = study("--model", "dear", "--cost-limit", "3")
+        assert res.returncode == 2
+        (line,) = [x for x in res.stderr.splitlines() if x.startswith("error:")]
+        assert "--cost-limit $3" in line and "--yes" in line
+        assert all(_episodes(out)[c] == n for c, n in kept.items())  # nothing lost
+        served = len(server.requests)
+        res = study("--model", "dear", "--cost-limit", "3", "--yes")
+        assert res.returncode == 0, res.stderr
+        spent = json.loads((out / "harness_stats.json").read_text())[-1]["cost"]
+    # the limit stops the calls: one episode's worth past it at most, never the whole study
+    assert len(server.requests) - served < 40 and spent < 3 + 8

@@ -7,9 +7,10 @@ from pathlib import Path
 import typer
 
 from coordbench.core.files import check_out_dir, check_range
-from coordbench.errors import ConfigError
+from coordbench.errors import ConfigError, CoordbenchError
 
 from .common import (
+    check_model_limits,
     emit_json,
     err,
     executor_option,
@@ -66,6 +67,12 @@ def reproduce(
         help="Who plays the rows without --model (mecobench, cocobench, cross): rule "
              "(coordbench's rule minds) | imperfect (rule minds that misread, hallucinate, "
              "lose messages, forget and break the protocol; labelled as such)."),
+    cost_limit: float | None = typer.Option(
+        None, "--cost-limit", help="Stop the study's model calls at this spend ($); a "
+                                   "study estimated to cost more asks first (--yes: start "
+                                   "anyway)."),
+    yes: bool = typer.Option(False, "--yes", help="Start a study whose estimate exceeds "
+                                                  "--cost-limit without asking."),
     executor: str = executor_option(),
     workers: int = workers_option(),
     fail_fast: bool = fail_fast_option(),
@@ -89,6 +96,9 @@ def reproduce(
         need_torch()
     check_range("--limit", limit, 1, MAX_EPISODES)
     check_range("--repeats", repeats, 1, MAX_REPEATS)
+    check_model_limits(cost_limit=cost_limit)
+    if cost_limit is not None and not model_given:
+        raise ConfigError("--cost-limit caps the model calls of a study: give --model")
     if repeats > 1 and not model_given:
         raise ConfigError("--repeats K repeats the model rows: give --model (the offline "
                           "rows are deterministic)")
@@ -185,10 +195,11 @@ def reproduce(
             module.prepare(each[0], path, executor, workers,
                            None if as_json else (lambda line: err.print(
                                line, highlight=False, soft_wrap=True)))
-        items, labels = plan_all(module, each, path)
-        run = play(path, items, quiet=as_json, executor=executor, workers=workers,
-                   resources=resources, limits=Limits(fail_fast=fail_fast),
-                   labels=[f"{paper} {k}" for k in labels])
+        items, labels, owners = plan_all(module, each, path)
+        run = _play_study(path, paper, items, labels, owners, names, as_json, yes,
+                          cost_limit, executor=executor, workers=workers,
+                          resources=resources,
+                          limits=Limits(cost_limit=cost_limit, fail_fast=fail_fast))
     study = combined_study(module, run, each, path)
     written = write_study(study, run.path)
     if as_json:
@@ -203,3 +214,98 @@ def reproduce(
         table.add_row(f.id, f.paper_ref, verdict(f.holds))
     out.print(table)
     out.print(f"study: {written['markdown']}  ({written.get('html', '')})", highlight=False)
+
+
+def _play_study(path: Path, paper: str, items: list, labels: list[str],
+                owners: list[str | None], models: tuple[str, ...], quiet: bool, yes: bool,
+                cost_limit: float | None, **options):
+    """Play a study's plan: the shared rows, then each model's (timed), after printing the
+    models' planned episodes, calls, tokens and cost (a pilot episode first for a model with
+    none on disk) and, where the estimate exceeds --cost-limit, asking (or refusing without a
+    terminal unless --yes); return the run."""
+    import sys
+    import time
+    from dataclasses import replace
+
+    from coordbench.reproduce.cost import (
+        ModelPlan,
+        add_wall,
+        count,
+        describe,
+        estimate,
+        per_episode,
+        pilot_item,
+        stats_entries,
+    )
+
+    run = run_dir(path)
+    groups: dict[str | None, list[tuple[tuple, str]]] = {}
+    for item, label, who in zip(items, labels, owners, strict=True):
+        groups.setdefault(who, []).append((item, label))
+    # --cost-limit caps this command's spend over everything it plays, the pilot included
+    # (episodes the limit cut are not saved but were paid for: harness_stats counts them)
+    first_entry = len(stats_entries(path))
+    if models:
+        plans = [count(run, ModelPlan(m, [i for i, _ in groups.get(m, [])])) for m in models]
+        fresh = [p for p in plans if p.items and p.left and per_episode(
+            run, [i[0].condition(i[1]) for i in p.items]) is None]
+        if fresh:  # a pilot episode per model with none to estimate from (kept: it is one)
+            play(path, [pilot_item(p) for p in fresh], quiet=quiet, report=False,
+                 labels=[f"{paper} pilot ({p.model})" for p in fresh], **options)
+            run = run_dir(path)  # the pilot registered its conditions
+            plans = [count(run, p) for p in plans]
+        est = estimate(run, plans, _priced(options["resources"]))
+        if not quiet:
+            err.print(f"{paper} study plan:\n" + "\n".join(describe(est)), highlight=False,
+                      soft_wrap=True)
+        unknown = [r["model"] for r in est["models"] if r["left"] and r["calls"] is None]
+        what = None
+        if cost_limit is not None and unknown:
+            what = (f"the cost of {', '.join(unknown)} cannot be estimated (no finished "
+                    f"episode: its pilot stopped at --cost-limit ${cost_limit:g}?)")
+        elif cost_limit is not None and est["total"]["cost"] > cost_limit:
+            what = (f"the study is estimated at ${est['total']['cost']:.2f}, over "
+                    f"--cost-limit ${cost_limit:g} (the run stops at the limit)")
+        if what is not None and not yes:
+            if not sys.stdin.isatty():
+                raise ConfigError(f"{what}: pass --yes to start anyway, or raise the limit")
+            if not typer.confirm(f"{what}; start?", default=False, err=True):
+                raise ConfigError(f"{what}: not started")
+    order = [None, *models] if models else [None]
+    limits = options.pop("limits")
+    for who in order:
+        todo = groups.get(who, [])
+        if not todo:
+            continue
+        so_far = sum(float(e.get("cost") or 0) for e in stats_entries(path)[first_entry:])
+        if who is not None and limits.cost_limit is not None and so_far >= limits.cost_limit:
+            err.print(f"{paper}: --cost-limit ${limits.cost_limit:g} reached; the rows of "
+                      f"{who} are not played (run the command again to go on)",
+                      highlight=False, soft_wrap=True)
+            continue
+        start = time.monotonic()
+        run = play(path, [i for i, _ in todo], quiet=quiet, report=False,
+                   labels=[f"{paper} {label}" for _, label in todo],
+                   limits=replace(limits, spent=so_far), **options)
+        if who is not None:
+            add_wall(path, who, time.monotonic() - start)
+    try:  # the report once, after every row
+        write_report(run)
+    except CoordbenchError as e:
+        err.print(f"warning: report not rewritten: {e}", highlight=False, soft_wrap=True)
+    return run
+
+
+def _priced(resources) -> object:
+    """Return whether a model alias has prices in the registry the study uses."""
+    from coordbench.llm.client import harness_for
+
+    settings = getattr(resources, "harness", resources)
+    harness = harness_for(settings) if settings is not None else None
+
+    def priced(alias: str) -> bool:
+        if harness is None:
+            return False
+        prices = harness.spec(alias).prices
+        return bool(prices.prompt_per_mtok or prices.completion_per_mtok)
+    return priced

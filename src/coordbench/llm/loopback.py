@@ -74,7 +74,13 @@ class ScriptedServer:
                 pass
 
             def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                try:
+                    body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                except (ValueError, TypeError):  # not a chat request: refused, never a crash
+                    self.send_response(400)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 with outer.lock:
                     outer.requests.append(body)
                     fault = outer._next_fault()

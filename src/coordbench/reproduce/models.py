@@ -55,19 +55,19 @@ def _firsts(each: list[Options]) -> list[Options]:
 
 
 def plan_all(module: ModuleType, each: list[Options], out: Path
-             ) -> tuple[list[tuple], list[str]]:
+             ) -> tuple[list[tuple], list[str], list[str | None]]:
     """Return the (suite, condition[, limit]) items of every model's plan, each condition
     once (rows no model plays are shared), with a progress label each (the model's alias on
-    the rows only it plays)."""
+    the rows only it plays) and who plays it (the model; None: a shared row)."""
     names: list[list[str]] = []
     plans = []
     for o in each:
         items, labels = module.plan(o, out), module.labels(o, out)
         plans.append((items, labels))
         names.append([item[0].condition(item[1]) for item in items])
-    shared = set.intersection(*map(set, names)) if len(each) > 1 else set(names[0])
+    shared = _offline_rows(module, each[0], out)
     seen: set[str] = set()
-    items_out, labels_out = [], []
+    items_out, labels_out, owners = [], [], []
     for o, (items, labels), ns in zip(each, plans, names, strict=True):
         for item, label, name in zip(items, labels, ns, strict=True):
             if name in seen:
@@ -75,8 +75,18 @@ def plan_all(module: ModuleType, each: list[Options], out: Path
             seen.add(name)
             items_out.append(item)
             seed = f" seed {o.seed}" if o.repeats > 1 else ""
-            labels_out.append(label if name in shared else f"{label} [{o.model}{seed}]")
-    return items_out, labels_out
+            labels_out.append(label if name in shared else f"{label} ({o.model}{seed})")
+            owners.append(None if name in shared or o.model is None else str(o.model))
+    return items_out, labels_out, owners
+
+
+def _offline_rows(module: ModuleType, options: Options, out: Path) -> set[str]:
+    """Return the conditions of the study played without a model (its reference rows are
+    among them: the rows every model's plan shares)."""
+    if options.model is None:  # an offline study: every row
+        return {item[0].condition(item[1]) for item in module.plan(options, out)}
+    offline = replace(options, model=None, model_set=(), seed=0)
+    return {item[0].condition(item[1]) for item in module.plan(offline, out)}
 
 
 def _model_conditions(run: RunDir, module: ModuleType, each: list[Options], out: Path
@@ -86,8 +96,7 @@ def _model_conditions(run: RunDir, module: ModuleType, each: list[Options], out:
     for o in each:
         names.setdefault(str(o.model), []).extend(item[0].condition(item[1])
                                                   for item in module.plan(o, out))
-    shared = set.intersection(*map(set, names.values())) if len(names) > 1 else {
-        item[0].condition(item[1]) for item in module.plan(replace(each[0], model=None), out)}
+    shared = _offline_rows(module, each[0], out)
     # a mixed team (Fig. 32's leader over another model) is no one model's row
     return {m: [n for n in ns if n not in shared and n in run.conditions
                 and not run.conditions[n].get("leader_model")
@@ -159,6 +168,26 @@ def _repeats_item(result: dict[str, Any], k: int) -> Item:
         + table(["model", "instances", f"pass@{k}", f"pass^{k}"], rows), data=result)
 
 
+def _cost_item(run: RunDir, module: ModuleType, each: list[Options], out: Path) -> Item:
+    from .cost import spent
+
+    names: dict[str, list[str]] = {}
+    for o in each:  # every row with the model in it, its mixed teams included
+        names.setdefault(str(o.model), []).extend(
+            item[0].condition(item[1]) for item in module.plan(o, out))
+    offline = _offline_rows(module, each[0], out)
+    result = spent(run, {m: [n for n in ns if n not in offline] for m, ns in names.items()})
+    rows = [[m, str(r["episodes"]), f"{r['calls']:,.0f}", f"{r['tokens']:,.0f}",
+             f"${r['cost']:.2f}", "n/a" if r["wall_s"] is None else f"{r['wall_s']:.1f}"]
+            for m, r in result.items()]
+    return Item("Models, cost", "Tokens, cost and wall time per model",
+                "The paper reports compute cost for some models (CoCoBench Table 6).",
+                table(["model", "episodes", "calls", "tokens", "cost", "wall time (s)"],
+                      rows) + "\nCost: the registry's prices applied to each call's tokens "
+                "(cache hits cost nothing). Wall time: the seconds the commands that played "
+                "a model's rows spent on them.", data=result)
+
+
 def _paired_item(result: dict[str, Any]) -> Item:
     rows = [[m, lv, str(lv["n"])] for m, lv in result["success"].items()]
     prow = [[k, p, str(p["pairs"]), "n/a" if p.get("p") is None else f"{p['p']:.3g}",
@@ -198,6 +227,8 @@ def combined_study(module: ModuleType, run: RunDir, each: list[Options], out: Pa
     if k > 1:
         extra.append(_repeats_item(repeated_trials(
             run, _model_conditions(run, module, each, out), k), k))
+    if each[0].model is not None:
+        extra.append(_cost_item(run, module, each, out))
     if len(firsts) == 1:
         study = module.study(run, firsts[0], out)
         for f in study.findings:
