@@ -231,3 +231,48 @@ def test_replies_are_read_as_skills():
     assert team[2].error.startswith("unknown skill") and team[3].error == "no skill for robot 3"
     lines = parse_team("robot 0: grasp\nrobot 1: wait 3 seconds", {0: skills, 1: skills})
     assert lines[0].choice == Choice("grasp") and lines[1].choice == Choice(WAIT, 3.0)
+
+
+def test_a_mixed_physical_team_a_model_beside_a_scripted_robot(tmp_path):
+    with ScriptedServer(follow_reply) as server:
+        res = runner.invoke(app, [
+            "physical", "eval", "--task", "Handover", "--policy", "llm", "--team",
+            "agent_0=llm:scripted,agent_1=scripted:expert", "--models",
+            str(models_file(tmp_path, server.base_url)), "--rollouts", "1", "--no-cache",
+            "--out", str(tmp_path / "run"), "--json"])
+    assert res.exit_code == 0, res.output
+    got = json.loads(res.stdout.strip().splitlines()[-1])["Handover"]
+    assert got["success"]["mean"] == 1.0
+    rd = RunDir.open(tmp_path / "run")
+    (cond,) = rd.conditions
+    assert cond == "physical_Handover_team-llm-scripted+scripted-expert-per_robot_main"
+    assert rd.conditions[cond]["seats"] == [{"kind": "llm", "arg": "scripted"},
+                                            {"kind": "scripted", "arg": "expert"}]
+    (tr,) = rd.load_episodes(cond)
+    assert [a.driver for a in tr.header.team] == ["llm:scripted", "scripted:expert"]
+    assert tr.header.models == {"robot0": "scripted"}
+    assert {c.agent for c in tr.steps(ModelCallEvent)} == {0}  # only the model's seat calls
+    # the model follows its controller and the scripted robot is the controller: the expert
+    (expert,) = run("Handover", ExpertPolicy(0.0), [1], poses=False)[0]
+    assert tr.end.t == expert.end.t and tr.end.termination == "success"
+
+
+@pytest.mark.parametrize(("team", "extra", "needle"), [
+    ("agent_0=llm:scripted,agent_1=scripted:expert,agent_2=llm:scripted", [],
+     "names 3 seats; Handover has 2 robots"),
+    ("agent_0=llm:scripted,agent_1=scripted:juggler", [], "scripted:expert"),
+    ("agent_0=scripted:expert,agent_1=scripted:expert", [], "no llm seat"),
+    ("agent_0=llm:scripted,agent_1=rule", [], "a physical seat is one of llm, scripted"),
+    ("agent_0=llm:scripted,agent_1=scripted:expert", ["--controller", "team"],
+     "--controller per_robot"),
+    ("agent_0=llm:scripted,agent_1=scripted:expert", ["--model", "scripted"],
+     "drop --model"),
+    ("3", [], "--team 3: Handover has 2 robots"),
+])
+def test_bad_physical_teams_are_one_line(team, extra, needle, tmp_path):
+    models = models_file(tmp_path, "http://127.0.0.1:9/v1")
+    line = error_line(["physical", "eval", "--task", "Handover", "--policy", "llm", "--team",
+                       team, "--models", str(models), *extra, "--out",
+                       str(tmp_path / "r")], tmp_path)
+    assert needle in line, line
+    assert not (tmp_path / "r").exists()

@@ -116,6 +116,11 @@ def physical_eval(
     controller: str | None = typer.Option(None, help="Policy llm: per_robot (one model per "
                                                      "robot, the default) | team (one call "
                                                      "for the whole team)."),
+    team: str | None = typer.Option(
+        None, "--team", metavar="SEAT=KIND[:ARG],...",
+        help="Policy llm: each robot's seat, e.g. agent_0=llm:A,agent_1=scripted:expert "
+             "(scripted:expert runs the skill controller's own suggestion, no model); a "
+             "plain integer must be the task's robot count."),
     out_dir: Path = typer.Option(Path("runs/physical"), "--out", help="Run directory "
                                                                       "(resumable)."),
     opts: RunOptions = RunOptions(),
@@ -138,10 +143,24 @@ def physical_eval(
     if phase_level:
         check_in_dir(demos, "--demos", "demonstrations folder")
     names = _tasks(task)
+    seats = None
+    if team is not None:
+        from coordbench.agents.seats import parse_team
+        from coordbench.envs.physical.tasks import get_task
+
+        parsed = parse_team(team, ("llm", "scripted"), "physical")
+        if isinstance(parsed, int):
+            for name in names:  # a plain size: the task's own team, as before
+                if parsed != get_task(name).n_robots:
+                    raise ConfigError(f"--team {parsed}: {name} has "
+                                      f"{get_task(name).n_robots} robots")
+        else:
+            seats = parsed
     plan: list[tuple] = []
     for name in names:
         # a bad checkpoint or team (llm without --model, --model without llm) fails first
-        spec = PhysicalSpec(name, policy, model=model, controller=controller or "per_robot")
+        spec = PhysicalSpec(name, policy, model=model, controller=controller or "per_robot",
+                            seats=seats)
         if policy != LLM:
             make_policy(policy, name)
         plan.append((SUITE, spec, rollouts))
@@ -153,8 +172,12 @@ def physical_eval(
     shown = Path(policy).name
     settings = None
     if policy == LLM:
-        shown = f"llm {model} ({controller or 'per_robot'})"
-        settings = opts.harness({model})
+        from coordbench.agents.seats import team_label
+
+        who = team_label(seats) if seats else model
+        shown = f"llm {who} ({controller or 'per_robot'})"
+        settings = opts.harness({x.arg for x in seats if x.kind == "llm"} if seats
+                                else {model})
     run = opts.play(out_dir, plan, labels=[f"{s.task} {shown} {s.protocol}" for _, s, _ in plan],
                     settings=settings, resources=ModelResources(settings, opts.max_reply_tokens)
                     if policy == LLM else None)

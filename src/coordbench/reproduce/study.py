@@ -104,7 +104,8 @@ def model_settings(options: Options) -> Any:
         return None
     from coordbench.llm.client import HarnessSettings, harness_for
 
-    settings = HarnessSettings(options.models, True, None, None, 0)
+    # repeated trials must call the model again: a cached reply would repeat the first
+    settings = HarnessSettings(options.models, options.repeats == 1, None, None, 0)
     harness_for(settings).provider(options.model)
     return settings
 

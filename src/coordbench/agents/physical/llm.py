@@ -256,13 +256,18 @@ class PerRobotController:
 
     name = "per_robot"
 
-    def __init__(self, task, harness: ModelHarness, alias: str,
-                 max_tokens: int | None = None) -> None:
+    def __init__(self, task, harness: ModelHarness | None, alias: str,
+                 max_tokens: int | None = None,
+                 aliases: list[str | None] | None = None) -> None:
         self.task, self.harness, self.alias, self.max_tokens = task, harness, alias, max_tokens
+        # a mixed team: each robot's model alias, None for a robot that runs the scripted
+        # controller's own suggestion (no call)
+        self.aliases = aliases or [alias] * task.n_robots
 
     async def decide(self, views: list[RobotView], need: list[int], limit_s: float
                      ) -> dict[int, Decision]:
-        """Return a decision for each robot in `need` (one call each, concurrently)."""
+        """Return a decision for each robot in `need` (one call each, concurrently; a
+        scripted seat takes its controller's suggestion)."""
         calls = [asyncio.ensure_future(self._ask(views[i], limit_s)) for i in need]
         try:
             got = await asyncio.gather(*calls)
@@ -277,15 +282,20 @@ class PerRobotController:
 
     async def _ask(self, view: RobotView, limit_s: float) -> Decision:
         i, task = view.robot, self.task
+        alias = self.aliases[i]
+        if alias is None:
+            skill = view.skills.suggestion
+            return Decision(Choice(skill, WAIT_DEFAULT_S if skill == WAIT else None))
         system = SYSTEM.format(robot=i, n=task.n_robots, joint=task.instructions["joint"],
                                own=task.instructions[f"robot{i}"],
                                timeout=view.skills.timeout_s)
         user = ASK.format(state=render_state(task, view, limit_s),
                           skills=skill_lines(view.skills), low=WAIT_RANGE[0],
                           high=WAIT_RANGE[1])
+        assert self.harness is not None  # a model seat has a harness
         out = await self.harness.complete(
-            self.alias, [{"role": "system", "content": system},
-                         {"role": "user", "content": user}],
+            alias, [{"role": "system", "content": system},
+                    {"role": "user", "content": user}],
             self.max_tokens, who=(i, "robot", "skill"), schema=SKILL_SCHEMA)
         if out.error:
             _mark(out, out.error)
@@ -336,7 +346,10 @@ class TeamController:
 
 
 def make_controller(kind: str, task, harness: ModelHarness, alias: str,
-                    max_tokens: int | None = None) -> PerRobotController | TeamController:
-    """Return the controller `kind` (per_robot | team) of `task`'s robots."""
-    cls = PerRobotController if kind == "per_robot" else TeamController
-    return cls(task, harness, alias, max_tokens)
+                    max_tokens: int | None = None, aliases: list[str | None] | None = None
+                    ) -> PerRobotController | TeamController:
+    """Return the controller `kind` (per_robot | team) of `task`'s robots (`aliases`: each
+    robot's model, None for a scripted seat; per_robot only)."""
+    if kind == "per_robot":
+        return PerRobotController(task, harness, alias, max_tokens, aliases)
+    return TeamController(task, harness, alias, max_tokens)

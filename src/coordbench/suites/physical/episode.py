@@ -24,6 +24,7 @@ from coordbench.agents.physical.skills import (
     RobotView,
     SkillRobot,
 )
+from coordbench.agents.seats import Seat
 from coordbench.core.trajectory import (
     AgentSpec,
     MessageEvent,
@@ -252,8 +253,8 @@ def _params(task, env: PhysicalEnv, start_step: int = 0, start_phase: int = 0,
 
 async def arun_skill_episode(task_name: str, seed: int, episode_id: str,
                              controller: SkillController, *,
-                             alias: str, limits: Limits | None = None, poses: bool = True
-                             ) -> Trajectory:
+                             alias: str, limits: Limits | None = None, poses: bool = True,
+                             seats: tuple[Seat, ...] | None = None) -> Trajectory:
     """Play one episode of `task_name` from a fresh reset with `seed`, every robot running the
     skills a model picks through `controller` (`agents.physical.llm`); return its trajectory.
 
@@ -272,9 +273,12 @@ async def arun_skill_episode(task_name: str, seed: int, episode_id: str,
               for i in range(env.n)]
     params = {**_params(task, env), "controller": controller.name,
               "skill_timeout_s": robots[0].timeout_s}
+    drivers = ["llm"] * env.n if seats is None else [x.driver for x in seats]
+    models = ({f"robot{i}": alias for i in range(env.n)} if seats is None else
+              {f"robot{i}": str(x.arg) for i, x in enumerate(seats) if x.kind == "llm"})
     rec = Recorder(suite="physical", episode_id=episode_id, task_id=task_name, seed=int(seed),
-                   policy="llm", models={f"robot{i}": alias for i in range(env.n)},
-                   team=[AgentSpec(id=f"robot{i}", role="robot", driver="llm")
+                   policy="llm", models=models,
+                   team=[AgentSpec(id=f"robot{i}", role="robot", driver=drivers[i])
                          for i in range(env.n)], params=params, limits=limits)
     monitor = CouplingMonitor(env.n)
     track = PoseTrack(pose.pose_layout(env.model, env.n)) if poses else None

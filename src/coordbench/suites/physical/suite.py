@@ -19,6 +19,7 @@ from typing import Any
 
 from coordbench.agents.physical.expert import ExpertPolicy
 from coordbench.agents.physical.llm import CONTROLLERS, make_controller
+from coordbench.agents.seats import Seat, team_label
 from coordbench.core.provenance import file_digest
 from coordbench.core.rundir import RunDir, safe_name
 from coordbench.core.trajectory import Trajectory
@@ -74,17 +75,40 @@ class PhysicalSpec:
     demos: str | None = None
     model: str | None = None
     controller: str = "per_robot"
+    # a mixed team (policy llm): each robot's seat, llm:ALIAS or scripted:expert (the skill
+    # controller's own suggestion), in robot order; None: every robot is `model`'s
+    seats: tuple[Seat, ...] | None = None
 
     def __post_init__(self) -> None:
-        get_task(self.task)
+        task = get_task(self.task)
+        if self.seats is not None:
+            seats = tuple(x if isinstance(x, Seat) else Seat(**x) for x in self.seats)
+            object.__setattr__(self, "seats", seats)
+            if self.policy != LLM:
+                raise ConfigError(f"--team seats are for --policy llm, not {self.policy}")
+            if self.model:
+                raise ConfigError("--team names each robot's model: drop --model")
+            if self.controller != "per_robot":
+                raise ConfigError("a mixed team needs --controller per_robot (one model per "
+                                  "robot)")
+            if len(seats) != task.n_robots:
+                raise ConfigError(f"--team names {len(seats)} seats; {self.task} has "
+                                  f"{task.n_robots} robots")
+            bad = [x for x in seats if x.kind == "scripted" and x.arg != "expert"]
+            if bad:
+                raise ConfigError(f"a physical scripted seat is scripted:expert (the skill "
+                                  f"controller's suggestion), not scripted:{bad[0].arg}")
+            if not any(x.kind == "llm" for x in seats):
+                raise ConfigError("--team names no llm seat: a team of scripted robots is "
+                                  "--policy expert")
         if self.protocol not in ("main", "phase1", "phase2", "phase3"):
             raise ConfigError(f"unknown physical protocol {self.protocol!r}; choose from "
                               "main, phase1, phase2, phase3")
         if self.protocol != "main" and not self.demos:
             raise ConfigError("phase-level evaluation needs a demonstrations file")
         if self.policy == LLM:
-            if not self.model:
-                raise ConfigError("--policy llm needs --model ALIAS")
+            if not self.model and self.seats is None:
+                raise ConfigError("--policy llm needs --model ALIAS (or --team seats)")
             if self.controller not in CONTROLLERS:
                 raise ConfigError(f"unknown --controller {self.controller!r}; choose from "
                                   f"{', '.join(CONTROLLERS)}")
@@ -99,9 +123,17 @@ class PhysicalSpec:
     def label(self) -> str:
         """Return the policy as a condition name part (an llm team's names its model and
         controller)."""
+        if self.seats is not None:
+            return safe_name(f"team-{team_label(self.seats)}-{self.controller}")
         if self.policy == LLM:
             return safe_name(f"llm-{self.model}-{self.controller}")
         return policy_label(self.policy)
+
+    def aliases(self) -> list[str | None]:
+        """Return each robot's model alias (None: a scripted seat)."""
+        if self.seats is None:
+            return [self.model] * get_task(self.task).n_robots
+        return [x.arg if x.kind == "llm" else None for x in self.seats]
 
     @property
     def phase(self) -> int:
@@ -129,6 +161,8 @@ class PhysicalSuite:
                                "protocol": spec.protocol}
         if spec.policy == LLM:
             out.update(model=spec.model, controller=spec.controller)
+        if spec.seats is not None:
+            out["seats"] = [{"kind": x.kind, "arg": x.arg} for x in spec.seats]
         return out if spec.demos is None else {**out, "demos": spec.demos}
 
     def cases(self, spec: PhysicalSpec, limit: int | None = None) -> list[Case]:
@@ -169,10 +203,10 @@ class PhysicalSuite:
         async def one(case: Case) -> Trajectory:
             controller = make_controller(spec.controller, get_task(spec.task),
                                          harness_for(res.harness), spec.model or "",
-                                         res.max_reply_tokens)
+                                         res.max_reply_tokens, spec.aliases())
             return await arun_skill_episode(spec.task, case.data, f"{cond}/{case.key}",
                                             controller, alias=spec.model or "",
-                                            limits=ctx.limits)
+                                            limits=ctx.limits, seats=spec.seats)
 
         return play_concurrently(cases, one, ctx)
 
