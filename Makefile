@@ -69,6 +69,7 @@ bench: install-dev
 	$(BIN)/python benchmarks/runner_llm_ray.py
 	$(BIN)/python benchmarks/viewer_speed.py
 	$(BIN)/python benchmarks/reproduce_speed.py
+	$(BIN)/python benchmarks/model_study.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

@@ -73,7 +73,8 @@ def study(paper: str, reply, args: list[str], work: Path) -> dict:
             "tokens": sum(c.prompt_tokens + c.completion_tokens for c in calls),
             "wall_s": round(walls[0], 2), "rerun_s": round(walls[1], 2),
             "play_s": round(play, 2), "call_time_s": round(call_s, 2),
-            "call_share_of_play": round(call_s / play, 3) if play > 0 else None}
+            "call_share_of_play": round(call_s / play, 3) if play > 0 else None,
+            "ms_per_call": round(1000 * call_s / len(calls), 1) if calls else None}
 
 
 def main() -> None:
@@ -93,13 +94,17 @@ def main() -> None:
     lines = ["# A three-model study against the loopback server", "",
              "`python benchmarks/model_study.py` (defaults). Wall: the whole command; rerun: "
              "the same command with every episode on disk (start-up, analyses, files); play "
-             "= wall - rerun. Call time: the summed latency of the recorded model calls.", "",
+             "= wall - rerun. Call time: the summed latency of the recorded model calls (the "
+             "harness's request, the server's answer, parsing); episodes play concurrently, so "
+             "calls overlap and call time exceeds play time.", "",
              "| study | options | episodes | calls | tokens | wall (s) | rerun (s) | play (s) "
-             "| call time (s) | call time / play |", "|---|---|---|---|---|---|---|---|---|---|"]
+             "| call time (s) | call time / play | ms per call |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['paper']} --quick | {' '.join(r['args'])} | {r['episodes']} | "
                      f"{r['calls']} | {r['tokens']:,} | {r['wall_s']} | {r['rerun_s']} | "
-                     f"{r['play_s']} | {r['call_time_s']} | {r['call_share_of_play']} |")
+                     f"{r['play_s']} | {r['call_time_s']} | {r['call_share_of_play']} | "
+                     f"{r['ms_per_call']} |")
     write_results("model_study", data, lines)
 
 
