@@ -33,6 +33,23 @@ def test_known_replies():
     assert parse_action("{'action': 'wait'}", OBS).action.name == "wait"
 
 
+def test_a_cut_reply_and_a_mismatched_id_are_named_failures():
+    cut = parse_action('{"action": "grab", "object": {"name": "pud', OBS)
+    assert cut.action is None and cut.error == "the reply's JSON is not closed (cut off?)"
+    visible = {s.id: s.class_name for s in OBS.visible}
+    ident, cls = next(iter(visible.items()))
+    other = next(c for c in visible.values() if c not in cls and cls not in c)
+    # the id names one object and the name another: never either object's action
+    wrong = parse_action(json.dumps({"action": "walk", "object": {"name": other, "id": ident}}),
+                         OBS)
+    assert wrong.action is None and f"object {ident} is a {cls}, not a {other}" == wrong.error
+    right = parse_action(json.dumps({"action": "walk", "object": {"name": cls, "id": ident}}),
+                         OBS)
+    assert right.action.obj == ident
+    # a bare id (no name) still grounds
+    assert parse_action(json.dumps({"action": "walk", "object": ident}), OBS).action.obj == ident
+
+
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
@@ -60,3 +77,28 @@ def test_no_reply_crashes_the_parser(reply):
     out = parse_action(reply, OBS)
     assert (out.action is None) != (out.error is None)
     extract_json(reply)
+
+
+def test_a_reply_cut_at_the_token_limit_is_labelled_so(tmp_path):
+    from typer.testing import CliRunner
+
+    from coordbench.cli import app
+    from coordbench.core.rundir import RunDir
+    from coordbench.core.trajectory import ModelCallEvent
+    from coordbench.llm.loopback import ScriptedServer
+
+    reply = json.dumps({"action": "walk_to_room", "room": "kitchen", "memory": "x" * 80})
+    with ScriptedServer(lambda body: reply) as server:
+        models = tmp_path / "m.yaml"
+        models.write_text(f"models:\n  s:\n    base_url: {server.base_url}\n    model: s\n")
+        res = CliRunner().invoke(app, [
+            "mecobench", "run", "--agents", "llm", "--model", "s", "--models", str(models),
+            "--team", "1", "--limit", "1", "--max-steps", "2", "--max-reply-tokens", "8",
+            "--no-cache", "--out", str(tmp_path / "run"), "--json"])
+        assert res.exit_code == 0, res.output
+    rd = RunDir.open(tmp_path / "run")
+    (traj,) = rd.load_episodes(next(iter(rd.conditions)))
+    acts = [c for c in traj.steps(ModelCallEvent) if c.phase == "act"]
+    assert acts and all(c.finish_reason == "length" for c in acts)
+    assert all(c.parse_error == "the reply was cut at the token limit (the reply's JSON is "
+               "not closed (cut off?))" for c in acts)

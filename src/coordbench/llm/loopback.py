@@ -171,8 +171,13 @@ class ScriptedServer:
     def _answer(self, body: dict[str, Any]) -> dict[str, Any]:
         text = self.reply(body)
         prompt = sum(len(str(m.get("content", ""))) for m in body["messages"])
+        # a real server stops at max_tokens and says so (4 characters a token here)
+        cap = body.get("max_tokens") or body.get("max_completion_tokens")
+        finish = "stop"
+        if isinstance(cap, int) and cap > 0 and len(text) > 4 * cap:
+            text, finish = text[:4 * cap], "length"
         return {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-                "choices": [{"index": 0, "finish_reason": "stop",
+                "choices": [{"index": 0, "finish_reason": finish,
                              "message": {"role": "assistant", "content": text}}],
                 "usage": {"prompt_tokens": prompt // 4,
                           "completion_tokens": max(1, len(text) // 4),

@@ -38,6 +38,7 @@ def extract_json(text: str) -> tuple[Any | None, str | None]:
         return None, "empty reply"
     text = text[:MAX_REPLY]
     fence = re.search(r"```(?:json)?\s*(.+?)```", text, re.S)
+    unclosed = False
     for chunk in ([fence.group(1)] if fence else []) + [text]:
         depth, in_str, esc, start = 0, False, False, -1
         for i, ch in enumerate(chunk):
@@ -65,6 +66,9 @@ def extract_json(text: str) -> tuple[Any | None, str | None]:
                             continue
             elif ch == '"' and depth:
                 in_str = True
+        unclosed = unclosed or depth > 0
+    if unclosed:  # a reply cut at the token limit reads like this
+        return None, "the reply's JSON is not closed (cut off?)"
     return None, "no JSON object in the reply"
 
 
@@ -117,9 +121,13 @@ def ground(obj: Any, obs: Observation, *, held_only: bool = False,
     held = {o: c for o, c in obs.held}
     pool = {} if held_only else {s.id: s.class_name for s in obs.visible}
     pool.update(held)
-    if ident is not None and ident in pool:
-        return ident, None
     want = _norm(name)
+    if ident is not None and ident in pool:
+        have = _norm(pool[ident])
+        if want and not (want == have or want in have or have in want):
+            # the id names another object than the name: neither is taken on trust
+            return None, f"object {ident} is a {pool[ident]}, not a {name}"
+        return ident, None
     if not want:
         if ident is not None:
             return None, f"object {ident} is not visible or held"

@@ -199,9 +199,12 @@ class LlmMind:
         if parsed.memory is not None:
             self.memory = parsed.memory
         if parsed.action is None:
-            self._mark("failed", parsed.error)
+            error = parsed.error
+            if out.finish_reason == "length":  # not the model's format: the token cap
+                error = f"the reply was cut at the token limit ({error})"
+            self._mark("failed", error)
             self._last = "none"
-            return Decision(None, out.text[:4000], parsed.error, out.tokens)
+            return Decision(None, out.text[:4000], error, out.tokens)
         self._mark("ok")
         self._last = parsed.action.text()
         return Decision(parsed.action, out.text[:4000], None, out.tokens)
