@@ -223,3 +223,18 @@ def test_without_torch_studies_that_train_nothing_run_and_hints_name_the_extra(t
     res = run("stat", "train", "--config", "3A-6T-5x3", "--algo", "qmix")
     assert res.returncode == 2 and "Traceback" not in res.stderr
     assert "pip install 'coordbench[learn]'" in res.stderr
+
+
+def test_json_keeps_stdout_to_its_line_and_progress_on_stderr(tmp_path):
+    import subprocess
+    import sys
+
+    res = subprocess.run([sys.executable, "-m", "coordbench", "stat", "eval", "--config",
+                          "3A-6T-5x3", "--policy", "greedy", "--episodes", "3", "--out",
+                          str(tmp_path / "r"), "--json"], capture_output=True, text=True,
+                         timeout=300)
+    assert res.returncode == 0, res.stderr
+    (line,) = res.stdout.strip().splitlines()  # stdout: the JSON line alone
+    assert json.loads(line)["return"]["n"] == 3
+    # a sign of life on stderr, also with --json (plain lines: stderr is not a terminal)
+    assert "3/3 episodes" in res.stderr and "done" in res.stderr

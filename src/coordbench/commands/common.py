@@ -210,6 +210,11 @@ class Bars:
             self._line(condition, "done" if c[0] >= c[1] else "")
 
 
+def say_err(line: str) -> None:
+    """Print one progress line on stderr (with --json too: stdout keeps the JSON)."""
+    err.print(line, highlight=False, soft_wrap=True)
+
+
 @contextmanager
 def bars(quiet: bool, stats: Any = None) -> Iterator[Bars]:
     """Yield progress bars on stderr (none when `quiet`; plain lines when stderr is not a

@@ -9,7 +9,7 @@ import typer
 from coordbench.core.files import check_out_dir, check_range
 from coordbench.errors import ConfigError
 
-from .common import dial_option, emit_json, need_torch, out
+from .common import dial_option, emit_json, err, need_torch, out
 from .limits import MAX_EPISODES, MAX_SEED
 from .run_options import RunOptions, run_options
 
@@ -171,9 +171,10 @@ def constructs_train(
     check_range("--seed", seed, 0, MAX_SEED)
     check_range("--snapshot-every", snapshot_every, 0, 86_400)
     check_out_dir(out_dir)
-    say = None if as_json else (lambda row: out.print(
-        f"{int(row['step']):,} steps: held-out success {row['success']:.0%}, completion "
-        f"{row['completion']:.2f} ({row['wall_s']:.0f} s)", highlight=False))
+    def say(row: dict) -> None:  # on stderr under --json: stdout keeps the one JSON line
+        (err if as_json else out).print(
+            f"{int(row['step']):,} steps: held-out success {row['success']:.0%}, completion "
+            f"{row['completion']:.2f} ({row['wall_s']:.0f} s)", highlight=False)
     res = train_team(construct, team, out_dir, steps, seed, say, snapshot_every)
     if as_json:
         emit_json({"success": res["success"], "completion": res["completion"],

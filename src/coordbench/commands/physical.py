@@ -85,9 +85,8 @@ def physical_demos(
 
     def say(name: str, meta: dict[str, Any]) -> None:
         recorded.add(name)
-        if not as_json:
-            out.print(f"{name}: {meta['episodes']} episodes, rejection rate "
-                      f"{meta['rejection_rate']:.1%} -> {out_dir}")
+        (err if as_json else out).print(f"{name}: {meta['episodes']} episodes, rejection "
+                                        f"rate {meta['rejection_rate']:.1%} -> {out_dir}")
 
     metas = record_all(out_dir, names, n, images=images, size=size, executor=executor,
                        workers=workers, say=say)
@@ -351,11 +350,11 @@ def physical_train(
 
     def done(job: Any, output: Any) -> None:
         res = output.value
-        if not as_json:
-            val = "" if res["val_loss"] is None else f", val loss {res['val_loss']:.4f}"
-            out.print(f"{res['task']} {tag}: train loss {res['train_loss']:.4f}{val} "
-                      f"({res['parameters']:,} parameters, {res['train_s']:.0f} s) -> "
-                      f"{root / job.key}", highlight=False)
+        val = "" if res["val_loss"] is None else f", val loss {res['val_loss']:.4f}"
+        (err if as_json else out).print(
+            f"{res['task']} {tag}: train loss {res['train_loss']:.4f}{val} "
+            f"({res['parameters']:,} parameters, {res['train_s']:.0f} s) -> "
+            f"{root / job.key}", highlight=False)
 
     ran = {j.key for j in run_jobs(root, jobs, executor=executor, workers=workers,
                                    on_done=done, snapshot_every_s=snapshot_every)}
@@ -371,7 +370,7 @@ def physical_train(
     if rollouts:
         plan = [(SUITE, PhysicalSpec(name, results[name]["checkpoint"]), rollouts)
                 for name in names]
-        run = play(eval_out, plan, quiet=as_json, executor=executor, workers=workers,
+        run = play(eval_out, plan, executor=executor, workers=workers,
                    labels=[f"{name} {tag}" for name in names])
         for _, spec, n in plan:
             trs = [run.load_episode(SUITE.condition(spec), c.key) for c in SUITE.cases(spec, n)]

@@ -20,6 +20,7 @@ from .common import (
     out,
     play,
     run_dir,
+    say_err,
     workers_option,
     write_report,
 )
@@ -181,9 +182,7 @@ def reproduce(
         from coordbench.runner import check_executor
 
         check_executor(executor, workers)
-        say = None if as_json else (lambda line: err.print(line, highlight=False,
-                                                           soft_wrap=True))
-        run = module.execute(each[0], path, executor, workers, say)
+        run = module.execute(each[0], path, executor, workers, say_err)
         from coordbench.report.compose import open_for_report
 
         write_report(open_for_report(path))
@@ -192,11 +191,9 @@ def reproduce(
             from coordbench.runner import check_executor
 
             check_executor(executor, workers)
-            module.prepare(each[0], path, executor, workers,
-                           None if as_json else (lambda line: err.print(
-                               line, highlight=False, soft_wrap=True)))
+            module.prepare(each[0], path, executor, workers, say_err)
         items, labels, owners = plan_all(module, each, path)
-        run = _play_study(path, paper, items, labels, owners, names, as_json, yes,
+        run = _play_study(path, paper, items, labels, owners, names, False, yes,
                           cost_limit, executor=executor, workers=workers,
                           resources=resources,
                           limits=Limits(cost_limit=cost_limit, fail_fast=fail_fast))

@@ -92,7 +92,7 @@ class RunOptions:
         the bars; return the run."""
         from .common import local_stats, play
 
-        return play(out, plan, quiet=self.as_json, labels=labels, executor=self.executor,
+        return play(out, plan, labels=labels, executor=self.executor,
                     workers=self.workers, in_flight=self.in_flight, resources=resources,
                     limits=self.limits(), stats=local_stats(settings, self.executor),
                     **options)

@@ -16,6 +16,7 @@ from .common import (
     executor_option,
     need_torch,
     out,
+    say_err,
     workers_option,
     write_report,
 )
@@ -170,7 +171,7 @@ def stat_train(
                         num_envs=num_envs, eval_every=eval_every, eval_episodes=eval_episodes,
                         arch=arch, lr=lr, eps_anneal_steps=eps_anneal_steps,
                         num_bins=num_bins, memory=memory)
-    say = None if as_json else (lambda line: err.print(line, highlight=False, soft_wrap=True))
+    say = say_err  # stderr, --json too
     summary = summarize(sweep(tcs, out_dir, workers, executor, say=say,
                               snapshot_every_s=snapshot_every))
     from coordbench.report.compose import open_for_report
@@ -226,7 +227,7 @@ def stat_tune(
     check_out_dir(out_dir)
     base = train_configs(config, algo, parse_seeds(seeds), steps=steps, utd=utd,
                          eval_every=eval_every, eval_episodes=eval_episodes)
-    say = None if as_json else (lambda line: err.print(line, highlight=False, soft_wrap=True))
+    say = say_err  # stderr, --json too
     record = tune(base, out_dir, grid_lrs, grid_fracs, workers, executor, say=say)
     if as_json:
         emit_json(record)
