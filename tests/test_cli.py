@@ -238,3 +238,12 @@ def test_json_keeps_stdout_to_its_line_and_progress_on_stderr(tmp_path):
     assert json.loads(line)["return"]["n"] == 3
     # a sign of life on stderr, also with --json (plain lines: stderr is not a terminal)
     assert "3/3 episodes" in res.stderr and "done" in res.stderr
+
+
+def test_progress_lines_give_a_rate_and_the_time_left():
+    from coordbench.commands.common import pace
+
+    assert pace(10, 30, 5.0) == ", 2/s, about 15 s left"
+    assert pace(10, 3000, 5.0) == ", 2/s, about 25 min left"
+    assert pace(1, 100_000, 10.0) == ", 0.1/s, about 277.8 h left"
+    assert pace(0, 10, 5.0) == "" and pace(10, 0, 5.0) == ""  # nothing played, nothing left

@@ -13,7 +13,14 @@ from typing import Any
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 from coordbench.errors import ConfigError, CoordbenchError
 
@@ -178,7 +185,7 @@ class Bars:
         self.labels[condition] = label
         self.bars[condition] = self.prog.add_task(label, total=total, completed=done)
         now = time.monotonic()
-        self.counts[condition] = [done, total, now, now]
+        self.counts[condition] = [done, total, now, now, done]
         if self.lines:
             self._line(condition, "started" if done == 0 else "resumed")
 
@@ -190,11 +197,11 @@ class Bars:
                 f"in flight {st.in_flight} tokens {st.prompt_tokens + st.completion_tokens:,}")
 
     def _line(self, condition: str, what: str = "") -> None:
-        done, total, start, _ = self.counts[condition]
+        done, total, start, _, first = self.counts[condition]
         took = time.monotonic() - start
         err.print(f"{self.labels[condition]}: {int(done)}/{int(total)} episodes, {took:.0f} s"
-                  f"{self._harness()}{' ' + what if what else ''}", highlight=False,
-                  soft_wrap=True)
+                  f"{pace(done - first, total - done, took)}{self._harness()}"
+                  f"{' ' + what if what else ''}", highlight=False, soft_wrap=True)
 
     def advance(self, condition: str, n: int) -> None:
         """Advance `condition`'s bar."""
@@ -210,6 +217,18 @@ class Bars:
             self._line(condition, "done" if c[0] >= c[1] else "")
 
 
+def pace(played: float, left: float, seconds: float) -> str:
+    """Return ", R/s, about T left" for `played` episodes in `seconds` with `left` to go
+    ('' before the first, or once none is left)."""
+    if played <= 0 or seconds <= 0 or left <= 0:
+        return ""
+    rate = played / seconds
+    eta = left / rate
+    when = f"{eta:.0f} s" if eta < 120 else (f"{eta / 60:.0f} min" if eta < 7200
+                                             else f"{eta / 3600:.1f} h")
+    return f", {rate:.3g}/s, about {when} left"
+
+
 def say_err(line: str) -> None:
     """Print one progress line on stderr (with --json too: stdout keeps the JSON)."""
     err.print(line, highlight=False, soft_wrap=True)
@@ -221,7 +240,8 @@ def bars(quiet: bool, stats: Any = None) -> Iterator[Bars]:
     terminal)."""
     lines = not quiet and not err.is_terminal
     prog = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), console=err, disable=quiet or lines, transient=False)
+                    TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+                    console=err, disable=quiet or lines, transient=False)
     with prog:
         yield Bars(prog, stats, lines=lines)
 
