@@ -87,3 +87,20 @@ def test_cross_quick_offline_then_with_a_model(tmp_path):
             assert any(t.steps(MessageEvent) for t in trs), c
     # the offline rows were not played again
     assert sum(len(run.episode_keys(c)) for c in run.conditions if c not in llm) == episodes
+    assert list((out / "figures").glob("cross-*.png"))  # the study draws its figures
+    played = {c: len(run.episode_keys(c)) for c in run.conditions}
+
+    # a second model: only its rows play; the study pairs the two models
+    with ScriptedServer(_reply) as server:
+        models.write_text(f"models:\n  s:\n    base_url: {server.base_url}\n    model: s\n"
+                          f"  t:\n    base_url: {server.base_url}\n    model: t\n")
+        both = _reproduce("--quick", "--steps", "4000", "--out", str(out), "--model",
+                          "s,t", "--models", str(models), "--limit", "1")
+        assert {r["model"] for r in server.requests} == {"t"}
+    run = RunDir.open(out)
+    assert all(len(run.episode_keys(c)) == n for c, n in played.items())
+    found = {f["id"]: f for f in both["findings"]}
+    assert found["X-llm-broadcast-redundancy@t"]["models"] == ["t"]
+    data = json.loads((out / "findings.json").read_text())
+    pairs = next(i["data"] for i in data["items"] if i["ref"] == "Models, paired")["pairs"]
+    assert set(pairs) == {"s - t"} and pairs["s - t"]["pairs"] > 0

@@ -31,6 +31,7 @@ from coordbench.core.stats import estimate
 from coordbench.core.trajectory import Trajectory
 from coordbench.metrics.profile import KINDS, MEASURES, episode_profile
 
+from .plots import interval_bars
 from .study import (
     VERDICT_RULE,
     Episodes,
@@ -274,8 +275,14 @@ def _protocol_item(ep: Episodes, who: str) -> Item:
               "Δ progress vs none"]
     title = ("Household protocols in three families, rule minds" if who == "rule" else
              "Household protocols in three families, model minds")
+    bars = {f"{family} {p}": (d["delta"], d["lo"], d["hi"])
+            for p, fams in reds.items() if p != "none" for family, d in fams.items()
+            if d and d.get("delta") is not None}
+    figs = [interval_bars(f"{title}: change in redundancy against no communication (Welch "
+                          "95% intervals).", {"redundancy, protocol minus none": bars},
+                          "difference", zero=True)] if bars else []
     return Item(f"protocols-{who}", title, "MECoBench compares protocols in homes only",
-                table(header, rows), findings=findings, data=data,
+                table(header, rows), figs, findings=findings, data=data,
                 note="Rule minds in STAT and on constructs coordinate by claims "
                      "(agents/claims.py); household rule minds by their own messages. "
                      "STAT has no discuss.")
@@ -337,10 +344,16 @@ def _phenomenon_item(ep: Episodes) -> Item:
             "communication)", "conflicts cost progress", show(r_progress),
             direction(r_progress, -1), "Pearson r over episodes, within strata, with its "
             "Fisher interval"))
+    fig = interval_bars("Correlation of redundancy with each family's own conflict measure "
+                        "and with progress per step, within strata (Fisher 95% intervals).",
+                        {key: {f: (d[key]["delta"], d[key]["lo"], d[key]["hi"])
+                               for f, d in data.items()}
+                         for key in ("r_native", "r_progress")}, "Pearson r", zero=True)
     return Item("phenomenon", "Is STAT's conflict rate the household's CAR and D3's "
                 "occupancy conflict?", "each paper measures its own",
                 table(["family", "native measure", "episodes", "r(redundancy, native)",
-                       "r(redundancy, progress/step)"], rows), findings=findings, data=data,
+                       "r(redundancy, progress/step)"], rows), [fig], findings=findings,
+                data=data,
                 note="The rule teams without communication; STAT: 5A-25T-50x30 and "
                      "9A-25T-50x30. Correlations compare episodes within a stratum (each "
                      "value minus its stratum's mean): STAT configuration, construct x team, "
@@ -358,11 +371,13 @@ def _team_item(ep: Episodes) -> Item:
                  for t in ep(Key("stat", "none", c))],
     }
     rows, findings = [], []
+    slopes: dict[str, dict[str, tuple]] = {"redundancy": {}, "idle_share": {}}
     for family, pts in groups.items():
         for measure in ("redundancy", "idle_share"):
             xs = [n for n, t in pts if episode_profile(t)[measure] is not None]
             ys = [v for v in (episode_profile(t)[measure] for _, t in pts) if v is not None]
             fit = ols_slope(xs, ys)
+            slopes[measure][family] = (fit["slope"], fit["lo"], fit["hi"])
             rows.append([family, measure, ", ".join(map(str, sorted(set(xs)))), str(len(xs)),
                          fit])
             if measure == "redundancy":
@@ -371,9 +386,12 @@ def _team_item(ep: Episodes) -> Item:
                     f"redundancy rises with team size ({family}, no communication)",
                     "more agents, more contention", show(fit), slope_direction(fit, +1),
                     "least-squares slope per agent over episodes"))
+    fig = interval_bars("Change per added agent, no communication (least-squares slopes, t "
+                        "95% intervals).", {f"{m} per agent": v for m, v in slopes.items()},
+                        "slope", zero=True)
     return Item("teams", "Team size across families", "each paper varies its own team sizes",
                 table(["family", "measure", "team sizes", "episodes", "slope per agent"],
-                      rows), findings=findings,
+                      rows), [fig], findings=findings,
                 note="Household: parallel v1 teams of 2-4; constructs: rep240's teams of 2-4; "
                      "STAT: 5 vs 9 agents on 25 tasks, 50x30.")
 
@@ -382,6 +400,7 @@ def _allocation_item(ep: Episodes, options: Options) -> Item:
     from coordbench.metrics.stat import arrays_from_trajectory, episode_return
 
     rows, findings = [], []
+    panels: dict[str, dict[str, tuple]] = {}
     for config in STAT_CONFIGS:
         who = [("random", Key("stat", "none", config, "random")),
                ("rule, none", Key("stat", "none", config)),
@@ -401,7 +420,9 @@ def _allocation_item(ep: Episodes, options: Options) -> Item:
                 continue
             r = [episode_return(arrays_from_trajectory(t)) for t in trajs]
             rets[label] = r
-            rows.append([config, label, str(len(trajs)), est(estimate(r)),
+            e = est(estimate(r))
+            panels.setdefault(config, {})[label] = (e["mean"], e["lo"], e["hi"])
+            rows.append([config, label, str(len(trajs)), e,
                          mean_of(_values(trajs, "redundancy")),
                          mean_score(_values(trajs, "idle_share")),
                          mean_of(_values(trajs, "progress_per_step"))])
@@ -422,10 +443,12 @@ def _allocation_item(ep: Episodes, options: Options) -> Item:
                     f"X-llm-{k.protocol}-{config}", "issue: LLM teams vs MARL",
                     f"the model team under {k.protocol} returns more than the learned team "
                     f"({config})", "—", show(d), direction(d, +1)))
+    figs = [interval_bars("Return per team on the same STAT instances (t 95% intervals).",
+                          panels, "return")] if panels else []
     return Item("allocation", "Who allocates best on the same STAT instances",
                 "STAT compares MARL methods with scripted allocators",
                 table(["config", "team", "episodes", "return", "redundancy", "idle share",
-                       "progress / step"], rows), findings=findings)
+                       "progress / step"], rows), figs, findings=findings)
 
 
 def study(run: RunDir, options: Options, out: Path) -> Study:
