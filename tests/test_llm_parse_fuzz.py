@@ -102,3 +102,15 @@ def test_a_reply_cut_at_the_token_limit_is_labelled_so(tmp_path):
     assert acts and all(c.finish_reason == "length" for c in acts)
     assert all(c.parse_error == "the reply was cut at the token limit (the reply's JSON is "
                "not closed (cut off?))" for c in acts)
+
+
+def test_a_name_beside_an_id_must_name_that_objects_class():
+    from coordbench.llm.parse import _names, ground
+
+    ident, cls = next((s.id, s.class_name) for s in OBS.visible)
+    for ref in (f"id {ident}", f"object ({ident})", f"#{ident}", {"id": ident, "name": "it"},
+                {"id": ident, "name": f"red {cls}"}):
+        assert ground(ref, OBS) == (ident, None), ref
+    assert _names("red apple", "apple") and _names("apples", "apple")
+    assert _names("kitchen table", "kitchentable")
+    assert not _names("pineapple", "apple") and not _names("cup", "cupboard")

@@ -110,8 +110,9 @@ def test_most_models_rule():
 
 def test_order_breaks_is_decided_by_intervals():
     sure = {"delta": 0.5, "lo": 0.2, "hi": 0.8}
-    worse = {"delta": -0.1, "lo": -0.4, "hi": 0.2}
+    worse = {"delta": -0.3, "lo": -0.5, "hi": -0.1}
     unsure = {"delta": 0.1, "lo": -0.2, "hi": 0.4}
+    lower = {"delta": -0.01, "lo": -0.3, "hi": 0.3}  # below 0, but the runs cannot tell
 
     def diff(table):
         return lambda a, b: table.get((a, b), {"delta": 0.0, "lo": -1, "hi": 1})
@@ -120,6 +121,7 @@ def test_order_breaks_is_decided_by_intervals():
     assert order_breaks(["A", "B"], diff(ability), diff({("A", "B"): worse})) is True
     assert order_breaks(["A", "B"], diff(ability), diff({("A", "B"): sure})) is False
     assert order_breaks(["A", "B"], diff(ability), diff({("A", "B"): unsure})) is None
+    assert order_breaks(["A", "B"], diff(ability), diff({("A", "B"): lower})) is None
     assert order_breaks(["A", "B"], diff({}), diff({("A", "B"): worse})) is None
 
 

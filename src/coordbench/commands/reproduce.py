@@ -245,7 +245,7 @@ def _play_study(path: Path, paper: str, items: list, labels: list[str],
     if models:
         plans = [count(run, ModelPlan(m, [i for i, _ in groups.get(m, [])])) for m in models]
         fresh = [p for p in plans if p.items and p.left and per_episode(
-            run, [i[0].condition(i[1]) for i in p.items]) is None]
+            run, [i[0].condition(i[1]) for i in p.items], 1) is None]
         if fresh:  # a pilot episode per model with none to estimate from (kept: it is one)
             play(path, [pilot_item(p) for p in fresh], quiet=quiet, report=False,
                  labels=[f"{paper} pilot ({p.model})" for p in fresh], **options)
@@ -260,9 +260,12 @@ def _play_study(path: Path, paper: str, items: list, labels: list[str],
         if cost_limit is not None and unknown:
             what = (f"the cost of {', '.join(unknown)} cannot be estimated (no finished "
                     f"episode: its pilot stopped at --cost-limit ${cost_limit:g}?)")
-        elif cost_limit is not None and est["total"]["cost"] > cost_limit:
-            what = (f"the study is estimated at ${est['total']['cost']:.2f}, over "
-                    f"--cost-limit ${cost_limit:g} (the run stops at the limit)")
+        piloted = sum(float(e.get("cost") or 0) for e in stats_entries(path)[first_entry:])
+        if cost_limit is not None and not unknown and \
+                piloted + est["total"]["cost"] > cost_limit:
+            what = (f"the study is estimated at ${piloted + est['total']['cost']:.2f} (its "
+                    f"pilot included), over --cost-limit ${cost_limit:g} (the run stops at "
+                    "the limit)")
         if what is not None and not yes:
             if not sys.stdin.isatty():
                 raise ConfigError(f"{what}: pass --yes to start anyway, or raise the limit")

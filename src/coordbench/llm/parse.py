@@ -72,6 +72,20 @@ def extract_json(text: str) -> tuple[Any | None, str | None]:
     return None, "no JSON object in the reply"
 
 
+GENERIC = frozenset({"", "object", "item", "thing", "it", "the", "a", "an", "obj"})
+
+
+def _names(name: str, class_name: str) -> bool:
+    """Return whether `name` can be a reference to an object of `class_name`: no name (or a
+    generic word), the class itself, or the class as one of its words ("red apple" is an
+    apple, "pineapple" and "cup" (for a cupboard) are not)."""
+    words = [_norm(w) for w in re.findall(r"[a-z0-9]+", str(name).lower())]
+    if all(w in GENERIC for w in words):
+        return True
+    have = _norm(class_name)
+    return _norm(name) == have or have in words
+
+
 def _norm(name: Any) -> str:
     s = re.sub(r"[^a-z0-9]", "", str(name).lower())
     return s[:-1] if s.endswith("s") and len(s) > 3 else s
@@ -101,7 +115,8 @@ def _ref(value: Any) -> tuple[int | None, str, str]:
     if isinstance(value, str):
         ident = re.search(r"\((\d+)\)|#(\d+)|\bid\s*[:=]?\s*(\d+)", value)
         num = next((int(g) for g in ident.groups() if g), None) if ident else None
-        return num, re.sub(r"\(.*?\)|#\d+", "", value).strip(), ""
+        name = re.sub(r"\(.*?\)|#\d+|\bid\s*[:=]?\s*\d+", "", value, flags=re.I).strip()
+        return num, name, ""
     return None, "", ""
 
 
@@ -123,8 +138,7 @@ def ground(obj: Any, obs: Observation, *, held_only: bool = False,
     pool.update(held)
     want = _norm(name)
     if ident is not None and ident in pool:
-        have = _norm(pool[ident])
-        if want and not (want == have or want in have or have in want):
+        if not _names(name, pool[ident]):
             # the id names another object than the name: neither is taken on trust
             return None, f"object {ident} is a {pool[ident]}, not a {name}"
         return ident, None

@@ -505,7 +505,7 @@ def compare(run: RunDir, each: Sequence[Options], out: Path) -> list[Item]:
     (SR, CS and C_D1-C_D4 per model), Fig. 7 (image vs blind per model), Fig. 8 (team size
     per model) and Fig. 9 (terminal states and SR vs legal-plan rate per model), with the
     paper's model findings judged on these models."""
-    from .models import majority_finding, paired_by_task
+    from .models import majority_finding, paired_metric_by_task
 
     eps = {str(o.model): episodes(run, o) for o in each}
     models = list(eps)
@@ -522,15 +522,17 @@ def compare(run: RunDir, each: Sequence[Options], out: Path) -> list[Item]:
                      mean_score([v for v in map(construct_score, trajs) if v is not None]),
                      *(cs[c] for c in CONSTRUCTS), str(len(trajs))])
     # Table 1: does the best model differ by construct, decidedly (paired on the instances)?
-    best = {c: max(models, key=lambda m, c=c: (scores[m][c]["mean"] or -1.0))
+    best = {c: max(models, key=lambda m, c=c: (-1.0 if scores[m][c]["mean"] is None
+                                                 else scores[m][c]["mean"]))
             for c in CONSTRUCTS if any(by_c[m][c] for m in models)}
     differs: bool | None = None
     if len(best) >= 2 and len(set(best.values())) == 1:
         differs = False
     for c1, c2 in ((a, b) for a in best for b in best if best[a] != best[b]):
         a, b = best[c1], best[c2]
-        if (direction(paired_by_task(by_c[a][c1], by_c[b][c1]), +1) is True
-                and direction(paired_by_task(by_c[b][c2], by_c[a][c2]), +1) is True):
+        if (direction(paired_metric_by_task(by_c[a][c1], by_c[b][c1], construct_score), +1)
+                is True and direction(paired_metric_by_task(by_c[b][c2], by_c[a][c2],
+                                                            construct_score), +1) is True):
             differs = True
     # Fig. 7: image minus blind, pooled over the planners (240 subset)
     observe = {}
@@ -572,8 +574,9 @@ def compare(run: RunDir, each: Sequence[Options], out: Path) -> list[Item]:
                 "The best model differs by construct.",
                 "Qwen3-VL-8B on D1, Claude Opus 4.8 on D2, GPT-5.6-sol on D3 and D4",
                 {c: m for c, m in best.items()}, differs,
-                "decided where two constructs' best models each beat the other's on their "
-                "construct (paired over the instances)"),
+                "best: the highest construct score C_Dk; decided where two constructs' best "
+                "models each beat the other's on their construct (paired CS difference over "
+                "the instances, bootstrap interval)"),
         majority_finding("coco-models-blind", "Fig. 7",
                          "For most models, removing images does not lower success.",
                          "blind 42.3% vs image 40.6% SR", observe, no_loss,

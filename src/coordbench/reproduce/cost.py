@@ -20,6 +20,7 @@ from typing import Any
 
 from coordbench.core.atomic import write_atomic
 from coordbench.core.rundir import RunDir
+from coordbench.core.trajectory import ModelCallEvent
 from coordbench.runner.conditions import call_stats
 
 WALL_FILE = "reproduce-wall.json"
@@ -132,25 +133,47 @@ def describe(est: dict[str, Any]) -> list[str]:
     return out
 
 
+def _walls(path: Path) -> dict[str, float]:
+    """Return the wall times on record ({} where there is none or it cannot be read: it is
+    derived, not a result)."""
+    f = Path(path) / WALL_FILE
+    try:
+        walls = json.loads(f.read_text(encoding="utf-8")) if f.is_file() else {}
+    except (OSError, ValueError):
+        return {}
+    return {k: float(v) for k, v in walls.items() if isinstance(v, int | float)} \
+        if isinstance(walls, dict) else {}
+
+
 def add_wall(path: Path, who: str, seconds: float) -> None:
     """Add `seconds` to the wall time `who`'s rows have taken in the run at `path`."""
-    f = Path(path) / WALL_FILE
-    walls = json.loads(f.read_text()) if f.exists() else {}
+    walls = _walls(path)
     walls[who] = walls.get(who, 0.0) + seconds
-    write_atomic(f, json.dumps(walls, indent=1) + "\n")
+    write_atomic(Path(path) / WALL_FILE, json.dumps(walls, indent=1) + "\n")
 
 
 def spent(run: RunDir, conditions: dict[str, list[str]]) -> dict[str, dict[str, Any]]:
-    """Return per model its episodes, calls, tokens, cost and the wall time its rows took
-    (None where no command of this study recorded one)."""
-    f = Path(run.path) / WALL_FILE
-    walls = json.loads(f.read_text()) if f.exists() else {}
-    out = {}
+    """Return per model the episodes of its rows, the calls, tokens and cost of its own
+    calls in every saved episode of the models' rows (a mixed team's leader's calls are the
+    leader's), and the wall time its rows took (None where no command recorded one)."""
+    walls = _walls(run.path)
+    out = {m: {"episodes": 0, "calls": 0.0, "tokens": 0.0, "cost": 0.0,
+               "wall_s": walls.get(m)} for m in conditions}
+    seen: set[str] = set()
     for model, names in conditions.items():
-        mean = per_episode(run, names)
-        n = 0 if mean is None else int(mean["episodes"])
-        out[model] = {"episodes": n,
-                      **{k: 0.0 if mean is None else mean[k] * n
-                         for k in ("calls", "tokens", "cost")},
-                      "wall_s": walls.get(model)}
+        for name in names:
+            if name not in run.conditions:
+                continue
+            keys = run.episode_keys(name)
+            out[model]["episodes"] += len(keys)
+            if name in seen:
+                continue
+            seen.add(name)
+            for key in keys:
+                for c in run.load_episode(name, key).steps(ModelCallEvent):
+                    if c.model in out:
+                        row = out[c.model]
+                        row["calls"] += 1
+                        row["tokens"] += c.prompt_tokens + c.completion_tokens
+                        row["cost"] += 0.0 if c.cache_hit else c.cost
     return out

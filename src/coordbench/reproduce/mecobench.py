@@ -1070,7 +1070,7 @@ def _vision_leader_item(eps: dict[str, Episodes], each: Sequence[Options]) -> It
         auc[m] = paired_metric([x for x, _ in both], [y for _, y in both]) if both else None
         rows.append([m, "yes" if sees[m] else "no", a["SR"], b["SR"], a["CR"], b["CR"],
                      a["AUC"], b["AUC"], paired_by_task(ep(VISION), ep(LEADER))])
-    verdicts = {m: (direction(d, +1) if sees[m] else None) for m, d in auc.items()}
+    verdicts = {m: direction(d, +1) for m, d in auc.items() if sees[m]}
     return Item(
         "Fig. 11", "Vision-augmented leadership per model",
         "Workers' views sent to the leader improve AUC for both models tested (Gemma4-31B, "
@@ -1082,9 +1082,10 @@ def _vision_leader_item(eps: dict[str, Episodes], each: Sequence[Options]) -> It
         findings=[majority_finding(
             "meco-models-vision-auc", "Fig. 11",
             "For models that take images, the workers' views raise the leader team's AUC.",
-            "AUC improves for both models", {m: d for m, d in auc.items()}, verdicts,
-            "per model: paired over the tasks (bootstrap interval); a model that takes no "
-            "image (its registry entry) is undecided: it gets the text reports only")],
+            "AUC improves for both models", {m: auc[m] for m in verdicts}, verdicts,
+            "per model: paired over the tasks (bootstrap interval); judged on the models "
+            "that take images (their registry entry): the others get the text reports only "
+            "and are left out")],
         data={"sees_images": sees, "auc_difference": auc})
 
 
@@ -1103,15 +1104,16 @@ def _leader_capability_items(eps: dict[str, Episodes], each: Sequence[Options]
         premise = direction(paired_by_task(all_strong, all_weak), +1)
         lift = paired_by_task(mixed, all_weak)
         gap = paired_by_task(mixed, all_strong)
-        lifts[weak] = direction(lift, +1) if premise else None
-        short[weak] = direction(gap, -1) if premise else None
+        if premise:  # only a leader decidedly stronger can tell what it adds
+            lifts[weak] = direction(lift, +1)
+            short[weak] = direction(gap, -1)
         rows.append([f"{strong} leads {weak}", levels(all_weak)["SR"], levels(mixed)["SR"],
                      levels(all_strong)["SR"], levels(all_weak)["CR"], levels(mixed)["CR"],
                      levels(all_strong)["CR"], lift, gap,
                      {True: "yes", False: "no", None: "undecided"}[premise]])
-    note = (f"judged with the first model given ({strong}) as the strong leader, only where "
-            "it is decidedly stronger as a leader team (all-strong minus all-weak SR above "
-            "0, paired over the tasks)")
+    note = (f"judged with the first model given ({strong}) as the strong leader, on the "
+            "followers it is decidedly stronger than as a leader team (all-strong minus "
+            "all-weak SR above 0, paired over the tasks); the others are left out")
     return [Item(
         "Fig. 32", "A strong leader over weak followers",
         "Qwen3-VL: a 32B leader over an 8B worker improves on the all-8B team (CR nearly "

@@ -115,10 +115,11 @@ def repeated_trials(run: RunDir, conditions: dict[str, list[str]], k: int) -> di
         trials: dict[str, list[bool]] = {}
         for name in names:
             spec = {x: v for x, v in run.conditions[name].items() if x != "seed"}
-            for traj in run.load_episodes(name):
-                # a household case's seed is the base seed plus its index: the task names it
-                trials.setdefault(repr((setting_of(spec), traj.header.task_id)), []).append(
-                    success(traj))
+            for key in run.episode_keys(name):
+                # the case key names the instance under every seed (a household case's seed
+                # is the base seed plus its index; a STAT episode's task is its config)
+                trials.setdefault(repr((setting_of(spec), key)), []).append(
+                    success(run.load_episode(name, key)))
         full = {i: v for i, v in trials.items() if len(v) >= k}
         out[model] = repeated(full, k) if full else None
     return out
@@ -274,6 +275,21 @@ def majority_finding(fid: str, ref: str, claim: str, paper_value: Any,
 
 
 
+def paired_metric_by_task(first: Sequence[Trajectory], second: Sequence[Trajectory], fn
+                          ) -> dict[str, Any]:
+    """Return the paired difference of `fn(trajectory)` (None: not defined), first minus
+    second, over the tasks (and seeds) both groups played with a value: bootstrap interval
+    and Wilcoxon's p (delta None where they share none)."""
+    from coordbench.analyses.paired import paired_metric
+
+    a = {(t.header.task_id, t.header.seed): fn(t) for t in first}
+    b = {(t.header.task_id, t.header.seed): fn(t) for t in second}
+    both = sorted(k for k in set(a) & set(b) if a[k] is not None and b[k] is not None)
+    if not both:
+        return {"delta": None, "lo": None, "hi": None, "n": 0, "p": None}
+    return paired_metric([a[k] for k in both], [b[k] for k in both])
+
+
 def paired_by_task(first: Sequence[Trajectory], second: Sequence[Trajectory]
                    ) -> dict[str, Any]:
     """Return the paired success difference, first minus second, over the tasks (and seeds)
@@ -290,17 +306,16 @@ def paired_by_task(first: Sequence[Trajectory], second: Sequence[Trajectory]
 def order_breaks(models: Sequence[str], ability, outcome) -> bool | None:
     """Return whether a higher ability fails to carry over to the outcome for some pair of
     models, where `ability(a, b)` and `outcome(a, b)` are differences (a minus b): True when
-    a model is decidedly above another in ability (interval above 0) but not above it in
-    the outcome (estimate at or below 0); False when every decided pair keeps its order
-    decidedly; None otherwise (no decided pair, or a kept order the runs cannot confirm)."""
+    a model is decidedly above another in ability (interval above 0) and decidedly below it
+    in the outcome (interval below 0); False when every decided pair keeps its order
+    decidedly; None otherwise (no decided pair, or an order the runs cannot confirm)."""
     decided = kept = 0
     for a in models:
         for b in models:
             if a == b or direction(ability(a, b), +1) is not True:
                 continue
             decided += 1
-            later = direction(outcome(a, b), +1)
-            if later is False:
+            if direction(outcome(a, b), -1) is True:
                 return True
-            kept += later is True
+            kept += direction(outcome(a, b), +1) is True
     return None if decided == 0 or kept < decided else False

@@ -104,8 +104,11 @@ def model_settings(options: Options) -> Any:
         return None
     from coordbench.llm.client import HarnessSettings, harness_for
 
-    # repeated trials must call the model again: a cached reply would repeat the first
-    settings = HarnessSettings(options.models, options.repeats == 1, None, None, 0)
+    # repeated trials must call the model again, unseeded: a cached reply, or a provider
+    # seed, would repeat the first trial
+    repeats = options.repeats > 1
+    settings = HarnessSettings(options.models, not repeats, None, None,
+                               None if repeats else 0)
     harness_for(settings).provider(options.model)
     return settings
 
