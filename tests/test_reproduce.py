@@ -53,6 +53,7 @@ def test_cocobench_quick_writes_the_study_and_resumes(tmp_path):
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", html)  # nothing is fetched
     md = (out / "reproduce.md").read_text()
     assert "Fig. 6" in md and "48.0% SR" in md  # the paper's number beside ours
+    assert "**Quick mode.**" in md  # quick verdicts say what they are
     assert "## Table 6" in md and "GPT-5.6-sol | 123.8 | 18.4 | 19.2" in md  # compute cost
     data = json.loads((out / "findings.json").read_text())
     assert data["paper"] == "cocobench" and data["items"]

@@ -428,3 +428,14 @@ def test_listing_is_read_again_when_an_episode_file_changes(runs, tmp_path):
         assert {r["key"]: r["status"] for r in rows}["ep00001"] == "missing"
     finally:
         viewer.metrics.close()
+
+
+def test_a_folder_of_runs_is_searched_a_few_levels_down(tmp_path):
+    for rel in ("default", "stat-eval/3A-6T-5x3-greedy", "api/x/deep", "a/b/c/too-deep",
+                "default/episodes/inner"):
+        (tmp_path / rel).mkdir(parents=True)
+        (tmp_path / rel / "manifest.json").write_text("{}")
+    (tmp_path / "empty" / "nothing").mkdir(parents=True)
+    found = index.find_runs(tmp_path)
+    # runs are named by their path; a run's own folders are not searched; the depth is bounded
+    assert set(found) == {"default", "stat-eval/3A-6T-5x3-greedy", "api/x/deep"}

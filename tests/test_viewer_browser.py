@@ -313,3 +313,21 @@ def test_report_html_opens_offline_with_every_familys_tables_and_figures(runs, b
     shoot(page, tmp_path, "report-html")
     assert errors == []
     assert all(u.startswith(("file:", "data:", "about:")) for u in requests), requests
+
+
+def test_a_study_page_shows_its_verdict_column_at_1400_px(browser, tmp_path):
+    from coordbench.reproduce.study import Finding, Item, Study
+    from coordbench.reproduce.write import write_study
+
+    long = "a claim that runs on and on, " * 12
+    study = Study("x", "A study", "preamble", [Item(
+        "Table 1", "t", "p", "ours", findings=[
+            Finding(f"x-finding-{k}", "Fig. 1", long, {"a": long}, long, k % 2 == 0,
+                    note=long) for k in range(3)])])
+    page_path = write_study(study, tmp_path, png=False)["html"]
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    page.goto(page_path.as_uri())
+    header = page.locator("table").first.locator("th", has_text="verdict")
+    box = header.bounding_box()
+    page.close()
+    assert box is not None and box["x"] + box["width"] <= 1400  # in view, no scrolling

@@ -26,6 +26,10 @@ from .common import (
 )
 from .limits import MAX_EPISODES, MAX_REPEATS, MAX_STEPS, MAX_WORKERS
 
+QUICK_CAVEAT = ("**Quick mode.** These runs are a minutes-long subset: small samples, short "
+                "training budgets and few seeds. A verdict here says what these runs show; "
+                "it is not the paper's test of its claim (run without --quick for that).")
+
 
 def reproduce(
     paper: str = typer.Argument(..., help="mecobench | cocobench | stat | cross | cohub | "
@@ -198,6 +202,8 @@ def reproduce(
                           resources=resources,
                           limits=Limits(cost_limit=cost_limit, fail_fast=fail_fast))
     study = combined_study(module, run, each, path)
+    if quick:
+        study.preamble = QUICK_CAVEAT + " " + study.preamble
     written = write_study(study, run.path)
     if as_json:
         emit_json(study.as_json())
@@ -211,6 +217,10 @@ def reproduce(
         table.add_row(f.id, f.paper_ref, verdict(f.holds))
     out.print(table)
     out.print(f"study: {written['markdown']}  ({written.get('html', '')})", highlight=False)
+    if quick:
+        err.print("note: --quick verdicts come from small samples and short budgets; they "
+                  "check the pipeline, not the papers' claims (run without --quick for those)",
+                  highlight=False, soft_wrap=True)
 
 
 def _play_study(path: Path, paper: str, items: list, labels: list[str],

@@ -29,6 +29,7 @@ h1{font-size:22px}h2{font-size:18px;border-bottom:2px solid #dde2ea;padding-bott
  margin-top:36px}h3{font-size:15px;margin-top:24px}
 table{border-collapse:collapse;margin:8px 0 16px;font-size:12.5px;display:block;overflow-x:auto}
 th,td{border:1px solid #dde2ea;padding:3px 8px;text-align:left;white-space:nowrap}
+td{white-space:normal;max-width:26em;overflow-wrap:break-word}
 th{background:#eef1f6}tr:nth-child(even) td{background:#fafbfc}
 figure{margin:12px 0 24px}figure svg{max-width:100%;height:auto}
 figcaption{font-size:12.5px;color:#444;margin-top:4px}

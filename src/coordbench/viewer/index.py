@@ -160,9 +160,14 @@ def conditions(run: RunDir) -> list[dict[str, Any]]:
     return out
 
 
+RUN_DEPTH = 3  # folders of runs nest this deep (runs/stat-eval/<config>-<policy>)
+
+
 def find_runs(path: Path) -> dict[str, Path]:
-    """Return {name: run directory} for `path` itself (a run) or for its immediate
-    subdirectories that are runs (a folder of runs); RunDirError if there is none."""
+    """Return {name: run directory} for `path` itself (a run) or for the runs in its
+    subfolders, up to RUN_DEPTH levels down, each named by its path under `path`
+    (`stat-eval/3A-6T-5x3-greedy`; a run's own folders are not searched); RunDirError if
+    there is none."""
     path = Path(path)
     if not path.exists():
         raise RunDirError(f"{path} does not exist")
@@ -170,8 +175,19 @@ def find_runs(path: Path) -> dict[str, Path]:
         raise RunDirError(f"{path} is not a directory (give a run directory)")
     if (path / "manifest.json").exists():
         return {path.resolve().name or "run": path}
-    runs = {p.name: p for p in sorted(path.iterdir())
-            if p.is_dir() and (p / "manifest.json").is_file()}
+    runs: dict[str, Path] = {}
+    level = [path]
+    for _ in range(RUN_DEPTH):
+        below = []
+        for folder in level:
+            for p in sorted(folder.iterdir()):
+                if not p.is_dir() or p.is_symlink():
+                    continue
+                if (p / "manifest.json").is_file():
+                    runs[p.relative_to(path).as_posix()] = p
+                else:
+                    below.append(p)
+        level = below
     if not runs:
         raise RunDirError(f"{path} is not a coordbench run directory (no manifest.json, "
                           "and no subfolder holds one)")
