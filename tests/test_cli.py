@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -247,3 +248,27 @@ def test_progress_lines_give_a_rate_and_the_time_left():
     assert pace(10, 3000, 5.0) == ", 2/s, about 25 min left"
     assert pace(1, 100_000, 10.0) == ", 0.1/s, about 277.8 h left"
     assert pace(0, 10, 5.0) == "" and pace(10, 0, 5.0) == ""  # nothing played, nothing left
+
+
+def test_a_changed_plan_gets_its_own_default_folder_and_a_replay_says_so(tmp_path):
+    import subprocess
+    import sys
+
+    from coordbench.cli import default_run_dir
+
+    base = dict(configs=None, policies=None, episodes=None, layouts=None, seed=None,
+                household=True, physical=None, cases=None, families=None)
+    assert default_run_dir(**base) == Path("runs/default")
+    assert default_run_dir(**{**base, "cases": 12, "physical": 2, "episodes": 10}) == Path(
+        "runs/default-episodes10-physical2-cases12")
+    assert default_run_dir(**{**base, "household": False, "families": "stat,physical"}) == \
+        Path("runs/default-no-household-familiesstat+physical")
+    cmd = [sys.executable, "-m", "coordbench", "run", "--families", "stat", "--configs",
+           "3A-6T-5x3", "--policies", "greedy", "--episodes", "3"]
+    first = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert first.returncode == 0, first.stderr
+    assert (tmp_path / "runs" / "default-configs3A-6T-5x3-policiesgreedy-episodes3-"
+            "familiesstat" / "manifest.json").is_file()
+    assert "nothing new was played" not in first.stderr
+    again = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert again.returncode == 0 and "nothing new was played" in again.stderr

@@ -79,7 +79,10 @@ app.command("reproduce")(reproduce.reproduce)
 
 @app.command()
 def run(
-    out_dir: Path = typer.Option(Path("runs/default"), "--out", help="Run directory."),
+    out_dir: Path | None = typer.Option(
+        None, "--out", help="Run directory (default: runs/default, or runs/default-<options> "
+                            "when the options change what is played, so other plans never "
+                            "share a folder)."),
     configs: str | None = typer.Option(None, help="STAT: comma-separated configurations "
                                        "(default: 3A-6T-5x3,5A-25T-50x30,9A-25T-50x30)."),
     policies: str | None = typer.Option(None, help="STAT: comma-separated scripted policies "
@@ -118,6 +121,10 @@ def run(
     check_range("--seed", seed, 0, MAX_SEED)
     check_range("--physical", physical, 0, 1_000_000)
     check_range("--workers", workers, 1, MAX_WORKERS)
+    if out_dir is None:
+        out_dir = default_run_dir(configs=configs, policies=policies, episodes=episodes,
+                                  layouts=layouts, seed=seed, household=household,
+                                  physical=physical, cases=cases, families=only)
     check_out_dir(out_dir)
     plan = load_plan()
     st = plan["stat"]
@@ -148,8 +155,39 @@ def run(
     if not items:
         raise ConfigError("these options leave nothing to run (e.g. --families mecobench "
                           "with --no-household)")
-    _report(play(out_dir, items, labels=labels, executor=executor, workers=workers,
-                 report=False))
+    before = _episodes_on_disk(out_dir)
+    run_obj = play(out_dir, items, labels=labels, executor=executor, workers=workers,
+                   report=False)
+    if before and _episodes_on_disk(out_dir) == before:
+        err.print(f"note: every episode of this plan was already in {out_dir}: nothing new "
+                  "was played (the tables are the saved ones; --out DIR for a fresh run)",
+                  highlight=False, soft_wrap=True)
+    _report(run_obj)
+
+
+def default_run_dir(**options: object) -> Path:
+    """Return `coordbench run`'s folder for these options: runs/default for the default
+    plan, else runs/default-<the options that change it> (a quick look never lands in, or
+    reports, the full run's folder)."""
+    import re
+
+    parts = []
+    for name, value in options.items():
+        if value is None or (name == "household" and value is True):
+            continue
+        text = re.sub(r"[^A-Za-z0-9.\-]+", "+", str(value)).strip("+")
+        parts.append(f"{name}{text}" if value is not False else f"no-{name}")
+    return Path("runs") / ("default" + "".join(f"-{p}" for p in parts))
+
+
+def _episodes_on_disk(path: Path) -> int:
+    """Return how many complete episodes the run at `path` holds (0: no run there)."""
+    from coordbench.core.rundir import RunDir
+
+    if not (Path(path) / "manifest.json").is_file():
+        return 0
+    run_obj = RunDir.open(path)
+    return sum(len(run_obj.episode_keys(c)) for c in run_obj.conditions)
 
 
 def _report(run_obj, html: bool = True) -> None:
