@@ -331,3 +331,36 @@ def test_a_study_page_shows_its_verdict_column_at_1400_px(browser, tmp_path):
     box = header.bounding_box()
     page.close()
     assert box is not None and box["x"] + box["width"] <= 1400  # in view, no scrolling
+
+
+def test_a_model_driven_robot_team_shows_its_skill_choices_and_calls(browser, tmp_path):
+    import subprocess
+    import sys
+
+    from coordbench.llm.loopback import ScriptedServer
+    from tests.test_physical_llm import follow_reply, models_file
+
+    out = tmp_path / "run"
+    with ScriptedServer(follow_reply) as server:  # the CLI in its own process: playwright
+        # holds this thread's event loop
+        res = subprocess.run([
+            sys.executable, "-m", "coordbench", "physical", "eval", "--task", "Handover",
+            "--policy", "llm", "--model", "scripted", "--models",
+            str(models_file(tmp_path, server.base_url)), "--rollouts", "1", "--no-cache",
+            "--out", str(out), "--json"], capture_output=True, text=True, timeout=300)
+        assert res.returncode == 0, res.stderr
+    (cond,) = json.loads((out / "manifest.json").read_text())["conditions"]
+    errors: list[str] = []
+    page = page_with_error_log(browser, errors)
+    with Serving(out) as srv:
+        open_episode(page, srv.url, cond, "seed0001", step=10_000)  # the last sample
+        details = page.locator("#details").inner_text().lower()  # headings are set in caps
+        page.close()
+    import re
+
+    chosen = re.search(r"skill choices by control step \d+ \((\d+)\)", details)
+    calls = re.search(r"model calls by control step \d+ \((\d+) of (\d+)\)", details)
+    assert chosen and int(chosen.group(1)) > 0 and "(suggested " in details
+    assert calls and calls.group(1) == calls.group(2) != "0"  # at the end: every call
+    assert "robot/skill" in details  # each call's role and phase, as in every family
+    assert not errors, errors

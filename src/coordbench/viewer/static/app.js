@@ -432,6 +432,40 @@ function loadViews(ep, box) {
   for (const img of box.querySelectorAll("img[data-sha]")) img.src = viewSource(ep, img.dataset.sha);
 }
 
+function callHTML(ep, c, open) {
+  // one model call: who, what, parse status, tokens, latency, prompt and reply
+  const ps = c.parse_status === "ok" ? "ok" : c.parse_status === "failed" ? "failed" : "na";
+  return `<div class="call"><span class="who" style="color:${agentColor(c.agent)}">agent ${c.agent}</span> ` +
+    `${esc(c.role)}/${esc(c.phase)} · ${esc(c.model)} · parse ${badge(c.parse_status, ps)} · ` +
+    `${c.prompt_tokens}+${c.completion_tokens} tokens · ${fmt(c.latency_s)} s` +
+    `${c.attempts > 1 ? " · " + c.attempts + " attempts" : ""}${c.cache_hit ? " · cache hit" : ""}` +
+    `${c.finish_reason ? " · " + esc(c.finish_reason) : ""}${c.structured ? " · schema" : ""}` +
+    `${c.parse_error ? `<div style="color:#8a1c1c">parse error: ${esc(c.parse_error)}</div>` : ""}` +
+    `${c.error ? `<div style="color:#8a1c1c">error: ${esc(c.error)}</div>` : ""}` +
+    promptHTML(ep, c) +
+    `<details${open ? " open" : ""}><summary class="muted">reply</summary><pre>${esc(c.reply || "(empty)")}</pre></details></div>`;
+}
+
+function physicalCallsHTML(ep, t) {
+  // a model-driven robot team: the skill choices and model calls made by control step t
+  const tl = ep.timeline;
+  const calls = tl.calls.filter((c) => c.t <= t);
+  const skills = tl.messages.filter((m) => m.phase === "skill" && m.t <= t);
+  if (!tl.calls.length && !skills.length) return "";
+  let html = `<h4>skill choices by control step ${t} (${skills.length})</h4>`;
+  html += skills.length ? skills.slice(-8).map((m) => {
+    let note = {};
+    try { note = JSON.parse(m.content); } catch (e) { note = { skill: m.content }; }
+    return `<div class="msg"><span class="who" style="color:${agentColor(m.sender)}">robot ${m.sender}</span> ` +
+      `t=${m.t} <b>${esc(note.skill || "?")}</b>${note.suggested ? ` <span class="muted">(suggested ${esc(note.suggested)})</span>` : ""}` +
+      `${note.fallback ? ` <span style="color:#8a1c1c">fallback: ${esc(note.fallback)}</span>` : ""}</div>`;
+  }).join("") : `<div class="muted">none yet</div>`;
+  html += `<h4>model calls by control step ${t} (${calls.length} of ${tl.calls.length})</h4>`;
+  html += calls.length ? calls.slice(-4).map((c) => `<div class="muted">t=${c.t}</div>` + callHTML(ep, c, false)).join("")
+    : `<div class="muted">none yet</div>`;
+  return html;
+}
+
 function renderDetails(ep, s) {
   const tl = ep.timeline;
   const box = $("details");
@@ -446,7 +480,7 @@ function renderDetails(ep, s) {
       `<h4>coupling events so far</h4>` +
       (ev.length ? ev.map((c) => `<div>t=${c.t} ${esc(c.kind)} robots ${esc(c.robots.join(", "))}` +
         `${c.value !== null ? " value " + fmt(c.value) : ""}</div>`).join("") : `<div class="muted">none</div>`) +
-      physicalPoseDetails(ep, s) +
+      physicalCallsHTML(ep, t) + physicalPoseDetails(ep, s) +
       `<h4>about this picture</h4><div class="muted">${esc(ep.picture.replay.reason || "")}</div>`;
     return;
   }
@@ -499,19 +533,7 @@ function renderDetails(ep, s) {
   }
   const calls = tl.calls.filter((c) => c.t === t);
   if (calls.length) {
-    html += `<h4>model calls at step ${t}</h4>`;
-    for (const c of calls) {
-      const ps = c.parse_status === "ok" ? "ok" : c.parse_status === "failed" ? "failed" : "na";
-      html += `<div class="call"><span class="who" style="color:${agentColor(c.agent)}">agent ${c.agent}</span> ` +
-        `${esc(c.role)}/${esc(c.phase)} · ${esc(c.model)} · parse ${badge(c.parse_status, ps)} · ` +
-        `${c.prompt_tokens}+${c.completion_tokens} tokens · ${fmt(c.latency_s)} s` +
-        `${c.attempts > 1 ? " · " + c.attempts + " attempts" : ""}${c.cache_hit ? " · cache hit" : ""}` +
-        `${c.finish_reason ? " · " + esc(c.finish_reason) : ""}${c.structured ? " · schema" : ""}` +
-        `${c.parse_error ? `<div style="color:#8a1c1c">parse error: ${esc(c.parse_error)}</div>` : ""}` +
-        `${c.error ? `<div style="color:#8a1c1c">error: ${esc(c.error)}</div>` : ""}` +
-        promptHTML(ep, c) +
-        `<details${calls.length <= 3 ? " open" : ""}><summary class="muted">reply</summary><pre>${esc(c.reply || "(empty)")}</pre></details></div>`;
-    }
+    html += `<h4>model calls at step ${t}</h4>` + calls.map((c) => callHTML(ep, c, calls.length <= 3)).join("");
   }
   box.innerHTML = html;
   loadViews(ep, box);
