@@ -270,9 +270,13 @@ def test_a_mixed_physical_team_a_model_beside_a_scripted_robot(tmp_path):
     ("3", [], "--team 3: Handover has 2 robots"),
 ])
 def test_bad_physical_teams_are_one_line(team, extra, needle, tmp_path):
+    from coordbench.errors import ConfigError
+
     models = models_file(tmp_path, "http://127.0.0.1:9/v1")
-    line = error_line(["physical", "eval", "--task", "Handover", "--policy", "llm", "--team",
-                       team, "--models", str(models), *extra, "--out",
-                       str(tmp_path / "r")], tmp_path)
-    assert needle in line, line
+    res = runner.invoke(app, ["physical", "eval", "--task", "Handover", "--policy", "llm",
+                              "--team", team, "--models", str(models), *extra, "--out",
+                              str(tmp_path / "r")])
+    assert isinstance(res.exception, ConfigError), res.output
+    line = str(res.exception)
+    assert needle in line and "\n" not in line, line
     assert not (tmp_path / "r").exists()

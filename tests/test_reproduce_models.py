@@ -18,7 +18,7 @@ from coordbench.reproduce.models import mostly, order_breaks, parse_models
 from tests.scripted_models import oracle_plans, planner_reply, registry
 
 runner = CliRunner()
-N = 6  # instances per condition
+N = 4  # instances per condition
 
 
 def _study(models_file, out, *models: str) -> dict:
@@ -127,11 +127,11 @@ def test_order_breaks_is_decided_by_intervals():
 
 @pytest.mark.xdist_group("reproduce")
 def test_repeats_play_every_model_row_with_k_seeds(tmp_path):
-    plans = oracle_plans([(None, 2), ("D4", 2)])
+    plans = oracle_plans([(None, 1), ("D4", 1)])
     out = tmp_path / "k"
     with ScriptedServer(planner_reply(plans)) as server:
         models = registry(tmp_path, server.base_url)
-        res = runner.invoke(app, ["reproduce", "cocobench", "--quick", "--limit", "2",
+        res = runner.invoke(app, ["reproduce", "cocobench", "--quick", "--limit", "1",
                                   "--model", "good", "--model", "never", "--repeats", "2",
                                   "--models", str(models), "--out", str(out), "--json"])
         assert res.exit_code == 0, res.output
