@@ -439,3 +439,82 @@ def test_a_folder_of_runs_is_searched_a_few_levels_down(tmp_path):
     found = index.find_runs(tmp_path)
     # runs are named by their path; a run's own folders are not searched; the depth is bounded
     assert set(found) == {"default", "stat-eval/3A-6T-5x3-greedy", "api/x/deep"}
+
+
+def test_an_episode_line_nested_past_the_parser_is_a_bad_file_not_a_crash(tmp_path):
+    from coordbench.core.rundir import RunDir
+    from coordbench.viewer import index as vindex
+
+    run = RunDir.create_or_open(tmp_path / "r")
+    run.register("c", {"suite": "stat"})
+    run.save_manifest()
+    folder = tmp_path / "r" / "episodes" / "c"
+    folder.mkdir(parents=True, exist_ok=True)
+    deep = "[" * 100_000 + "]" * 100_000
+    (folder / "k.jsonl").write_text(deep + "\n" + deep + "\n")
+    assert run.episode_problem("c", "k").startswith("unreadable")
+    row = vindex.episode_row(run, "c", "k")
+    assert row.status == "bad"
+    huge = '{"kind": "header", "x": "' + "a" * (2 << 20) + '"}'
+    (folder / "h.jsonl").write_text(huge + "\n")
+    assert "header line over" in run.episode_problem("c", "h")
+
+
+def test_the_viewer_revalidates_a_cached_episode_and_takes_a_burst(tmp_path):
+    import os
+    import threading
+    import urllib.request
+    from concurrent.futures import ThreadPoolExecutor
+
+    from typer.testing import CliRunner
+
+    from coordbench.cli import app
+    from coordbench.viewer.server import make_server, url_of
+
+    out = tmp_path / "r"
+    res = CliRunner().invoke(app, ["stat", "eval", "--config", "3A-6T-5x3", "--policy",
+                                   "greedy", "--episodes", "2", "--out", str(out), "--json"])
+    assert res.exit_code == 0, res.output
+    server, viewer = make_server(out, 0)
+    assert server.request_queue_size >= 128 and server.server_address[0] == "127.0.0.1"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        (name,) = viewer.runs
+        (cond,) = viewer.runs[name].conditions
+        first = viewer.episode_bytes(name, cond, "ep00000")
+        assert viewer.episode_bytes(name, cond, "ep00000") is first  # cached
+        path = out / "episodes" / cond / "ep00000.jsonl"
+        lines = path.read_text().splitlines()
+        path.write_text("\n".join(lines[:-1]) + "\n")  # the file changes (here: truncated)
+        os.utime(path, ns=(1, 1))
+        again = viewer.episode_bytes(name, cond, "ep00000")
+        assert again != first and b"unavailable" in again
+        url = url_of(server) + "/api/runs"
+
+        def get(_):
+            with urllib.request.urlopen(url, timeout=20) as r:
+                return r.status
+
+        with ThreadPoolExecutor(50) as pool:  # a burst: every request answered
+            assert list(pool.map(get, range(300))) == [200] * 300
+    finally:
+        server.shutdown()
+        server.server_close()
+        viewer.metrics.close()
+        thread.join(timeout=10)
+
+
+def test_a_damaged_episode_is_set_aside_and_replayed_with_a_word(tmp_path):
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, "-m", "coordbench", "stat", "eval", "--config", "3A-6T-5x3",
+           "--policy", "greedy", "--episodes", "2", "--out", str(tmp_path / "r"), "--json"]
+    assert subprocess.run(cmd, capture_output=True, timeout=300).returncode == 0
+    (path,) = [p for p in (tmp_path / "r" / "episodes").rglob("ep00001.jsonl")]
+    path.write_text(path.read_text()[:200])  # a damaged file
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert "1 damaged episode file(s) moved to" in res.stderr and "ep00001" in res.stderr
+    assert list((tmp_path / "r" / "damaged").rglob("ep00001.jsonl"))  # kept, not deleted

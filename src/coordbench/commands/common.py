@@ -273,6 +273,10 @@ def play(path: Path, plan: Sequence, *, quiet: bool = False, labels: Sequence[st
     run = run_dir(path)
     with bars(quiet, stats) as progress:
         names = run_conditions(run, plan, labels=labels, progress=progress, **options)
+    if run.set_aside_log:  # never silently: the files are kept, their episodes replayed
+        err.print(f"note: {len(run.set_aside_log)} damaged episode file(s) moved to "
+                  f"{run.path / 'damaged'} and played again (e.g. {run.set_aside_log[0]})",
+                  highlight=False, soft_wrap=True)
     summary = errored_summary(run, names)
     if summary:
         PENDING_FAILURES.append(summary)

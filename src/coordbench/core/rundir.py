@@ -40,6 +40,7 @@ _HEX64 = re.compile(r"[0-9a-f]{64}")
 
 FORMAT = "coordbench-run"
 FORMAT_VERSION = 1
+HEADER_MAX = 1 << 20  # bytes of an episode's header line (real ones are a few KiB)
 _SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.=+-]*$")
 
 
@@ -71,6 +72,7 @@ class RunDir:
     def __init__(self, path: Path, manifest: dict[str, Any]) -> None:
         self.path = Path(path)
         self.manifest = manifest
+        self.set_aside_log: list[str] = []  # episode files this object moved to damaged/
 
     # -- opening ------------------------------------------------------------------------------
     @classmethod
@@ -202,12 +204,14 @@ class RunDir:
             return "not a file"
         try:
             with path.open("rb") as f:
-                first = f.readline()
+                first = f.readline(HEADER_MAX)
                 f.seek(max(0, path.stat().st_size - 65536))
                 tail = f.read().rstrip(b"\n").rsplit(b"\n", 1)[-1]
+            if not first.endswith(b"\n") and len(first) >= HEADER_MAX:
+                return f"unreadable (a header line over {HEADER_MAX:,} bytes)"
             head = json.loads(first)
             last = json.loads(tail)
-        except (OSError, ValueError) as e:
+        except (OSError, ValueError, RecursionError) as e:  # a line nested past the parser
             return f"unreadable ({type(e).__name__})"
         if not isinstance(head, dict) or head.get("kind") != "header":
             return "no header line"
@@ -218,11 +222,14 @@ class RunDir:
         return None
 
     def set_aside(self, condition: str, key: str) -> Path:
-        """Move an unusable episode file to RUN/damaged/ (nothing is deleted); return where."""
+        """Move an unusable episode file to RUN/damaged/ (nothing is deleted); return where.
+        The moves of this RunDir object are listed in `set_aside_log`, for the command to
+        say so."""
         src = self.episode_path(condition, key)
         dst = self.path / "damaged" / condition / src.name
         dst.parent.mkdir(parents=True, exist_ok=True)
         os.replace(src, dst)
+        self.set_aside_log.append(f"{condition}/{key}")
         return dst
 
     def write_errored(self, condition: str, key: str, text: str) -> Path:
@@ -309,7 +316,7 @@ class RunDir:
         path = self.episode_path(condition, key)
         try:
             traj = Trajectory.from_jsonl(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError, ValidationError) as e:
+        except (OSError, ValueError, ValidationError, RecursionError) as e:
             first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             raise RunDirError(f"corrupt episode file {path}: {first}") from None
         if traj.end is None:

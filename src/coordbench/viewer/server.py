@@ -67,7 +67,7 @@ class Viewer:
     def __init__(self, path: Path) -> None:
         self.runs = {name: RunDir.open(p) for name, p in index.find_runs(path).items()}
         self.metrics = MetricsCache()
-        self._episodes: OrderedDict[tuple[str, str, str], bytes] = OrderedDict()
+        self._episodes: OrderedDict[tuple, bytes] = OrderedDict()  # (run, cond, key, stat)
         self._listings: dict[tuple[str, str], tuple[tuple, list[dict[str, Any]]]] = {}
         self._lock = threading.Lock()
         # loading the household task sets and the suites' modules takes seconds once per
@@ -147,14 +147,19 @@ class Viewer:
     def episode_bytes(self, run: str, cond: str, key: str) -> bytes:
         """Return one episode's payload as JSON bytes (cached); an episode file that cannot
         be read is an answer too, `{"unavailable": why}`: the page lists bad episodes."""
-        ident = (run, cond, key)
+        rd = self.run(run)
+        if cond not in rd.conditions:
+            raise ConfigError(f"no condition {cond!r} in run {run!r}")
+        try:  # a cached payload stands only while its file is unchanged
+            st = rd.episode_path(cond, key).stat()
+            stamp: tuple = (st.st_mtime_ns, st.st_size)
+        except (OSError, RunDirError):
+            stamp = ()
+        ident = (run, cond, key, stamp)
         with self._lock:
             if ident in self._episodes:
                 self._episodes.move_to_end(ident)
                 return self._episodes[ident]
-        rd = self.run(run)
-        if cond not in rd.conditions:
-            raise ConfigError(f"no condition {cond!r} in run {run!r}")
         try:
             body = dumps(payload(rd, cond, key)).encode()
         except RunDirError as e:
@@ -169,6 +174,7 @@ class Viewer:
 def _handler(viewer: Viewer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         server_version = "coordbench-view"
+        timeout = 30  # seconds a client may stall a connection (its thread) before it closes
 
         def log_message(self, *args: Any) -> None:  # one line per request would bury the URL
             pass
@@ -227,12 +233,20 @@ def _handler(viewer: Viewer) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+class _Server(ThreadingHTTPServer):
+    """A thread per request, with a listen backlog for bursts (the default 5 drops
+    connections when 50 clients arrive at once)."""
+
+    request_queue_size = 256
+    daemon_threads = True
+
+
 def make_server(path: Path, port: int = 0) -> tuple[ThreadingHTTPServer, Viewer]:
     """Return a server bound to 127.0.0.1:`port` (0: any free port) serving the run(s) at
     `path`, not yet serving; ConfigError (one line) if the port is in use or not allowed."""
     viewer = Viewer(path)
     try:
-        server = ThreadingHTTPServer((HOST, port), _handler(viewer))
+        server = _Server((HOST, port), _handler(viewer))
     except OSError as e:
         viewer.metrics.close()
         if e.errno == errno.EADDRINUSE:
