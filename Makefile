@@ -68,6 +68,7 @@ bench: install-dev
 	$(BIN)/python benchmarks/snapshot_cost.py
 	$(BIN)/python benchmarks/runner_llm_ray.py
 	$(BIN)/python benchmarks/viewer_speed.py
+	$(BIN)/python benchmarks/viewer_load.py
 	$(BIN)/python benchmarks/reproduce_speed.py
 	$(BIN)/python benchmarks/model_study.py
 
