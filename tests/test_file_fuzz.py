@@ -146,3 +146,26 @@ def test_mutated_construct_instance_files_are_refused_or_played(tmp_path):
         counts["accepted"] += 1
     assert counts["accepted"] + counts["refused"] == N_INSTANCE_MUTATIONS
     assert counts["accepted"] > N_INSTANCE_MUTATIONS // 10 and counts["refused"] > 10, counts
+
+
+@pytest.mark.parametrize("field, value", [
+    ("handover_chain", "delete"), ("handover_chain", None), ("handover_chain", []),
+    ("required_handover_count", None)])
+def test_a_sequential_task_without_its_chain_or_count_plays(tmp_path, example_tasks, field,
+                                                            value):
+    from coordbench.suites.mecobench.episode import HouseholdSpec, arun_case
+
+    task = copy.deepcopy(example_tasks[1])
+    if value == "delete":
+        del task["room_constraints"][field]
+    else:
+        task["room_constraints"][field] = value
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps([task]))
+    (loaded,) = load_tasks(path)
+    # the door joining the two zones is found from the zones when no chain names it
+    assert loaded.handover_doors == load_tasks(SEQUENTIAL_EXAMPLES)[0].handover_doors
+    for agents in ("rule", "oracle"):
+        tr = asyncio.run(arun_case(loaded, HouseholdSpec("sequential", 2, "broadcast", agents),
+                                   0, "fuzz/x", max_steps=40))
+        assert tr.end is not None

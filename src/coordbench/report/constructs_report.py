@@ -183,7 +183,8 @@ def console_table(title: str, per: dict[str, dict[str, Estimate]]) -> Table:
         table.add_column(col)
     for c, d in sorted(per.items()):
         table.add_row(c, str(d["SR"].n), d["SR"].fmt(3),
-                      d["CS"].fmt(3) if "CS" in d else "n/a", d["legal_rate"].fmt(3),
+                      d["CS"].fmt(3) if "CS" in d else "n/a",
+                      d["legal_rate"].fmt(3) if "legal_rate" in d else "n/a",
                       d["steps_on_success"].fmt(1) if "steps_on_success" in d else "n/a")
     return table
 

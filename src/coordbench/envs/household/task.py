@@ -217,7 +217,17 @@ def task_from_dict(task: dict, where: str) -> HouseholdTask:
             found = scene.door_between(*pair) if len(pair) == 2 else []
             doors.extend(d for d in [int(link.get("door_id", -1)), *found]
                          if d in scene.nodes and d not in doors)
-        required = int(constraints.get("required_handover_count", len(doors) and 1))
+        if not doors and len(zones) > 1:
+            # no usable chain: the doors joining two agents' zones are where they hand over
+            doors = sorted({d for d, pair in scene.doors.items()
+                            if any(set(pair) <= set(a) | set(b) and set(pair) & set(a)
+                                   and set(pair) & set(b)
+                                   for i, a in enumerate(zones) for b in zones[i + 1:])})
+            if not doors:
+                raise ConfigError(f"{where}: field 'room_constraints.handover_chain' names no "
+                                  "door, and no door joins two agents' zones")
+        count = constraints.get("required_handover_count")
+        required = int(count) if count is not None else (len(doors) and 1)
         starts = [int(r) for r in _field(task, "init_room_ids", where, list)]
         for r in starts:
             if r not in scene.rooms:
