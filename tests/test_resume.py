@@ -105,3 +105,21 @@ def test_kill_9_then_resume_matches_an_uninterrupted_run(tmp_path, family):
     got, want = trajectory_hashes(out), trajectory_hashes(clean)
     assert got == want and 1 <= n_before <= len(want)
     shutil.rmtree(tmp_path)
+
+
+def test_a_run_whose_episodes_folder_is_a_file_is_one_line(tmp_path):
+    from tests.cli_errors import error_line
+
+    run = tmp_path / "r"
+    import subprocess
+    import sys
+
+    assert subprocess.run([sys.executable, "-m", "coordbench", "stat", "eval", "--config",
+                           "3A-6T-5x3", "--policy", "greedy", "--episodes", "2", "--out",
+                           str(run), "--json"], capture_output=True, timeout=300).returncode == 0
+    import shutil
+
+    shutil.rmtree(run / "episodes")
+    (run / "episodes").write_text("x")
+    for args in (["report", str(run)], ["table", str(run)]):
+        assert "episodes is not a folder" in error_line(args, tmp_path)

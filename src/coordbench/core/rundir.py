@@ -103,6 +103,10 @@ class RunDir:
             if not isinstance(spec, dict):
                 raise RunDirError(f"{mpath} is corrupt: condition {name} records "
                                   f"{type(spec).__name__}, not its spec")
+        for folder in ("episodes", "errors"):  # else every condition would look empty
+            if (path / folder).exists() and not (path / folder).is_dir():
+                raise RunDirError(f"{path / folder} is not a folder: the run's {folder} "
+                                  "cannot be read")
         return cls(path, manifest)
 
     @classmethod
