@@ -108,17 +108,16 @@ def test_kill_9_then_resume_matches_an_uninterrupted_run(tmp_path, family):
 
 
 def test_a_run_whose_episodes_folder_is_a_file_is_one_line(tmp_path):
-    from tests.cli_errors import error_line
-
-    run = tmp_path / "r"
+    import shutil
     import subprocess
     import sys
 
+    from tests.cli_errors import error_line
+
+    run = tmp_path / "r"
     assert subprocess.run([sys.executable, "-m", "coordbench", "stat", "eval", "--config",
                            "3A-6T-5x3", "--policy", "greedy", "--episodes", "2", "--out",
                            str(run), "--json"], capture_output=True, timeout=300).returncode == 0
-    import shutil
-
     shutil.rmtree(run / "episodes")
     (run / "episodes").write_text("x")
     for args in (["report", str(run)], ["table", str(run)]):
