@@ -193,8 +193,10 @@ class Bars:
         st = self.stats
         if st is None:
             return ""
+        cap = st.cap_text() if hasattr(st, "cap_text") else ""
         return (f"; calls {st.calls} cached {st.cache_hits} retries {st.retries} "
-                f"in flight {st.in_flight} tokens {st.prompt_tokens + st.completion_tokens:,}")
+                f"in flight {st.in_flight}{f' (cap {cap})' if cap else ''} "
+                f"tokens {st.prompt_tokens + st.completion_tokens:,}")
 
     def _line(self, condition: str, what: str = "") -> None:
         done, total, start, _, first = self.counts[condition]

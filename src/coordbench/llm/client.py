@@ -39,7 +39,7 @@ import random
 import threading
 import time
 from abc import ABC, abstractmethod
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from weakref import WeakKeyDictionary
@@ -49,11 +49,30 @@ from coordbench.errors import ConfigError
 from coordbench.runner.episode import ProviderFailed, record_model_call, reserve_model_call
 
 from .cache import ResponseCache, images_as_files, request_key
+from .concurrency import AdaptiveCap
 from .registry import ModelSpec, Registry
 
 
 class TransientError(Exception):
     """A failure worth retrying (rate limit, server error, timeout, dropped connection)."""
+
+
+class Throttled(TransientError):
+    """The provider asked for fewer or slower calls (HTTP 429 or 503); `retry_after`: the
+    seconds its Retry-After header named, if any."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+def _retry_after(e: Any) -> float | None:
+    """Return the seconds an HTTP error's Retry-After header names (None: none, or a date)."""
+    try:
+        value = e.response.headers.get("retry-after")
+        return float(value) if value is not None else None
+    except (AttributeError, TypeError, ValueError):
+        return None
 
 
 class PermanentError(Exception):
@@ -201,15 +220,17 @@ class OpenAIProvider(Provider):
         try:
             resp = await self.client.chat.completions.create(model=self.model, messages=messages,
                                                              **generation)
-        except (openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError,
-                openai.APIConnectionError) as e:
-            raise TransientError(f"{type(e).__name__}: {self.why(e)}") from None
         except openai.APIStatusError as e:
-            if e.status_code in (408, 409, 425, 429) or e.status_code >= 500:
+            if e.status_code in (429, 503):  # the provider's own signal to slow down
+                raise Throttled(f"HTTP {e.status_code}: {self.why(e)}", _retry_after(e)) \
+                    from None
+            if e.status_code in (408, 409, 425) or e.status_code >= 500:
                 raise TransientError(f"HTTP {e.status_code}: {self.why(e)}") from None
             if e.status_code in REJECTED:
                 raise ReplyError(f"HTTP {e.status_code}: {self.why(e)}") from None
             raise PermanentError(f"HTTP {e.status_code}: {self.why(e)}") from None
+        except (openai.APITimeoutError, openai.APIConnectionError) as e:
+            raise TransientError(f"{type(e).__name__}: {self.why(e)}") from None
         except openai.OpenAIError as e:
             raise PermanentError(f"{type(e).__name__}: {self.why(e)}") from None
         except (ValueError, TypeError, AttributeError) as e:
@@ -381,10 +402,21 @@ class HarnessStats:
     completion_tokens: int = 0
     cost: float = 0.0
     per_alias: dict[str, dict[str, float]] = field(default_factory=dict)
+    # each alias's adaptive cap (llm/concurrency.py): its limit now, the range it moved in,
+    # the throttles it saw
+    caps: dict[str, AdaptiveCap] = field(default_factory=dict, repr=False)
+
+    def cap_text(self) -> str:
+        """Return the caps' limits for a progress line ('' without any)."""
+        return ",".join(str(c.limit) for c in self.caps.values())
 
     def as_dict(self) -> dict[str, Any]:
-        """Return the counters as a plain dict."""
-        return asdict(self)
+        """Return the counters as a plain dict (each cap as its numbers)."""
+        out = {k: v for k, v in asdict(replace(self, caps={})).items() if k != "caps"}
+        out["caps"] = {a: {"limit": c.limit, "low": c.low, "high": c.high,
+                           "ceiling": c.ceiling, "throttles": c.throttles}
+                       for a, c in self.caps.items()}
+        return out
 
 
 class ModelHarness:
@@ -431,14 +463,15 @@ class ModelHarness:
                                 else OpenAIProvider(spec, self.http_client))
         return providers[alias]
 
-    def _cap(self, alias: str) -> asyncio.Semaphore:
-        # one semaphore per event loop: a harness can outlive the loop it was first used on
+    def _cap(self, alias: str) -> AdaptiveCap:
+        # one cap per event loop: a harness can outlive the loop it was first used on
         caps = self._caps.setdefault(asyncio.get_running_loop(), {})
         if alias not in caps:
             limit = self.spec(alias).max_connections
             if self.max_connections is not None:
                 limit = min(limit, self.max_connections)
-            caps[alias] = asyncio.Semaphore(limit)
+            caps[alias] = AdaptiveCap(limit)
+            self.stats.caps[alias] = caps[alias]
         return caps[alias]
 
     def secrets(self, alias: str) -> list[str]:
@@ -528,39 +561,46 @@ class ModelHarness:
         attempts, error, provider_failed = 0, None, False
         reply: tuple[str, int, int, int, str | None] | None = None
         start = time.perf_counter()
-        # the cap is held across retries: a retry never adds a connection beyond it
-        async with self._cap(alias):
-            if self.failures_in_a_row >= self.breaker:  # it opened while this call waited
-                return self._open_circuit(alias, key)
-            self.stats.in_flight += 1
-            self.stats.max_in_flight = max(self.stats.max_in_flight, self.stats.in_flight)
-            try:
-                while True:
-                    attempts += 1
-                    try:
-                        # a deadline for the whole call, not an idle-read timeout: cancelling
-                        # closes the request's connection
-                        async with asyncio.timeout(spec.timeout_s):
-                            reply = await provider.call(messages, generation)
+        # each attempt holds a place under the alias's cap; a retry waits for its backoff
+        # outside it and takes a place again, so calls in flight follow the cap as it adapts
+        cap = self._cap(alias)
+        while True:
+            delay = 0.0
+            async with cap:
+                if self.failures_in_a_row >= self.breaker:  # it opened while this call waited
+                    return self._open_circuit(alias, key)
+                attempts += 1
+                self.stats.in_flight += 1
+                self.stats.max_in_flight = max(self.stats.max_in_flight, self.stats.in_flight)
+                try:
+                    # a deadline for the whole call, not an idle-read timeout: cancelling
+                    # closes the request's connection
+                    async with asyncio.timeout(spec.timeout_s):
+                        reply = await provider.call(messages, generation)
+                    cap.success()
+                    break
+                except ReplyError as e:
+                    error = str(e)
+                    break
+                except PermanentError as e:
+                    error, provider_failed = str(e), True
+                    break
+                except (TransientError, TimeoutError) as e:
+                    error = (str(e) if isinstance(e, TransientError)
+                             else f"no reply within the {spec.timeout_s:g} s deadline")
+                    if attempts > retries:
+                        error = f"{error} (after {attempts} attempts)"
+                        provider_failed = True
                         break
-                    except ReplyError as e:
-                        error = str(e)
-                        break
-                    except PermanentError as e:
-                        error, provider_failed = str(e), True
-                        break
-                    except (TransientError, TimeoutError) as e:
-                        error = (str(e) if isinstance(e, TransientError)
-                                 else f"no reply within the {spec.timeout_s:g} s deadline")
-                        if attempts > retries:
-                            error = f"{error} (after {attempts} attempts)"
-                            provider_failed = True
-                            break
-                        self.stats.retries += 1
-                        delay = min(self.backoff_cap, self.backoff_base * 2 ** (attempts - 1))
-                        await asyncio.sleep(delay * (0.5 + self._rng.random()))
-            finally:
-                self.stats.in_flight -= 1
+                    delay = min(self.backoff_cap, self.backoff_base * 2 ** (attempts - 1))
+                    delay *= 0.5 + self._rng.random()
+                    if isinstance(e, Throttled):  # fewer calls at once, and its pause
+                        cap.throttled(e.retry_after)
+                        delay = max(delay, min(e.retry_after or 0.0, 60.0))
+                finally:
+                    self.stats.in_flight -= 1
+            self.stats.retries += 1
+            await asyncio.sleep(delay)
         latency = time.perf_counter() - start
         if provider_failed:
             self.failures_in_a_row += 1

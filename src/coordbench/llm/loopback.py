@@ -57,8 +57,13 @@ class ScriptedServer:
 
     def __init__(self, reply: Callable[[dict[str, Any]], str],
                  faults: list[Any] | None = None, *, mix: dict[Any, float] | None = None,
-                 seed: int = 0) -> None:
+                 seed: int = 0, limit: int | None = None, latency: float = 0.0,
+                 retry_after: float | None = None) -> None:
         self.reply = reply
+        # a rate-limited provider: more than `limit` requests at once are answered 429 (with
+        # `Retry-After: retry_after` where given); every answer takes `latency` seconds
+        self.limit, self.latency, self.retry_after = limit, latency, retry_after
+        self.throttled = 0
         self.faults = list(faults or [])
         self.mix = dict(mix or {})
         self.rng = random.Random(seed)
@@ -84,10 +89,18 @@ class ScriptedServer:
                 with outer.lock:
                     outer.requests.append(body)
                     fault = outer._next_fault()
-                    outer.served.append(fault)
                     outer.in_flight += 1
                     outer.max_in_flight = max(outer.max_in_flight, outer.in_flight)
+                    if outer.limit is not None and outer.in_flight > outer.limit:
+                        fault = "throttle"
+                        outer.throttled += 1
+                    outer.served.append(fault)
                 try:
+                    if fault == "throttle":
+                        self._throttle()
+                        return
+                    if outer.latency:
+                        time.sleep(outer.latency)
                     self._serve(body, fault)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (its deadline): nothing to answer
@@ -141,6 +154,16 @@ class ScriptedServer:
                     self._send(200, SHAPES[fault](outer._answer(body)))
                 else:
                     self._send(200, outer._answer(body))
+
+            def _throttle(self):
+                data = json.dumps({"error": {"message": "rate limit", "type": "x"}}).encode()
+                self.send_response(429)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                if outer.retry_after is not None:
+                    self.send_header("Retry-After", f"{outer.retry_after:g}")
+                self.end_headers()
+                self.wfile.write(data)
 
             def _send(self, status, payload):
                 data = json.dumps(payload).encode()

@@ -1,0 +1,80 @@
+"""Adaptive concurrency per model endpoint: additive increase, multiplicative decrease.
+
+A model's `max_connections` is a ceiling, not a target: a rate-limited provider answers a
+burst at the ceiling with 429s (or 503s), each a retry that costs time. `AdaptiveCap` lets at
+most `limit` calls run at once and moves `limit` between 1 and the ceiling: +1 after `limit`
+calls in a row answered without a throttle (the window TCP congestion control uses), halved
+on a throttle (at most once per window, so one burst of 429s is one decrease), and no call
+starts before a throttle's Retry-After has passed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+
+class AdaptiveCap:
+    """At most `limit` calls at once (see the module docstring); an async context manager."""
+
+    def __init__(self, ceiling: int, start: int | None = None) -> None:
+        self.ceiling = max(1, int(ceiling))
+        self.limit = max(1, min(self.ceiling, start if start is not None else self.ceiling))
+        self.low = self.high = self.limit  # the range it moved in
+        self.active = 0
+        self.throttles = 0
+        self._streak = 0
+        self._since_cut = 0  # calls that started after the last decrease
+        self._cuts = 0
+        self._pause_until = 0.0
+        self._cond: asyncio.Condition | None = None
+
+    def _condition(self) -> asyncio.Condition:
+        if self._cond is None:  # made on first use: it binds to the running loop
+            self._cond = asyncio.Condition()
+        return self._cond
+
+    async def __aenter__(self) -> AdaptiveCap:
+        cond = self._condition()
+        async with cond:
+            await cond.wait_for(lambda: self.active < self.limit)
+            self.active += 1
+            self._since_cut += 1
+        wait = self._pause_until - time.monotonic()
+        if wait > 0:  # a provider asked for a pause: no new request before it ends
+            await asyncio.sleep(wait)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        cond = self._condition()
+        async with cond:
+            self.active -= 1
+            cond.notify_all()
+
+    def success(self) -> None:
+        """Count a call answered without a throttle (+1 to the limit after a full window)."""
+        self._streak += 1
+        if self._streak >= self.limit and self.limit < self.ceiling:
+            self.limit += 1
+            self.high = max(self.high, self.limit)
+            self._streak = 0
+            if self._cond is not None:
+                asyncio.get_running_loop().create_task(self._wake())
+
+    def throttled(self, retry_after: float | None = None) -> None:
+        """Count a throttle (429/503): halve the limit, once per window of calls, and pause
+        new calls for `retry_after` seconds where the provider gave one."""
+        self.throttles += 1
+        self._streak = 0
+        if retry_after is not None and retry_after > 0:
+            self._pause_until = max(self._pause_until, time.monotonic() + min(retry_after, 60))
+        if self._cuts == 0 or self._since_cut >= self.limit:
+            self.limit = max(1, self.limit // 2)
+            self.low = min(self.low, self.limit)
+            self._since_cut = 0
+            self._cuts += 1
+
+    async def _wake(self) -> None:
+        cond = self._condition()
+        async with cond:
+            cond.notify_all()
