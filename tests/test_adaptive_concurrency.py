@@ -1,5 +1,5 @@
-"""Adaptive concurrency: a model's max_connections is a ceiling; 429s and 503s halve the calls
-in flight, answered calls grow them back (AIMD), a Retry-After pauses new calls."""
+"""Adaptive concurrency: a model's max_connections is a ceiling; 429s and 503s cut the calls
+in flight, answered calls grow them back (AIMD)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from coordbench.llm.loopback import ScriptedServer
 from coordbench.llm.registry import ModelSpec, Registry
 
 
-def test_the_limit_grows_by_one_per_window_and_halves_once_per_window():
+def test_the_limit_grows_by_one_per_window_and_is_cut_once_per_window():
     async def run():
         cap = AdaptiveCap(32, start=8)
         for _ in range(8):
@@ -19,18 +19,19 @@ def test_the_limit_grows_by_one_per_window_and_halves_once_per_window():
                 cap.success()
         assert cap.limit == 9  # a full window of answers: +1
         cap.throttled()
-        assert cap.limit == 4  # a throttle: halved
+        assert cap.limit == 6  # a throttle: cut to three quarters
         cap.throttled()
-        assert cap.limit == 4  # the same burst of 429s: no second cut
-        for _ in range(4):
+        assert cap.limit == 6  # the same burst of 429s: no second cut
+        for _ in range(6):
             async with cap:
                 pass
         cap.throttled()
-        assert cap.limit == 2 and cap.low == 2 and cap.high == 9 and cap.throttles == 3
-        for _ in range(5):
+        assert cap.limit == 4 and cap.low == 4 and cap.high == 9 and cap.throttles == 3
+        for _ in range(8):
+            for _ in range(cap.limit):  # a window of calls, then a throttle
+                async with cap:
+                    pass
             cap.throttled()
-            async with cap:
-                pass
         assert cap.limit == 1  # never below one call
         full = AdaptiveCap(3)
         for _ in range(20):

@@ -3,9 +3,10 @@
 A model's `max_connections` is a ceiling, not a target: a rate-limited provider answers a
 burst at the ceiling with 429s (or 503s), each a retry that costs time. `AdaptiveCap` lets at
 most `limit` calls run at once and moves `limit` between 1 and the ceiling: +1 after `limit`
-calls in a row answered without a throttle (the window TCP congestion control uses), halved
-on a throttle (at most once per window, so one burst of 429s is one decrease), and no call
-starts before a throttle's Retry-After has passed.
+calls in a row answered without a throttle (the window TCP congestion control uses), cut to
+three quarters on a throttle (at most once per window, so one burst of 429s is one cut). A
+throttled call waits at least its Retry-After before it tries again (the harness); once the
+limit is down to one call, no call starts before that pause has passed.
 """
 
 from __future__ import annotations
@@ -62,14 +63,16 @@ class AdaptiveCap:
                 asyncio.get_running_loop().create_task(self._wake())
 
     def throttled(self, retry_after: float | None = None) -> None:
-        """Count a throttle (429/503): halve the limit, once per window of calls, and pause
-        new calls for `retry_after` seconds where the provider gave one."""
+        """Count a throttle (429/503): cut the limit to three quarters, once per window of
+        calls; at a limit of one, pause new calls for `retry_after` seconds where the
+        provider gave one."""
         self.throttles += 1
         self._streak = 0
-        if retry_after is not None and retry_after > 0:
+        if retry_after is not None and retry_after > 0 and self.limit == 1:
+            # at one call the limit cannot fall further: the provider's pause is kept
             self._pause_until = max(self._pause_until, time.monotonic() + min(retry_after, 60))
         if self._cuts == 0 or self._since_cut >= self.limit:
-            self.limit = max(1, self.limit // 2)
+            self.limit = max(1, self.limit * 3 // 4)
             self.low = min(self.low, self.limit)
             self._since_cut = 0
             self._cuts += 1
