@@ -70,6 +70,11 @@ def console_table(results: list[ConditionResult], title: str = "STAT scripted al
                       s["length"].fmt(1), s["conflict_rate"].fmt(4), s["throughput"].fmt(4),
                       s["decision_active_frac"].fmt(3),
                       s["diversity_per_decision_agent"].fmt(3))
+    table.caption = ("H: episode length (steps); DA frac: the share of agents free to choose "
+                     "a task, per step; D/DA: distinct tasks held after each step over the "
+                     "agents free to choose before it, summed over the episode (STAT Table 9's "
+                     "diversity); mean ± 95% t half-width over n episodes")
+    table.caption_justify = "left"
     return table
 
 
