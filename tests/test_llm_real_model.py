@@ -65,3 +65,44 @@ def test_the_bundled_model_sits_in_a_mixed_team(tmp_path):
     assert [a.driver for a in traj.header.team] == ["llm:smollm2", "llm:scripted", "rule"]
     callers = {c.agent: c.model for c in traj.steps(ModelCallEvent)}
     assert callers.get(0) == "smollm2" and callers.get(1) == "scripted" and 2 not in callers
+
+
+def test_a_deadline_stops_a_local_generation(monkeypatch):
+    import asyncio
+    import threading
+    import time
+
+    from coordbench.llm.client import TransformersProvider
+    from coordbench.llm.registry import load_registry
+
+    provider = TransformersProvider(load_registry(None).get("smollm2"))
+    msgs = [{"role": "user", "content": "Write a long story about a robot."}]
+    stop = threading.Event()
+    stop.set()
+    # a stop asked for ends the generation at its first token, not at max_tokens
+    *_, new_tokens, _, reason = provider._generate(msgs, 300, stop)
+    assert new_tokens <= 2
+
+    ended: list[float] = []
+
+    def slow(messages, max_tokens, stop=None):  # a generation that only a stop ends
+        deadline = time.monotonic() + 30
+        while not (stop and stop.is_set()) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        ended.append(time.monotonic())
+        return "", 0, 0, 0, "stop"
+
+    monkeypatch.setattr(provider, "_generate", slow)
+
+    async def cut() -> float:
+        start = time.monotonic()
+        try:
+            async with asyncio.timeout(0.3):
+                await provider.call(msgs, {"max_tokens": 2000})
+        except TimeoutError:
+            pass
+        return start
+
+    start = asyncio.run(cut())
+    # the cancelled call told its thread to stop: it ended at once, not 30 s later
+    assert ended and ended[0] - start < 5

@@ -297,8 +297,16 @@ class TransformersProvider(Provider):
                 self._loaded[self.spec.model] = _load_local(self.spec.model)
             return self._loaded[self.spec.model]
 
-    def _generate(self, messages: list[dict[str, Any]], max_tokens: int):
+    def _generate(self, messages: list[dict[str, Any]], max_tokens: int,
+                  stop: threading.Event | None = None):
         import torch
+        from transformers import StoppingCriteria, StoppingCriteriaList
+
+        class Stopped(StoppingCriteria):
+            # the caller gave up (its deadline): end the generation at the next token
+            def __call__(self, input_ids, scores, **kwargs):
+                return torch.full((input_ids.shape[0],), bool(stop and stop.is_set()),
+                                  dtype=torch.bool, device=input_ids.device)
 
         tok, model = self._load()
         text_only = [{"role": m["role"], "content": m["content"] if isinstance(m["content"], str)
@@ -307,16 +315,23 @@ class TransformersProvider(Provider):
                                       return_tensors="pt", return_dict=True)["input_ids"]
         with self._lock, torch.no_grad():
             out = model.generate(ids, max_new_tokens=max_tokens, do_sample=False,
-                                 pad_token_id=tok.eos_token_id)
+                                 pad_token_id=tok.eos_token_id,
+                                 stopping_criteria=StoppingCriteriaList([Stopped()]))
         new = out[0][ids.shape[1]:]
         reason = "length" if len(new) >= max_tokens else "stop"
         return tok.decode(new, skip_special_tokens=True), int(ids.shape[1]), int(len(new)), 0, \
             reason
 
     async def call(self, messages, generation):
+        stop = threading.Event()
         try:
             return await asyncio.to_thread(self._generate, messages,
-                                           int(generation.get("max_tokens", 96)))
+                                           int(generation.get("max_tokens", 96)), stop)
+        except asyncio.CancelledError:
+            # a deadline (or a stopped run) cancelled the call: the thread cannot be killed,
+            # so its generation is told to stop, and the lock a retry waits for frees at once
+            stop.set()
+            raise
         except ImportError as e:
             raise PermanentError(f"the local provider needs torch, transformers and gguf "
                                  f"(pip install 'coordbench[local]'): {e}") from None
