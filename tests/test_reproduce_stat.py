@@ -158,7 +158,7 @@ def test_table14_transcription_is_consistent():
     (["stat", "--regime", "huge"], "unknown --regime 'huge'"),
     (["stat", "--methods", "vdn,alphazero"], "unknown method 'alphazero'"),
     (["stat", "--methods", "vdn+attention"], "unknown method 'vdn+attention'"),
-    (["stat", "--model", "m"], "--model applies to mecobench and cocobench"),
+    (["stat", "--model", "m"], "--model applies to mecobench, cocobench and cross"),
     (["stat", "--limit", "3"], "--limit caps cases per condition"),
     (["stat", "--seeds", "4-1"], "--seeds range"),
     (["stat", "--seeds", ""], "--seeds must look like 0-4"),

@@ -132,8 +132,9 @@ def resources(options: Options) -> None:
     regime or method, before any work)."""
     settings(options)
     if options.model:
-        raise ConfigError("the STAT study trains MARL methods; --model applies to mecobench "
-                          "and cocobench (LLM teams on STAT are `stat eval --policy llm`)")
+        raise ConfigError("the STAT study trains MARL methods; --model applies to mecobench, "
+                          "cocobench and cross (LLM teams on STAT are `stat eval --policy llm` "
+                          "and the cross study's STAT rows)")
     return None
 
 
