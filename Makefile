@@ -57,6 +57,7 @@ bench: install-dev
 	$(BIN)/python benchmarks/household_pettingzoo_speed.py
 	$(BIN)/python benchmarks/llm_harness.py
 	$(BIN)/python benchmarks/adaptive_concurrency.py
+	$(BIN)/python benchmarks/harness_scale.py
 	$(BIN)/python benchmarks/stat_train_speed.py --qmix-full
 	$(BIN)/python benchmarks/stat_dqn_update.py
 	$(BIN)/python benchmarks/stat_adam.py
