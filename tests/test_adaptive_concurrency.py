@@ -98,3 +98,25 @@ def test_an_unlimited_provider_keeps_the_ceiling():
     cap = harness.stats.as_dict()["caps"]["m"]
     assert cap == {"limit": 8, "low": 8, "high": 8, "ceiling": 8, "throttles": 0}
     assert peak == 8
+
+
+def test_a_cancelled_call_never_keeps_a_place():
+    async def run():
+        cap = AdaptiveCap(1)
+        cap._pause_until = __import__("time").monotonic() + 0.5
+        waiting = asyncio.ensure_future(cap.__aenter__())
+        await asyncio.sleep(0.05)
+        waiting.cancel()  # cancelled during the pause
+        await asyncio.gather(waiting, return_exceptions=True)
+        cap._pause_until = 0.0
+        async with cap:  # the one place is free
+            queued = asyncio.ensure_future(cap.__aenter__())
+            await asyncio.sleep(0.01)
+            queued.cancel()  # cancelled while waiting for the place
+            await asyncio.gather(queued, return_exceptions=True)
+        assert cap.active == 0
+        async with asyncio.timeout(1):
+            async with cap:
+                pass
+
+    asyncio.run(run())

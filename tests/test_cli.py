@@ -263,6 +263,10 @@ def test_a_changed_plan_gets_its_own_default_folder_and_a_replay_says_so(tmp_pat
         "runs/default-episodes10-physical2-cases12")
     assert default_run_dir(**{**base, "household": False, "families": "stat,physical"}) == \
         Path("runs/default-no-household-familiesstat+physical")
+    # values a folder name cannot hold as they are get a digest: two plans never share one
+    a = default_run_dir(**{**base, "policies": "runs/train_a/p.pt"})
+    b = default_run_dir(**{**base, "policies": "runs/train/a/p.pt"})
+    assert a != b and a.name.startswith("default-policiesruns+train+a+p.pt-")
     cmd = [sys.executable, "-m", "coordbench", "run", "--families", "stat", "--configs",
            "3A-6T-5x3", "--policies", "greedy", "--episodes", "3"]
     first = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, timeout=300)

@@ -439,6 +439,17 @@ def test_a_folder_of_runs_is_searched_a_few_levels_down(tmp_path):
     found = index.find_runs(tmp_path)
     # runs are named by their path; a run's own folders are not searched; the depth is bounded
     assert set(found) == {"default", "stat-eval/3A-6T-5x3-greedy", "api/x/deep"}
+    (tmp_path / "linked").symlink_to(tmp_path / "default", target_is_directory=True)
+    assert "linked" in index.find_runs(tmp_path)  # a linked run is listed
+    # a foreign manifest among real runs is left out, not the end of `view`
+    out = tmp_path / "two"
+    for name in ("good", "foreign"):
+        (out / name).mkdir(parents=True)
+    (out / "foreign" / "manifest.json").write_text("{}")
+    from coordbench.core.rundir import RunDir
+
+    RunDir.create_or_open(out / "good").save_manifest()
+    assert set(index.open_runs(out)) == {"good"}
 
 
 def test_an_episode_line_nested_past_the_parser_is_a_bad_file_not_a_crash(tmp_path):

@@ -7,6 +7,7 @@ default benchmark (`run`), `report`, `schema` and `version`.
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 import typer
@@ -155,10 +156,11 @@ def run(
     if not items:
         raise ConfigError("these options leave nothing to run (e.g. --families mecobench "
                           "with --no-household)")
-    before = _episodes_on_disk(out_dir)
+    existed = (out_dir / "manifest.json").is_file()
+    started = time.time()
     run_obj = play(out_dir, items, labels=labels, executor=executor, workers=workers,
                    report=False)
-    if before and _episodes_on_disk(out_dir) == before:
+    if existed and not _written_since(out_dir, started):
         err.print(f"note: every episode of this plan was already in {out_dir}: nothing new "
                   "was played (the tables are the saved ones; --out DIR for a fresh run)",
                   highlight=False, soft_wrap=True)
@@ -169,25 +171,32 @@ def default_run_dir(**options: object) -> Path:
     """Return `coordbench run`'s folder for these options: runs/default for the default
     plan, else runs/default-<the options that change it> (a quick look never lands in, or
     reports, the full run's folder)."""
+    import hashlib
     import re
 
-    parts = []
+    parts, exact = [], True
     for name, value in options.items():
         if value is None or (name == "household" and value is True):
             continue
-        text = re.sub(r"[^A-Za-z0-9.\-]+", "+", str(value)).strip("+")
+        raw = str(value)
+        text = re.sub(r"[^A-Za-z0-9.\-]+", "+", raw).strip("+")
+        exact = exact and text == raw.replace(",", "+")
         parts.append(f"{name}{text}" if value is not False else f"no-{name}")
-    return Path("runs") / ("default" + "".join(f"-{p}" for p in parts))
+    name = "default" + "".join(f"-{p}" for p in parts)
+    if not exact or len(name) > 100:  # two plans must never share a folder
+        digest = hashlib.sha256(repr(sorted(options.items())).encode()).hexdigest()[:8]
+        name = f"{name[:100]}-{digest}"
+    return Path("runs") / name
 
 
-def _episodes_on_disk(path: Path) -> int:
-    """Return how many complete episodes the run at `path` holds (0: no run there)."""
-    from coordbench.core.rundir import RunDir
-
-    if not (Path(path) / "manifest.json").is_file():
-        return 0
-    run_obj = RunDir.open(path)
-    return sum(len(run_obj.episode_keys(c)) for c in run_obj.conditions)
+def _written_since(path: Path, since: float) -> bool:
+    """Return whether any episode file of the run at `path` (a result, or an errored
+    attempt) was written at or after `since` (a time.time())."""
+    for folder in ("episodes", "errors"):
+        root = Path(path) / folder
+        if root.is_dir() and any(f.stat().st_mtime >= since for f in root.rglob("*.jsonl")):
+            return True
+    return False
 
 
 def _report(run_obj, html: bool = True) -> None:

@@ -273,12 +273,14 @@ def play(path: Path, plan: Sequence, *, quiet: bool = False, labels: Sequence[st
 
     check_executor(options.get("executor", "local"), options.get("workers", 1))
     run = run_dir(path)
-    with bars(quiet, stats) as progress:
-        names = run_conditions(run, plan, labels=labels, progress=progress, **options)
-    if run.set_aside_log:  # never silently: the files are kept, their episodes replayed
-        err.print(f"note: {len(run.set_aside_log)} damaged episode file(s) moved to "
-                  f"{run.path / 'damaged'} and played again (e.g. {run.set_aside_log[0]})",
-                  highlight=False, soft_wrap=True)
+    try:
+        with bars(quiet, stats) as progress:
+            names = run_conditions(run, plan, labels=labels, progress=progress, **options)
+    finally:
+        if run.set_aside_log:  # never silently, even when the run stops early
+            err.print(f"note: {len(run.set_aside_log)} damaged episode file(s) moved to "
+                      f"{run.path / 'damaged'} to be played again (e.g. "
+                      f"{run.set_aside_log[0]})", highlight=False, soft_wrap=True)
     summary = errored_summary(run, names)
     if summary:
         PENDING_FAILURES.append(summary)

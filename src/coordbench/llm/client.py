@@ -314,6 +314,8 @@ class TransformersProvider(Provider):
         ids = tok.apply_chat_template(text_only, add_generation_prompt=True,
                                       return_tensors="pt", return_dict=True)["input_ids"]
         with self._lock, torch.no_grad():
+            if stop is not None and stop.is_set():  # cancelled while it waited for the model
+                return "", int(ids.shape[1]), 0, 0, "stop"
             out = model.generate(ids, max_new_tokens=max_tokens, do_sample=False,
                                  pad_token_id=tok.eos_token_id,
                                  stopping_criteria=StoppingCriteriaList([Stopped()]))
@@ -583,7 +585,14 @@ class ModelHarness:
             delay = 0.0
             async with cap:
                 if self.failures_in_a_row >= self.breaker:  # it opened while this call waited
-                    return self._open_circuit(alias, key)
+                    if attempts == 0:
+                        return self._open_circuit(alias, key)
+                    # opened between two attempts: this call keeps its own history
+                    error = f"{error} (after {attempts} attempts; then the circuit opened)"
+                    provider_failed = True
+                    break
+                if attempts:
+                    self.stats.retries += 1
                 attempts += 1
                 self.stats.in_flight += 1
                 self.stats.max_in_flight = max(self.stats.max_in_flight, self.stats.in_flight)
@@ -614,7 +623,6 @@ class ModelHarness:
                         delay = max(delay, min(e.retry_after or 0.0, 60.0))
                 finally:
                     self.stats.in_flight -= 1
-            self.stats.retries += 1
             await asyncio.sleep(delay)
         latency = time.perf_counter() - start
         if provider_failed:

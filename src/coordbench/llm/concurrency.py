@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import deque
 
 
 class AdaptiveCap:
-    """At most `limit` calls at once (see the module docstring); an async context manager."""
+    """At most `limit` calls at once (see the module docstring); an async context manager.
+    A call cancelled while it waits, or while it holds its place, never keeps a place."""
 
     def __init__(self, ceiling: int, start: int | None = None) -> None:
         self.ceiling = max(1, int(ceiling))
@@ -28,29 +30,41 @@ class AdaptiveCap:
         self._since_cut = 0  # calls that started after the last decrease
         self._cuts = 0
         self._pause_until = 0.0
-        self._cond: asyncio.Condition | None = None
-
-    def _condition(self) -> asyncio.Condition:
-        if self._cond is None:  # made on first use: it binds to the running loop
-            self._cond = asyncio.Condition()
-        return self._cond
+        self._waiters: deque[asyncio.Future] = deque()
 
     async def __aenter__(self) -> AdaptiveCap:
-        cond = self._condition()
-        async with cond:
-            await cond.wait_for(lambda: self.active < self.limit)
-            self.active += 1
-            self._since_cut += 1
-        wait = self._pause_until - time.monotonic()
-        if wait > 0:  # a provider asked for a pause: no new request before it ends
-            await asyncio.sleep(wait)
-        return self
+        while True:
+            wait = self._pause_until - time.monotonic()
+            if wait > 0:  # the provider asked for a pause: no place is held through it
+                await asyncio.sleep(wait)
+                continue
+            if self.active < self.limit:
+                self.active += 1
+                self._since_cut += 1
+                return self
+            waiter = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
+            try:
+                await waiter
+            except BaseException:
+                if waiter in self._waiters:
+                    self._waiters.remove(waiter)
+                elif waiter.done() and not waiter.cancelled():
+                    self._wake()  # woken, then cancelled: the wake goes to the next one
+                raise
 
     async def __aexit__(self, *exc: object) -> None:
-        cond = self._condition()
-        async with cond:
-            self.active -= 1
-            cond.notify_all()
+        self.active -= 1  # first, and without awaiting: a cancel here cannot lose the place
+        self._wake()
+
+    def _wake(self) -> None:
+        """Wake as many waiting calls as there are free places."""
+        free = self.limit - self.active
+        while free > 0 and self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                free -= 1
 
     def success(self) -> None:
         """Count a call answered without a throttle (+1 to the limit after a full window)."""
@@ -59,8 +73,7 @@ class AdaptiveCap:
             self.limit += 1
             self.high = max(self.high, self.limit)
             self._streak = 0
-            if self._cond is not None:
-                asyncio.get_running_loop().create_task(self._wake())
+            self._wake()
 
     def throttled(self, retry_after: float | None = None) -> None:
         """Count a throttle (429/503): cut the limit to three quarters, once per window of
@@ -76,8 +89,3 @@ class AdaptiveCap:
             self.low = min(self.low, self.limit)
             self._since_cut = 0
             self._cuts += 1
-
-    async def _wake(self) -> None:
-        cond = self._condition()
-        async with cond:
-            cond.notify_all()

@@ -68,6 +68,28 @@ def _head_tail(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     return head, tail
 
 
+def open_runs(path: Path) -> dict[str, RunDir]:
+    """Return the runs at `path` opened (`find_runs`); in a folder of runs, one that cannot
+    be opened (a damaged or foreign manifest) is left out with a warning on stderr, and
+    RunDirError only when none opens."""
+    import sys
+
+    found = find_runs(path)
+    if len(found) == 1:
+        return {name: RunDir.open(p) for name, p in found.items()}
+    runs, problems = {}, []
+    for name, p in found.items():
+        try:
+            runs[name] = RunDir.open(p)
+        except RunDirError as e:
+            problems.append(str(e))
+    if not runs:
+        raise RunDirError(problems[0])
+    for problem in problems:
+        print(f"warning: left out: {problem}", file=sys.stderr)
+    return runs
+
+
 def episode_row(run: RunDir, condition: str, key: str) -> EpisodeRow:
     """Return the listing row of episode `key` from its first and last line only."""
     row = EpisodeRow(key)
@@ -183,12 +205,16 @@ def find_runs(path: Path) -> dict[str, Path]:
     for _ in range(RUN_DEPTH):
         below = []
         for folder in level:
-            for p in sorted(folder.iterdir()):
-                if not p.is_dir() or p.is_symlink():
+            try:
+                entries = sorted(folder.iterdir())
+            except OSError:  # a folder this user cannot read holds no run we can show
+                continue
+            for p in entries:
+                if not p.is_dir():
                     continue
-                if (p / "manifest.json").is_file():
+                if (p / "manifest.json").is_file():  # a run, even through a link
                     runs[p.relative_to(path).as_posix()] = p
-                else:
+                elif not p.is_symlink():  # links are not followed further down
                     below.append(p)
         level = below
     if not runs:

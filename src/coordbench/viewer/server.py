@@ -65,7 +65,7 @@ class Viewer:
     """What the server serves: the runs under one path, an episode cache, the metrics."""
 
     def __init__(self, path: Path) -> None:
-        self.runs = {name: RunDir.open(p) for name, p in index.find_runs(path).items()}
+        self.runs = index.open_runs(path)
         self.metrics = MetricsCache()
         self._episodes: OrderedDict[tuple, bytes] = OrderedDict()  # (run, cond, key, stat)
         self._listings: dict[tuple[str, str], tuple[tuple, list[dict[str, Any]]]] = {}
@@ -152,7 +152,7 @@ class Viewer:
             raise ConfigError(f"no condition {cond!r} in run {run!r}")
         try:  # a cached payload stands only while its file is unchanged
             st = rd.episode_path(cond, key).stat()
-            stamp: tuple = (st.st_mtime_ns, st.st_size)
+            stamp: tuple = (st.st_mtime_ns, st.st_size, st.st_ino)
         except (OSError, RunDirError):
             stamp = ()
         ident = (run, cond, key, stamp)
