@@ -349,3 +349,26 @@ def test_a_call_that_fails_with_and_without_its_schema_records_every_attempt():
     # 3 attempts with the schema, 1 without: the failure says both
     assert "asked again without the schema after" in str(e.value)
     assert "(after 3 attempts)" in str(e.value)
+
+
+def test_harness_stats_name_the_command_that_spent_the_tokens(tmp_path):
+    import subprocess
+    import sys
+
+    from coordbench.llm.loopback import ScriptedServer
+    from tests.test_construct_protocols import _reply
+
+    out = tmp_path / "run"
+    with ScriptedServer(_reply) as server:
+        models = models_file(tmp_path, server.base_url)
+        for limit in ("1", "2"):
+            res = subprocess.run([sys.executable, "-m", "coordbench", "constructs", "run",
+                                  "--subset", "rep240", "--construct", "D1", "--agents", "llm",
+                                  "--model", "scripted", "--models", str(models), "--limit",
+                                  limit, "--no-cache", "--out", str(out), "--json"],
+                                 capture_output=True, text=True, timeout=300)
+            assert res.returncode == 0, res.stderr
+    entries = json.loads((out / "harness_stats.json").read_text())
+    assert [e["command"].split("--limit ")[1].split()[0] for e in entries] == ["1", "2"]
+    # the manifest still names the command that created the run
+    assert "--limit 1" in json.loads((out / "manifest.json").read_text())["command"]

@@ -73,6 +73,8 @@ class RunDir:
         self.path = Path(path)
         self.manifest = manifest
         self.set_aside_log: list[str] = []  # episode files this object moved to damaged/
+        # the command that opened the run now (the manifest keeps the one that created it)
+        self.command: str = str(manifest.get("command") or "")
 
     # -- opening ------------------------------------------------------------------------------
     @classmethod
@@ -118,7 +120,9 @@ class RunDir:
         given a manifest too."""
         path = Path(path)
         if (path / "manifest.json").exists():
-            return cls.open(path)
+            run = cls.open(path)
+            run.command = command or run.command  # this command, not the folder's first
+            return run
         if path.exists() and not path.is_dir():
             raise RunDirError(f"{path} exists and is not a directory")
         if path.is_dir() and any(not (adopt and _training_file(p)) for p in path.iterdir()):

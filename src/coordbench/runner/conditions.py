@@ -314,7 +314,7 @@ class Tally:
         if not isinstance(entries, list):
             entries = []
         entries.append({"finished": datetime.now(UTC).isoformat(),
-                        "command": run.manifest.get("command", ""),
+                        "command": getattr(run, "command", "") or run.manifest.get("command", ""),
                         "episodes": self.episodes, "errored_episodes": self.errored,
                         **{k: round(v, 6) if isinstance(v, float) else v
                            for k, v in self.stats.items()}})
