@@ -259,9 +259,11 @@ def test_the_harness_never_exceeds_its_connection_cap_while_retrying():
             h = ModelHarness(reg, None, backoff_base=0.001)
             await asyncio.gather(*(h.complete("m", [{"role": "user", "content": str(i)}])
                                    for i in range(30)))
-            return srv.max_in_flight, h.stats.retries
+            return h.stats.max_in_flight, h.stats.retries
+    # the harness's own count of attempts under way: the server's count lags (a handler
+    # thread ends a moment after its client has the reply and may already send the next)
     peak, retries = asyncio.run(go())
-    assert peak <= 3 and retries > 0
+    assert peak == 3 and retries > 0
 
 
 def test_mocked_transport_failures_classify(tmp_path):

@@ -242,8 +242,8 @@ def _play_study(path: Path, paper: str, items: list, labels: list[str],
         estimate,
         per_episode,
         pilot_item,
-        stats_entries,
     )
+    from coordbench.runner.conditions import stats_entries
 
     run = run_dir(path)
     groups: dict[str | None, list[tuple[tuple, str]]] = {}

@@ -41,14 +41,6 @@ class ModelPlan:
         return {"model": self.model, "episodes": self.total, "left": self.left}
 
 
-def split_plan(items: Sequence[tuple], owners: Sequence[str | None]) -> dict[str | None, list]:
-    """Return the plan items grouped by who plays them (None: the rows no model plays)."""
-    out: dict[str | None, list] = {}
-    for item, who in zip(items, owners, strict=True):
-        out.setdefault(who, []).append(item)
-    return out
-
-
 def count(run: RunDir, plan: ModelPlan) -> ModelPlan:
     """Return `plan` with its planned and missing episodes counted."""
     plan.total = plan.left = 0
@@ -79,17 +71,6 @@ def per_episode(run: RunDir, names: Sequence[str], cap: int | None = None
             sums["cost"] += s["cost"]
             n += 1
     return None if n == 0 else {k: v / n for k, v in sums.items()} | {"episodes": n}
-
-
-def stats_entries(path: Path) -> list[dict[str, Any]]:
-    """Return the run's harness_stats.json entries (one per command that called a model;
-    [] where there is none or it cannot be read: it is derived, not a result)."""
-    f = Path(path) / "harness_stats.json"
-    try:
-        entries = json.loads(f.read_text(encoding="utf-8")) if f.is_file() else []
-    except (OSError, ValueError):
-        return []
-    return entries if isinstance(entries, list) else []
 
 
 def pilot_item(plan: ModelPlan) -> tuple:
@@ -177,3 +158,4 @@ def spent(run: RunDir, conditions: dict[str, list[str]]) -> dict[str, dict[str, 
                         row["tokens"] += c.prompt_tokens + c.completion_tokens
                         row["cost"] += 0.0 if c.cache_hit else c.cost
     return out
+

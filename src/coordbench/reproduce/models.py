@@ -89,9 +89,10 @@ def _offline_rows(module: ModuleType, options: Options, out: Path) -> set[str]:
     return {item[0].condition(item[1]) for item in module.plan(offline, out)}
 
 
-def _model_conditions(run: RunDir, module: ModuleType, each: list[Options], out: Path
-                      ) -> dict[str, list[str]]:
-    """Return, per model, the planned conditions only that model plays (every seed)."""
+def _model_conditions(run: RunDir, module: ModuleType, each: list[Options], out: Path,
+                      mixed: bool = False) -> dict[str, list[str]]:
+    """Return, per model, the planned conditions only that model plays (every seed; with
+    `mixed`, its mixed teams too)."""
     names: dict[str, list[str]] = {}
     for o in each:
         names.setdefault(str(o.model), []).extend(item[0].condition(item[1])
@@ -99,8 +100,8 @@ def _model_conditions(run: RunDir, module: ModuleType, each: list[Options], out:
     shared = _offline_rows(module, each[0], out)
     # a mixed team (Fig. 32's leader over another model) is no one model's row
     return {m: [n for n in ns if n not in shared and n in run.conditions
-                and not run.conditions[n].get("leader_model")
-                and not run.conditions[n].get("seats")]
+                and (mixed or not (run.conditions[n].get("leader_model")
+                                   or run.conditions[n].get("seats")))]
             for m, ns in names.items()}
 
 
@@ -172,12 +173,7 @@ def _repeats_item(result: dict[str, Any], k: int) -> Item:
 def _cost_item(run: RunDir, module: ModuleType, each: list[Options], out: Path) -> Item:
     from .cost import spent
 
-    names: dict[str, list[str]] = {}
-    for o in each:  # every row with the model in it, its mixed teams included
-        names.setdefault(str(o.model), []).extend(
-            item[0].condition(item[1]) for item in module.plan(o, out))
-    offline = _offline_rows(module, each[0], out)
-    result = spent(run, {m: [n for n in ns if n not in offline] for m, ns in names.items()})
+    result = spent(run, _model_conditions(run, module, each, out, mixed=True))
     rows = [[m, str(r["episodes"]), f"{r['calls']:,.0f}", f"{r['tokens']:,.0f}",
              f"${r['cost']:.2f}", "n/a" if r["wall_s"] is None else f"{r['wall_s']:.1f}"]
             for m, r in result.items()]
@@ -225,9 +221,9 @@ def combined_study(module: ModuleType, run: RunDir, each: list[Options], out: Pa
     firsts = _firsts(each)
     k = each[0].repeats
     extra: list[Item] = []
+    rows = _model_conditions(run, module, each, out) if each[0].model is not None else {}
     if k > 1:
-        extra.append(_repeats_item(repeated_trials(
-            run, _model_conditions(run, module, each, out), k), k))
+        extra.append(_repeats_item(repeated_trials(run, rows, k), k))
     if each[0].model is not None:
         extra.append(_cost_item(run, module, each, out))
     if len(firsts) == 1:
@@ -243,7 +239,7 @@ def combined_study(module: ModuleType, run: RunDir, each: list[Options], out: Pa
         items += compare(run, firsts, out)
         for f in (f for item in items for f in item.findings):
             f.models = list(models)
-    items.append(_paired_item(paired_models(run, _model_conditions(run, module, each, out))))
+    items.append(_paired_item(paired_models(run, rows)))
     items += extra
     first = ""
     for o in firsts:
@@ -275,6 +271,19 @@ def majority_finding(fid: str, ref: str, claim: str, paper_value: Any,
 
 
 
+def _shared(first: Sequence[Trajectory], second: Sequence[Trajectory], fn
+            ) -> tuple[list[Any], list[Any]]:
+    """Return `fn` of the episodes both groups played (the same task and seed, where both
+    have a value), as two aligned lists."""
+    a = {(t.header.task_id, t.header.seed): fn(t) for t in first}
+    b = {(t.header.task_id, t.header.seed): fn(t) for t in second}
+    both = sorted(k for k in set(a) & set(b) if a[k] is not None and b[k] is not None)
+    return [a[k] for k in both], [b[k] for k in both]
+
+
+NO_PAIRS = {"delta": None, "lo": None, "hi": None, "n": 0, "p": None}
+
+
 def paired_metric_by_task(first: Sequence[Trajectory], second: Sequence[Trajectory], fn
                           ) -> dict[str, Any]:
     """Return the paired difference of `fn(trajectory)` (None: not defined), first minus
@@ -282,12 +291,8 @@ def paired_metric_by_task(first: Sequence[Trajectory], second: Sequence[Trajecto
     and Wilcoxon's p (delta None where they share none)."""
     from coordbench.analyses.paired import paired_metric
 
-    a = {(t.header.task_id, t.header.seed): fn(t) for t in first}
-    b = {(t.header.task_id, t.header.seed): fn(t) for t in second}
-    both = sorted(k for k in set(a) & set(b) if a[k] is not None and b[k] is not None)
-    if not both:
-        return {"delta": None, "lo": None, "hi": None, "n": 0, "p": None}
-    return paired_metric([a[k] for k in both], [b[k] for k in both])
+    x, y = _shared(first, second, fn)
+    return paired_metric(x, y) if x else dict(NO_PAIRS)
 
 
 def paired_by_task(first: Sequence[Trajectory], second: Sequence[Trajectory]
@@ -295,12 +300,8 @@ def paired_by_task(first: Sequence[Trajectory], second: Sequence[Trajectory]
     """Return the paired success difference, first minus second, over the tasks (and seeds)
     both groups played: bootstrap interval and McNemar's exact p (delta None, n 0, where
     they share none)."""
-    a = {(t.header.task_id, t.header.seed): success(t) for t in first}
-    b = {(t.header.task_id, t.header.seed): success(t) for t in second}
-    both = sorted(set(a) & set(b))
-    if not both:
-        return {"delta": None, "lo": None, "hi": None, "n": 0, "p": None}
-    return paired_success([a[k] for k in both], [b[k] for k in both])
+    x, y = _shared(first, second, success)
+    return paired_success(x, y) if x else dict(NO_PAIRS)
 
 
 def order_breaks(models: Sequence[str], ability, outcome) -> bool | None:

@@ -24,6 +24,7 @@ import asyncio
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any, Protocol
 
 from coordbench.core.rundir import RunDir
@@ -283,6 +284,20 @@ def _run_locked(run: RunDir, plan: Sequence[tuple], executor: str, workers: int,
     return names
 
 
+def stats_entries(path: Path | str) -> list[dict[str, Any]]:
+    """Return the run's harness_stats.json entries, one per command that called a model ([]
+    where there is none or it cannot be read: it is derived, not a result, and a damaged one
+    is replaced)."""
+    import json
+
+    f = Path(path) / "harness_stats.json"
+    try:
+        entries = json.loads(f.read_text(encoding="utf-8")) if f.is_file() else []
+    except (OSError, ValueError):
+        return []
+    return entries if isinstance(entries, list) else []
+
+
 class Tally:
     """What one command's episodes did with models: the harness counters summed over every
     episode it finished (errored ones included), written to RUN/harness_stats.json."""
@@ -306,15 +321,9 @@ class Tally:
         import json
         from datetime import UTC, datetime
 
-        path = run.path / "harness_stats.json"
-        try:
-            entries = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else []
-        except (OSError, ValueError):
-            entries = []  # a damaged stats file is replaced: it is derived, not a result
-        if not isinstance(entries, list):
-            entries = []
+        entries = stats_entries(run.path)
         entries.append({"finished": datetime.now(UTC).isoformat(),
-                        "command": getattr(run, "command", "") or run.manifest.get("command", ""),
+                        "command": run.command,
                         "episodes": self.episodes, "errored_episodes": self.errored,
                         **{k: round(v, 6) if isinstance(v, float) else v
                            for k, v in self.stats.items()}})
