@@ -13,7 +13,7 @@ from pathlib import Path
 import typer
 from rich.markup import escape
 
-from coordbench.commands import models, reproduce, tables, view
+from coordbench.commands import crossplay, models, reproduce, tables, view
 from coordbench.commands.common import err, executor_option, out, play, workers_option
 from coordbench.core.provenance import VERSION as __version__
 from coordbench.errors import ConfigError, CoordbenchError
@@ -71,6 +71,7 @@ try:
 except CoordbenchError:
     pass  # a broken plugin: main() adds the groups again and prints its one line
 app.add_typer(models.app, name="models")
+app.add_typer(crossplay.app, name="crossplay")
 app.command("view")(view.view)
 app.command("export")(tables.export)
 app.command("table")(tables.table)

@@ -28,6 +28,7 @@ from typing import Any
 
 from coordbench.agents.dials import Faults
 from coordbench.agents.household.protocols import Decision, Message
+from coordbench.errors import ConfigError
 
 _TAKE = re.compile(r"TAKE (\d+)")
 _LEAVE = re.compile(r"LEAVE ([\d ]+)")
@@ -51,10 +52,39 @@ def board_claims(board: Any, me: int) -> dict[int, int]:
             if str(o).isdigit() and isinstance(a, int) and a != me}
 
 
-def free_for(target: int, claims: dict[int, int], me: int) -> bool:
+def free_for(target: int, claims: dict[int, int], me: int, convention: str = "lower") -> bool:
     """Return whether `target` is free for agent `me`: unclaimed, or claimed by an agent with
-    a higher index (a lower index, or the leader's reservation, keeps it)."""
-    return target not in claims or claims[target] > me
+    a higher index (a lower index, or the leader's reservation, keeps it); under the
+    `reverse` convention a higher index keeps it and a lower one yields."""
+    if target not in claims:
+        return True
+    if claims[target] == PRIORITY:
+        return False
+    return claims[target] > me if convention == "lower" else claims[target] < me
+
+
+CONVENTIONS = ("lower", "reverse")
+
+
+def rule_variant(arg: str | None, where: str) -> tuple[str, Any]:
+    """Return (claim convention, dials or None) of a rule seat's argument (`reverse`,
+    `perception=0.2`, joined by `+`); ConfigError names a part that is neither."""
+    from coordbench.agents.dials import parse_dials
+
+    convention, items = "lower", []
+    for part in (p.strip() for p in (arg or "").split("+") if p.strip()):
+        if part == "reverse":
+            convention = "reverse"
+        elif "=" in part:
+            items.append(part)
+        else:
+            raise ConfigError(f"{where}: rule:{arg}: {part!r} is neither reverse (claims "
+                              "yield to higher-index teammates) nor a dial NAME=VALUE")
+    try:
+        dials = parse_dials(items)
+    except ConfigError as e:
+        raise ConfigError(f"{where}: rule:{arg}: {str(e).removeprefix('--dial ')}") from None
+    return convention, dials
 
 
 class ClaimMind(ABC):
@@ -65,6 +95,14 @@ class ClaimMind(ABC):
     agent: int
     said: str | None = None
     faults: Faults | None = None
+    # whose claim keeps a target: "lower" (the lower index, every protocol's order of
+    # speaking) or "reverse" (the higher index): a convention partners must share
+    convention: str = "lower"
+
+    def free(self, target: int, claims: dict[int, int], who: int | None = None) -> bool:
+        """Return whether `target` is free for agent `who` (default: this one) under this
+        mind's convention."""
+        return free_for(target, claims, self.agent if who is None else who, self.convention)
 
     def step_of(self, obs: Any) -> int:
         """Return the team step `obs` is from (the key of this step's failure draws)."""

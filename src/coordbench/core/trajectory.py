@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter
 from pydantic_core import PydanticSerializationError
 
-SCHEMA_VERSION = "1.5"
+SCHEMA_VERSION = "1.6"
 
 # JSON allows these raw inside strings, but str.splitlines() and many line readers break on
 # them; a model reply can hold any of them, so they are written escaped.
@@ -181,6 +181,20 @@ class ModelCallEvent(_Record):
     reply: str = ""
 
 
+class HumanDecisionEvent(_Record):
+    """One decision of a seat a person plays (`coordbench play`; schema 1.6): what the
+    person was asked (`phase`: act, or the protocol's speak/assign/memory phase), what they
+    chose (an action's label, a message, "" for silence) and how long they took to decide
+    (`think_s`, from the moment the page could show the question to the answer)."""
+
+    type: Literal["human_decision"] = "human_decision"
+    t: int
+    agent: int
+    phase: str
+    choice: str
+    think_s: float
+
+
 class PhysicalPhaseEvent(_Record):
     """A physical task's phase completed (phases latch in order 1, 2, 3) at control step t."""
 
@@ -247,8 +261,8 @@ class EpisodeEndEvent(_Record):
 
 
 Event = Annotated[StatStepEvent | HouseholdStepEvent | MessageEvent | ModelCallEvent
-                  | PhysicalPhaseEvent | PhysicalCouplingEvent | PhysicalPosesEvent
-                  | EpisodeEndEvent,
+                  | HumanDecisionEvent | PhysicalPhaseEvent | PhysicalCouplingEvent
+                  | PhysicalPosesEvent | EpisodeEndEvent,
                   Field(discriminator="type")]
 _EVENT = TypeAdapter(Event)
 

@@ -59,6 +59,11 @@ def compose(run: RunDir) -> Report:
                           "it was written by another coordbench")
     drawn = [(name, conds, sections[name](run, conds)) for name, conds in by_suite.items()]
     drawn = [(n, c, p) for n, c, p in drawn if p.markdown or p.results]
+    from .crossplay_report import section as crossplay_section
+
+    cross = crossplay_section(run)
+    if cross is not None:  # a crossplay run: its matrix leads the report
+        drawn.insert(0, ("crossplay", [], cross))
     parts = [p for _, _, p in drawn]
     m = run.manifest
     title = ", ".join(p.title for p in parts) or "no finished episodes"

@@ -114,7 +114,12 @@ def render(run: RunDir, report: Any) -> str:
     chunks = [md.render(report.intro)]
     for suite, conds, section in report.parts:
         body = _headed(md.render(section.markdown), toc, used) if section.markdown else ""
-        figs = for_suite(run, suite, conds, report.results, section.data)
+        if suite == "crossplay":
+            from .crossplay_report import heatmap
+
+            figs = [heatmap(section.data["matrix"])]
+        else:
+            figs = for_suite(run, suite, conds, report.results, section.data)
         if figs and not body:
             slug = _anchor(section.title, used)
             toc.append((2, slug, section.title))

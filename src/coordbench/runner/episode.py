@@ -107,7 +107,7 @@ class Recorder:
         self.t = 0
         self.tokens = 0
         self.limits = limits or Limits()
-        self._calls: list[dict[str, Any]] = []
+        self._calls: list[Any] = []
         self._token: Token | None = None
         # request hash -> the prompt's JSON text: stored beside the run, once per request
         self.prompts: dict[str, str] = {}
@@ -154,10 +154,16 @@ class Recorder:
             meter.tokens += tokens
         return slot
 
+    def hold(self, event: Any) -> None:
+        """Hold a decision event of this step (a person's, `HumanDecisionEvent`) to be
+        emitted with the step's model calls, in the order decisions were made."""
+        self._calls.append(event)
+
     def flush_calls(self) -> None:
-        """Emit the held model calls as events of step `t`."""
+        """Emit the held model calls (and held decisions) as events of step `t`."""
         # an empty slot is a call that never returned (its episode was cancelled)
-        self.events.extend(ModelCallEvent(t=self.t, **c) for c in self._calls if c)
+        self.events.extend(c if not isinstance(c, dict) else ModelCallEvent(t=self.t, **c)
+                           for c in self._calls if c)
         self._calls.clear()
 
     @property

@@ -56,6 +56,8 @@ class ModelResources:
 
     harness: Any = None
     max_reply_tokens: int | None = None
+    # the person's seat of `coordbench play` (play.session.SeatSession); None elsewhere
+    seat: Any = None
 
     def identity(self) -> dict[str, Any]:
         """Return the options that change the episodes (recorded with each condition)."""

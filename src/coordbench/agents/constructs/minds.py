@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
-from coordbench.agents.claims import ClaimMind
+from coordbench.agents.claims import ClaimMind, rule_variant
 from coordbench.agents.dials import Dials, Faults
 from coordbench.agents.household.llm import LlmMind
 from coordbench.agents.household.protocols import (
@@ -79,6 +79,7 @@ class ConstructRuleMind(ClaimMind):
     rule: RuleAgent
     said: str | None = None
     faults: Faults | None = None
+    convention: str = "lower"
     stopped: bool = False  # the hallucination dial struck: it believes the work done
 
     def step_of(self, obs: ConstructView) -> int:
@@ -101,7 +102,7 @@ class ConstructRuleMind(ClaimMind):
 
     def intent_of(self, obs: ConstructView, j: int, claims: dict[int, int]) -> int | None:
         """Return what agent `j`'s rules go for given the claims (with communication)."""
-        planner = RuleAgent(j, obs.info, True, dict(claims))
+        planner = RuleAgent(j, obs.info, True, dict(claims), convention=self.convention)
         planner.decide(obs.env)
         return planner.intent
 
@@ -147,8 +148,10 @@ class ProtocolPlanners:
     name = "protocol"
 
     def __init__(self, protocol: str, agents: str, harness=None, alias: str | None = None,
-                 dials: Dials | None = None, key: str = "", seats: Any = None) -> None:
+                 dials: Dials | None = None, key: str = "", seats: Any = None,
+                 resources: Any = None, episode: str = "") -> None:
         self.protocol = check_protocol(protocol)
+        self.resources, self.episode = resources, episode
         if agents not in ("rule", "llm"):
             raise ConfigError(f"a team under a protocol is rule or llm minds, not {agents}")
         self.agents, self.harness, self.alias = agents, harness, alias
@@ -160,11 +163,7 @@ class ProtocolPlanners:
         spec = get_protocol(self.protocol)
         if self.seats is not None:  # a mixed team: each seat's own mind
             catalog = menu_catalog(env, info)
-            minds = [ConstructLlmMind(agent=i, harness=self.harness, alias=str(seat.arg),
-                                      role=spec.role(i), catalog=catalog)
-                     if seat.kind == "llm" else
-                     ConstructRuleMind(i, RuleAgent(i, info, spec.talks), faults=Faults(
-                         self.dials, self.key, i) if self.dials else None)
+            minds = [self._seat_mind(i, seat, spec, catalog, info)
                      for i, seat in enumerate(self.seats)]
         elif self.agents == "rule":
             minds: list[Any] = [
@@ -179,6 +178,31 @@ class ProtocolPlanners:
         self.team = ProtocolTeam(minds, self.protocol)
         self.step, self.used, self.budget = 0, 0, env.task.budget()
         self.last: list[Any] = []
+
+    def _seat_mind(self, i: int, seat: Any, spec: Any, catalog: Any, info: dict[str, Any]
+                   ) -> Any:
+        """Return seat `i`'s mind: a model's, a rule mind (its variant's convention and
+        dials, else the team's dials), or the person's of `coordbench play`."""
+        if seat.kind == "llm":
+            return ConstructLlmMind(agent=i, harness=self.harness, alias=str(seat.arg),
+                                    role=spec.role(i), catalog=catalog)
+        if seat.kind == "human":
+            from coordbench.agents.human import HumanMind
+
+            from .human import ConstructPresenter
+
+            session = getattr(self.resources, "seat", None)
+            if session is None or session.seat != i:
+                raise ConfigError(f"seat agent_{i} is human: play it with `coordbench play "
+                                  f"constructs --seat agent_{i}`")
+            return HumanMind(i, session, ConstructPresenter(catalog, render_view),
+                             role=spec.role(i),
+                             episode=self.episode)
+        convention, own = rule_variant(seat.arg, f"seat agent_{i}")
+        dials = own or self.dials
+        return ConstructRuleMind(i, RuleAgent(i, info, spec.talks, convention=convention),
+                                 faults=Faults(dials, self.key, i) if dials else None,
+                                 convention=convention)
 
     async def act(self, images: dict[int, str]) -> StepChoice:
         """Return this step's choices, why a mind chose nothing, and the step's messages."""

@@ -41,6 +41,7 @@ class RuleAgent:
     comm: bool
     claims: dict[int, int] = field(default_factory=dict)  # object -> teammate
     intent: int | None = None
+    convention: str = "lower"  # whose claim keeps an object (agents.claims.free_for)
 
     def read(self, messages: list[tuple[int, str]]) -> None:
         """Take teammates' last-round intents ("TAKE <id>") from the broadcast board."""
@@ -62,7 +63,8 @@ class RuleAgent:
 
     def _free(self, env: HouseholdEnv, obj: int) -> bool:
         return obj not in env.holder and (not self.comm or free_for(obj, self.claims,
-                                                                    self.agent))
+                                                                    self.agent,
+                                                                    self.convention))
 
     def _deliver(self, env: HouseholdEnv, items: list[int], targets: dict[int, int],
                  relation: str = "put_in") -> Action | None:

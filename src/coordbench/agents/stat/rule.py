@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from coordbench.agents.claims import ClaimMind, free_for
+from coordbench.agents.claims import ClaimMind
 from coordbench.agents.dials import Faults
 from coordbench.envs.stat.config import IDLE, SELECT0
 from coordbench.envs.stat.observe import StatObservation
@@ -44,6 +44,7 @@ class StatRuleMind(ClaimMind):
     role: str = "agent"
     said: str | None = None
     faults: Faults | None = None
+    convention: str = "lower"
 
     def silent(self, obs: StatObservation) -> bool:
         """Return whether the agent has no choice this step."""
@@ -59,7 +60,7 @@ class StatRuleMind(ClaimMind):
             task = self.faults.pick(sorted(obs.choices), "perception", obs.t)
             return SELECT0 + task, task
         task = _nearest(obs.x, obs.y, obs,
-                        [j for j in obs.choices if free_for(j, claims, self.agent)])
+                        [j for j in obs.choices if self.free(j, claims)])
         if task is None:
             task = _nearest(obs.x, obs.y, obs, obs.choices)
         return (IDLE, None) if task is None else (SELECT0 + task, task)
@@ -71,5 +72,5 @@ class StatRuleMind(ClaimMind):
         mate = next(m for m in obs.teammates if m["agent"] == j)
         if mate["target"] is not None:
             return None
-        free = [t.task for t in obs.tasks if t.status == "free" and free_for(t.task, claims, j)]
+        free = [t.task for t in obs.tasks if t.status == "free" and self.free(t.task, claims, j)]
         return _nearest(mate["x"], mate["y"], obs, free)

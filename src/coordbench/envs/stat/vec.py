@@ -260,3 +260,14 @@ def steps(env: StatVecEnv, act: Callable[[StatVecEnv], np.ndarray]) -> Iterator[
         actions = act(env)
         _, _, reward, info = env.step(actions)
         yield was_active, t, actions, reward, info
+
+
+class PerEnvRng:
+    """One independent random stream per environment of a batch (duck-types Generator.random)."""
+
+    def __init__(self, seeds: list[np.random.SeedSequence]) -> None:
+        self.gens = [np.random.default_rng(s) for s in seeds]
+
+    def random(self, shape: tuple[int, ...]) -> np.ndarray:
+        """Return uniforms of `shape` (B, ...) with row b drawn from environment b's stream."""
+        return np.stack([g.random(shape[1:]) for g in self.gens])

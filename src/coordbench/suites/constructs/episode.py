@@ -26,6 +26,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from coordbench.agents.claims import rule_variant
 from coordbench.agents.constructs.learned import LearnedPlanners
 from coordbench.agents.constructs.llm import LlmPlanners
 from coordbench.agents.constructs.minds import ProtocolPlanners, check_protocol
@@ -82,9 +83,13 @@ class ConstructSpec:
         if self.seats is not None:
             seats = tuple(s if isinstance(s, Seat) else Seat(**s) for s in self.seats)
             object.__setattr__(self, "seats", seats)
-            bad = [s for s in seats if s.kind not in ("llm", "rule")]
+            bad = [s for s in seats if s.kind not in ("llm", "rule", "human")]
             if bad:
-                raise ConfigError(f"a construct seat is llm:ALIAS or rule, not {bad[0].kind}")
+                raise ConfigError(f"a construct seat is llm:ALIAS, rule or human, not "
+                                  f"{bad[0].kind}")
+            for i, x in enumerate(seats):
+                if x.kind == "rule":
+                    rule_variant(x.arg, f"seat agent_{i}")
             if self.protocol is None:
                 raise ConfigError("a mixed construct team plays one mind per seat: it needs "
                                   "--protocol (none: no messages)")
@@ -191,12 +196,13 @@ def score_facts(task: HouseholdTask, info: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def make_team(spec: ConstructSpec, harness=None, key: str = ""):
+def make_team(spec: ConstructSpec, harness=None, key: str = "", resources: Any = None,
+              episode: str = ""):
     """Return the construct team `spec` names (a model harness for agents=llm); `key` names
     the episode in the draws of injected failures (its dials)."""
     if spec.protocol is not None:
         return ProtocolPlanners(spec.protocol, spec.agents, harness, spec.model, spec.dials,
-                                key, spec.seats)
+                                key, spec.seats, resources, episode)
     if spec.agents == "oracle":
         return OraclePlanners(spec.planner)
     if spec.agents == "learned":
@@ -262,7 +268,7 @@ class InstanceTeam:
 
 async def arun_construct(raw: dict[str, Any], spec: ConstructSpec, episode_id: str,
                          harness=None, images: ImageStore | None = None,
-                         limits: Limits | None = None) -> Trajectory:
+                         limits: Limits | None = None, resources: Any = None) -> Trajectory:
     """Play one construct instance; return its trajectory.
 
     The episode ends when the goal is met, the action budget is spent, every planner has
@@ -277,7 +283,7 @@ async def arun_construct(raw: dict[str, Any], spec: ConstructSpec, episode_id: s
                           f"instance a team of {n}")
     env = HouseholdEnv(task, n, spec.seed, "with_close")
     budget = task.budget()
-    planners = make_team(spec, harness, f"{spec.seed}/{raw['task_id']}")
+    planners = make_team(spec, harness, f"{spec.seed}/{raw['task_id']}", resources, episode_id)
     planners.reset(env, info)
     team = InstanceTeam(planners, n, budget, spec.order, spec.planner == "central"
                         and spec.protocol is None, spec.on_protocol_failure == "end",

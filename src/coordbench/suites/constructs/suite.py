@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from coordbench.agents.dials import dials_suffix
-from coordbench.agents.seats import team_label
+from coordbench.agents.seats import has_human, team_label
 from coordbench.core.provenance import file_digest
 from coordbench.core.rundir import safe_name
 from coordbench.core.trajectory import Trajectory
@@ -139,9 +139,9 @@ class ConstructSuite:
 
         async def one(case: Case) -> Trajectory:
             return await arun_construct(case.data, ps, f"{cond}/{case.key}", harness, store,
-                                        limits=ctx.limits)
+                                        limits=ctx.limits, resources=ctx.resources)
 
-        if harness is not None:
+        if harness is not None or has_human(ps.seats):
             return play_concurrently(cases, one, ctx)
         return ((case, asyncio.run(one(case))) for case in cases)
 

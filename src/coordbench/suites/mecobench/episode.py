@@ -6,6 +6,7 @@ import asyncio
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from coordbench.agents.claims import rule_variant
 from coordbench.agents.dials import Dials, Faults, check_applicable, dials_from, with_message_cost
 from coordbench.agents.household.llm import LlmMind
 from coordbench.agents.household.oracle import OracleTeam
@@ -30,7 +31,7 @@ from coordbench.runner import Limits, Recorder
 from coordbench.suites.household_episode import Choice, StepView, Turn, play_household
 
 AGENT_KINDS = ("oracle", "rule", "llm")
-SEAT_KINDS = ("llm", "rule")  # what a MECoBench seat of a mixed team can be
+SEAT_KINDS = ("llm", "rule", "human")  # what a MECoBench seat of a mixed team can be
 # every dial has a household meaning (agents.household.rule)
 RULE_DIALS = ("perception", "hallucination", "message_loss", "memory", "protocol_violation",
               "message_cost", "contention", "handover_slip")
@@ -70,7 +71,14 @@ class HouseholdSpec:
                                   "--leader-model")
             bad = [s for s in seats if s.kind not in SEAT_KINDS]
             if bad:
-                raise ConfigError(f"a MECoBench seat is llm:ALIAS or rule, not {bad[0].kind}")
+                raise ConfigError(f"a MECoBench seat is llm:ALIAS, rule or human, not "
+                                  f"{bad[0].kind}")
+            for i, x in enumerate(seats):
+                if x.kind == "rule" and rule_variant(x.arg, f"seat agent_{i}")[0] != "lower":
+                    raise ConfigError(f"seat agent_{i}: household rule minds keep no claim "
+                                      "convention (rule:reverse is for STAT and construct "
+                                      "seats); their variants are dials, e.g. "
+                                      "rule:perception=0.2")
         if self.dials is not None and self.agents != "rule":
             raise ConfigError(f"--dial is for --agents rule, not {self.agents}")
         check_applicable(self.dials, RULE_DIALS, "MECoBench rule minds")
@@ -116,24 +124,46 @@ class HouseholdSpec:
         return self.seats[agent].driver if self.seats is not None else self.agents
 
 
+def seat_mind(spec: HouseholdSpec, protocol: ProtocolSpec, i: int, seat: Seat, case_seed: int,
+              harness: Any, max_reply_tokens: int | None, resources: Any = None,
+              episode: str = "") -> Mind:
+    """Return seat `i`'s mind in a mixed team: a model's, a rule mind (with its variant's
+    dials, else the team's), or the person's of `coordbench play` (`resources.seat`)."""
+    if seat.kind == "llm":
+        return LlmMind(i, harness, spec.alias(i, protocol) or "", role=protocol.role(i),
+                       max_tokens=max_reply_tokens)
+    if seat.kind == "human":
+        from coordbench.agents.household.human import HouseholdPresenter
+        from coordbench.agents.human import HumanMind
+
+        session = getattr(resources, "seat", None)
+        if session is None or session.seat != i:
+            raise ConfigError(f"seat agent_{i} is human: play it with `coordbench play "
+                              f"mecobench --seat agent_{i}`")
+        return HumanMind(i, session, HouseholdPresenter(), role=protocol.role(i),
+                         episode=episode)
+    dials = rule_variant(seat.arg, f"seat agent_{i}")[1] or spec.dials
+    return RuleMind(i, comm=protocol.talks, seed=case_seed,
+                    faults=Faults(dials, case_seed, i) if dials else None)
+
+
 def make_case_team(env: HouseholdEnv, task: HouseholdTask, spec: HouseholdSpec,
                    case_seed: int, steps: int, minds: list[Mind] | None = None,
-                   harness: Any = None, max_reply_tokens: int | None = None) -> CaseTeam:
+                   harness: Any = None, max_reply_tokens: int | None = None,
+                   resources: Any = None, episode: str = "") -> CaseTeam:
     """Return the team `spec` names for one case, its protocol looked up here once: the
     oracle, rule minds (they talk where the protocol lets them), model-driven minds on
     `harness` (a leader's alias where the protocol has one), or the given `minds`."""
     protocol = get_protocol(spec.protocol)
     if spec.agents == "oracle":
         minds = None
+    elif minds is None and spec.seats is not None:  # a mixed team: each seat its own mind
+        minds = [seat_mind(spec, protocol, i, seat, case_seed, harness, max_reply_tokens,
+                           resources, episode) for i, seat in enumerate(spec.seats)]
     elif minds is None and spec.agents == "rule":
         minds = [RuleMind(i, comm=protocol.talks, seed=case_seed,
                           faults=Faults(spec.dials, case_seed, i) if spec.dials else None)
                  for i in range(spec.team)]
-    elif minds is None and spec.seats is not None:  # a mixed team: each seat its own mind
-        minds = [LlmMind(i, harness, spec.alias(i, protocol) or "", role=protocol.role(i),
-                         max_tokens=max_reply_tokens) if seat.kind == "llm"
-                 else RuleMind(i, comm=protocol.talks, seed=case_seed)
-                 for i, seat in enumerate(spec.seats)]
     elif minds is None and spec.agents == "llm":
         minds = [LlmMind(i, harness, spec.alias(i, protocol) or "", role=protocol.role(i),
                          max_tokens=max_reply_tokens) for i in range(spec.team)]
@@ -229,7 +259,8 @@ class CaseTeam:
 async def arun_case(task: HouseholdTask, spec: HouseholdSpec, case_seed: int, episode_id: str,
                     minds: list[Mind] | None = None, images: ImageStore | None = None,
                     max_steps: int | None = None, limits: Limits | None = None,
-                    harness: Any = None, max_reply_tokens: int | None = None) -> Trajectory:
+                    harness: Any = None, max_reply_tokens: int | None = None,
+                    resources: Any = None) -> Trajectory:
     """Play one case to success or budget exhaustion; return its trajectory (the team from
     `make_case_team`: `minds`, or those `spec` names, model-driven ones on `harness`).
 
@@ -249,7 +280,8 @@ async def arun_case(task: HouseholdTask, spec: HouseholdSpec, case_seed: int, ep
     steps = task.team_steps(n, spec.prior)
     if max_steps is not None:
         steps = min(steps, max_steps)
-    team = make_case_team(env, task, spec, case_seed, steps, minds, harness, max_reply_tokens)
+    team = make_case_team(env, task, spec, case_seed, steps, minds, harness, max_reply_tokens,
+                          resources, episode_id)
     protocol = team.protocol
     aliases = {f"agent_{i}": spec.alias(i, protocol) for i in range(n)}
     rec = Recorder(

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from coordbench.agents.dials import dials_suffix
-from coordbench.agents.seats import team_label
+from coordbench.agents.seats import has_human, team_label
 from coordbench.core.rundir import RunDir, safe_name
 from coordbench.core.trajectory import Trajectory
 from coordbench.envs.household.render import ImageStore
@@ -151,9 +151,9 @@ class MecobenchSuite:
             # case seeds follow MECoBench: base seed + case index
             return await arun_case(task, hs, hs.seed + k, f"{cond}/{case.key}", images=store,
                                    max_steps=res.max_steps, limits=ctx.limits, harness=harness,
-                                   max_reply_tokens=res.max_reply_tokens)
+                                   max_reply_tokens=res.max_reply_tokens, resources=res)
 
-        if hs.agents == "llm":
+        if hs.agents == "llm" or has_human(hs.seats):
             return play_concurrently(cases, one, ctx)
         return ((case, asyncio.run(one(case))) for case in cases)
 

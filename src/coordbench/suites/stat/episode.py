@@ -16,11 +16,12 @@ import numpy as np
 
 from coordbench.agents.dials import with_message_cost
 from coordbench.agents.household.protocols import ProtocolTeam, message_events
+from coordbench.agents.stat.seats import SeatPolicies
 from coordbench.core.trajectory import AgentSpec, Conflict, StatStepEvent, Trajectory
 from coordbench.envs.stat.config import IDLE, SELECT0
 from coordbench.envs.stat.layouts import layout_seed, make_layouts
 from coordbench.envs.stat.observe import observe
-from coordbench.envs.stat.vec import StatVecEnv
+from coordbench.envs.stat.vec import PerEnvRng, StatVecEnv
 from coordbench.runner import Limits, Recorder
 
 
@@ -65,9 +66,13 @@ async def arun_team_episode(spec, k: int, episode_id: str, minds: list[Any],
     with `minds` (one per agent: `StatLlmMind` or `StatRuleMind`) under `spec.protocol`;
     return its trajectory."""
     cfg = spec.cfg()
-    env = StatVecEnv(cfg, 1, auto_reset=False, compute_obs=False)
+    seated = spec.seat_policies() if getattr(spec, "seats", None) is not None else {}
+    policies = SeatPolicies(seated) if seated else None
+    env = StatVecEnv(cfg, 1, auto_reset=False,
+                     compute_obs=policies is not None and policies.reads_obs)
     layout = make_layouts(cfg, spec.layouts, spec.seed, [k])
     env.reset(layout)
+    rng = PerEnvRng([np.random.SeedSequence([spec.seed, k])]) if policies else None
     team = ProtocolTeam(minds, spec.protocol)
     rec = Recorder(
         suite="stat", episode_id=episode_id, task_id=cfg.name,
@@ -88,6 +93,10 @@ async def arun_team_episode(spec, k: int, episode_id: str, minds: list[Any],
             if all(o.forced_action is not None for o in obs):
                 actions = [o.forced_action for o in obs]
             else:
+                if policies is not None:  # the allocators' and learned seats' picks
+                    picks = policies(env, rng)[0]
+                    for i in seated:
+                        minds[i].next = int(picks[i])
                 decisions, transcript = await team.act(obs)
                 rec.emit(*message_events(t, with_message_cost(transcript, spec.dials)))
                 rec.flush_calls()

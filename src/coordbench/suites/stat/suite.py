@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from coordbench.agents.claims import rule_variant
 from coordbench.agents.dials import (
     Dials,
     Faults,
@@ -28,6 +29,7 @@ from coordbench.agents.seats import Seat, team_label
 from coordbench.agents.stat.llm import StatLlmMind, check_protocol
 from coordbench.agents.stat.rule import STAT_RULE_DIALS, StatRuleMind
 from coordbench.agents.stat.scripted import get_policy, is_checkpoint
+from coordbench.agents.stat.seats import SeatPolicies, SeatPolicyMind, human_mind
 from coordbench.core.provenance import file_digest
 from coordbench.core.rundir import RunDir, safe_name
 from coordbench.core.trajectory import (
@@ -38,7 +40,7 @@ from coordbench.core.trajectory import (
 )
 from coordbench.envs.stat.config import StatConfig, get_config
 from coordbench.envs.stat.layouts import layout_seed, make_layouts
-from coordbench.envs.stat.vec import StatVecEnv, steps
+from coordbench.envs.stat.vec import PerEnvRng, StatVecEnv, steps
 from coordbench.errors import ConfigError
 from coordbench.llm.client import harness_for
 from coordbench.metrics.stat import arrays_from_trajectory, episode_metrics
@@ -56,6 +58,14 @@ from .episode import arun_team_episode, header_params, step_event
 LLM = "llm"  # the policy name of a model-driven team
 RULE = "rule"  # the policy name of a rule-based team under a household protocol
 TEAMS = (LLM, RULE)  # policies played as one mind per agent under a protocol
+SEATS = "seats"  # the policy name of a team of per-seat allocators and learned policies
+MIND_KINDS = ("llm", "rule", "human")  # seats played by a mind under the protocol
+SEAT_KINDS = (*MIND_KINDS, "scripted", "learned")
+
+
+def seat_policy(seat: Seat) -> str:
+    """Return the STAT policy name a scripted or learned seat plays (a checkpoint path)."""
+    return str(seat.arg)
 
 
 def dial_key(spec: Any, episode: int) -> int | str:
@@ -88,20 +98,19 @@ class StatEvalSpec:
         if self.seats is not None:
             seats = tuple(s if isinstance(s, Seat) else Seat(**s) for s in self.seats)
             object.__setattr__(self, "seats", seats)
-            if self.policy not in TEAMS:
-                raise ConfigError(f"--team seats minds: it needs --policy rule or llm, not "
-                                  f"{self.policy}")
-            if self.model:
-                raise ConfigError("--team names each seat's model: drop --model")
-            if len(seats) != get_config(self.config).agents:
-                raise ConfigError(f"--team names {len(seats)} seats; {self.config} has "
-                                  f"{get_config(self.config).agents} agents")
+            self._check_seats(seats)
         if self.dials is not None and self.policy != RULE:
             raise ConfigError(f"--dial is for --policy rule, not {self.policy}")
         check_applicable(self.dials, STAT_RULE_DIALS, "STAT rule minds (they keep no memory, "
                                                       "claim no subgoal and never misparse)")
         get_config(self.config)
-        if self.policy in TEAMS:
+        if self.policy == SEATS:
+            if self.seats is None:
+                raise ConfigError(f"--policy {SEATS} plays a team spec: give --team")
+            if self.protocol != "none":
+                raise ConfigError(f"--protocol {self.protocol} needs a team of minds that "
+                                  "talk; allocators and learned policies do not")
+        elif self.policy in TEAMS:
             if self.policy == LLM and not self.model and self.seats is None:
                 raise ConfigError("--policy llm needs --model ALIAS")
             if self.policy == RULE and self.model:
@@ -119,11 +128,53 @@ class StatEvalSpec:
                                   f"not {self.config}")
         layout_seed(self.layouts, self.seed, 0)
 
+    def _check_seats(self, seats: tuple[Seat, ...]) -> None:
+        bad = [x for x in seats if x.kind not in SEAT_KINDS]
+        if bad:
+            raise ConfigError(f"a STAT seat is one of {', '.join(SEAT_KINDS)}, not "
+                              f"{bad[0].kind}")
+        if len(seats) != get_config(self.config).agents:
+            raise ConfigError(f"--team names {len(seats)} seats; {self.config} has "
+                              f"{get_config(self.config).agents} agents")
+        if self.model:
+            raise ConfigError("--team names each seat's model: drop --model")
+        minds = any(x.kind in MIND_KINDS for x in seats)
+        if minds and self.policy not in TEAMS:
+            raise ConfigError(f"--team seats minds: it needs --policy rule or llm, not "
+                              f"{self.policy}")
+        if not minds and self.policy != SEATS:
+            raise ConfigError(f"a team of allocators and learned policies is --policy "
+                              f"{SEATS}, not {self.policy}")
+        for i, x in enumerate(seats):
+            if x.kind == "rule":
+                rule_variant(x.arg, f"seat agent_{i}")
+            if x.kind == "learned" and not is_checkpoint(str(x.arg)):
+                raise ConfigError(f"seat agent_{i}: learned:{x.arg} is not a checkpoint file "
+                                  "(*.pt of `stat train`)")
+            if x.kind in ("scripted", "learned"):
+                trained_on = getattr(get_policy(str(x.arg)), "config", self.config)
+                if trained_on != self.config:
+                    raise ConfigError(f"seat agent_{i}: checkpoint {x.arg} was trained on "
+                                      f"{trained_on}, not {self.config}")
+        bins = {getattr(get_policy(str(x.arg)), "num_bins", None) for x in seats
+                if x.kind in ("scripted", "learned")} - {None}
+        if len(bins) > 1:
+            raise ConfigError(f"the team's checkpoints read different observations "
+                              f"({', '.join(f'{b} distance bins' for b in sorted(bins))}): "
+                              "they cannot share one environment")
+
+    def seat_policies(self) -> dict[int, str]:
+        """Return {seat: STAT policy} of the seats an allocator or learned policy plays."""
+        return {i: seat_policy(x) for i, x in enumerate(self.seats or ())
+                if x.kind in ("scripted", "learned")}
+
     @property
     def condition(self) -> str:
         """Return the condition's directory name inside a run."""
         if self.seats is not None:
-            policy = safe_name(f"team-{team_label(self.seats)}-{self.protocol}")
+            label = team_label([Seat(x.kind, f"{Path(str(x.arg)).stem}-{file_digest(x.arg)}")
+                                if x.kind == "learned" else x for x in self.seats])
+            policy = safe_name(f"team-{label}-{self.protocol}")
         elif self.policy == LLM:
             policy = safe_name(f"llm-{self.model}-{self.protocol}")
         elif self.policy == RULE:
@@ -138,20 +189,13 @@ class StatEvalSpec:
         """Return the environment configuration (with a checkpoint's distance bins where it
         was trained on a richer observation than the paper's)."""
         cfg = get_config(self.config, episode_limit=self.episode_limit)
-        bins = None if self.policy in TEAMS else getattr(get_policy(self.policy), "num_bins",
-                                                         None)
+        if self.seats is not None:
+            bins = next((getattr(get_policy(p), "num_bins", None)
+                         for p in self.seat_policies().values()), None)
+        else:
+            bins = None if self.policy in TEAMS else getattr(get_policy(self.policy),
+                                                             "num_bins", None)
         return cfg if bins in (None, cfg.num_bins) else dataclasses.replace(cfg, num_bins=bins)
-
-
-class PerEnvRng:
-    """One independent random stream per environment of a batch (duck-types Generator.random)."""
-
-    def __init__(self, seeds: list[np.random.SeedSequence]) -> None:
-        self.gens = [np.random.default_rng(s) for s in seeds]
-
-    def random(self, shape: tuple[int, ...]) -> np.ndarray:
-        """Return uniforms of `shape` (B, ...) with row b drawn from environment b's stream."""
-        return np.stack([g.random(shape[1:]) for g in self.gens])
 
 
 def episode_key(k: int) -> str:
@@ -207,43 +251,54 @@ class StatSuite:
             return self._play_team(spec, cases, ctx)
         return self._play_batched(spec, cases, ctx)
 
+    def seat_minds(self, spec: StatEvalSpec, k: int, res: ModelResources,
+                   episode: str = "") -> list[Any]:
+        """Return one mind per seat of episode `k` of a team of minds: a model's, a rule
+        mind (its variant's convention and dials, else the team's dials), a person's (from
+        `res.seats`), or a silent stand-in that plays an allocator's or learned policy's
+        pick (`SeatPolicyMind`)."""
+        proto = get_protocol(spec.protocol)
+        key = dial_key(spec, k)
+        seats = spec.seats or tuple(Seat(spec.policy, spec.model) if spec.policy == LLM
+                                    else Seat(RULE) for _ in range(spec.cfg().agents))
+        harness = harness_for(res.harness) if any(x.kind == "llm" for x in seats) else None
+        minds: list[Any] = []
+        for i, seat in enumerate(seats):
+            if seat.kind == "llm":
+                minds.append(StatLlmMind(i, harness, str(seat.arg), role=proto.role(i),
+                                         max_tokens=res.max_reply_tokens))
+            elif seat.kind == "rule":
+                convention, own = rule_variant(seat.arg, f"seat agent_{i}")
+                dials = own if own is not None else spec.dials
+                minds.append(StatRuleMind(i, role=proto.role(i), convention=convention,
+                                          faults=Faults(dials, key, i) if dials else None))
+            elif seat.kind == "human":
+                minds.append(human_mind(res, i, proto.role(i), episode))
+            else:
+                minds.append(SeatPolicyMind(i, role=proto.role(i)))
+        return minds
+
     def _play_team(self, spec: StatEvalSpec, cases: list[Case], ctx: PlayContext
                    ) -> AsyncIterator[tuple[Case, Trajectory]]:
         res = ctx.resources or ModelResources()
-        proto = get_protocol(spec.protocol)
-        n = spec.cfg().agents
 
         async def one(case: Case) -> Trajectory:
-            if spec.seats is not None:  # a mixed team: each seat's own mind
-                harness = harness_for(res.harness) if any(
-                    s.kind == "llm" for s in spec.seats) else None
-                key = dial_key(spec, case.data)
-                minds = [StatLlmMind(i, harness, str(seat.arg), role=proto.role(i),
-                                     max_tokens=res.max_reply_tokens) if seat.kind == "llm"
-                         else StatRuleMind(i, role=proto.role(i), faults=Faults(
-                             spec.dials, key, i) if spec.dials else None)
-                         for i, seat in enumerate(spec.seats)]
-            elif spec.policy == LLM:
-                harness = harness_for(res.harness)
-                minds: list[Any] = [StatLlmMind(i, harness, spec.model or "",
-                                                role=proto.role(i),
-                                                max_tokens=res.max_reply_tokens)
-                                    for i in range(n)]
-            else:
-                key = dial_key(spec, case.data)
-                minds = [StatRuleMind(i, role=proto.role(i),
-                                      faults=Faults(spec.dials, key, i) if spec.dials else None)
-                         for i in range(n)]
-            return await arun_team_episode(spec, case.data, f"{spec.condition}/{case.key}",
-                                           minds, ctx.limits)
+            episode = f"{spec.condition}/{case.key}"
+            return await arun_team_episode(spec, case.data, episode,
+                                           self.seat_minds(spec, case.data, res, episode),
+                                           ctx.limits)
 
         return play_concurrently(cases, one, ctx)
 
     def _play_batched(self, spec: StatEvalSpec, cases: list[Case], ctx: PlayContext
                       ) -> Iterator[tuple[Case, Trajectory]]:
         cfg = spec.cfg()
-        policy = get_policy(spec.policy)
-        team = [AgentSpec(id=f"agent_{i}", driver=spec.policy) for i in range(cfg.agents)]
+        if spec.seats is not None:
+            policy = SeatPolicies(spec.seat_policies())
+            team = [AgentSpec(id=f"agent_{i}", driver=x.driver) for i, x in enumerate(spec.seats)]
+        else:
+            policy = get_policy(spec.policy)
+            team = [AgentSpec(id=f"agent_{i}", driver=spec.policy) for i in range(cfg.agents)]
         for start in range(0, len(cases), self.batch):
             chunk = cases[start:start + self.batch]
             ks = [c.data for c in chunk]
@@ -251,7 +306,7 @@ class StatSuite:
             # allocators read the state directly
             env = StatVecEnv(cfg, len(chunk), auto_reset=False,
                              compute_obs=is_checkpoint(spec.policy)
-                             or getattr(policy, "reads_obs", False))
+                             or bool(getattr(policy, "reads_obs", False)))
             layouts = make_layouts(cfg, spec.layouts, spec.seed, ks)
             env.reset(layouts)
             rng = PerEnvRng([np.random.SeedSequence([spec.seed, k]) for k in ks])

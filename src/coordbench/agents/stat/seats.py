@@ -1,0 +1,81 @@
+"""Seats of a STAT team that are not minds: allocators and learned policies, seat by seat.
+
+`SeatPolicies` plays a team whose seats are allocators or learned policies (each from its
+own run: another seed, another method): every step each distinct policy computes the joint
+action of the batch, and seat i takes its own policy's pick for agent i. In a team that
+also seats minds, `SeatPolicyMind` stands in for such a seat under the protocol: silent, it
+plays the pick its policy made for it this step. `human_mind` seats the person of
+`coordbench play`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from coordbench.agents.household.protocols import Decision, Message
+from coordbench.envs.stat.config import IDLE
+from coordbench.errors import ConfigError
+
+from .scripted import get_policy, is_checkpoint
+
+
+class SeatPolicies:
+    """The joint policy of seats played by allocators and learned policies ({seat:
+    policy name}); seats not named (minds) are left IDLE here."""
+
+    def __init__(self, seats: dict[int, str]) -> None:
+        self.seats = dict(seats)
+        self.policies = {name: get_policy(name) for name in dict.fromkeys(self.seats.values())}
+        self.reads_obs = any(is_checkpoint(n) or getattr(p, "reads_obs", False)
+                             for n, p in self.policies.items())
+
+    def __call__(self, env: Any, rng: Any) -> np.ndarray:
+        """Return (B, n) actions: seat i's column from seat i's policy."""
+        joint = {name: np.asarray(p(env, rng)) for name, p in self.policies.items()}
+        out = np.full((env.batch, env.cfg.agents), IDLE, dtype=np.int64)
+        for i, name in self.seats.items():
+            out[:, i] = joint[name][:, i]
+        return out
+
+
+@dataclass
+class SeatPolicyMind:
+    """A policy's seat in a team of minds: silent under every protocol; it acts with the
+    pick its policy made for it this step (`next`)."""
+
+    agent: int
+    role: str = "agent"
+    next: int = IDLE
+
+    def speak(self, obs: Any, phase: str, inbox: list[Message], rnd: int) -> None:
+        """Return None: a policy does not talk."""
+        return None
+
+    def assign(self, obs: Any, inbox: list[Message], views: Any) -> dict[int, str]:
+        """Return no instructions (a policy in the leader's seat leads no one)."""
+        return {}
+
+    def update_memory(self, obs: Any, board: dict[str, Any]) -> dict[str, Any]:
+        """Return the board unchanged."""
+        return board
+
+    def act(self, obs: Any, inbox: list[Message]) -> Decision:
+        """Return the policy's pick for this seat (the forced action where there is one)."""
+        return Decision(obs.forced_action if obs.forced_action is not None else int(self.next))
+
+
+def human_mind(resources: Any, agent: int, role: str, episode: str = "") -> Any:
+    """Return the person's mind for seat `agent` (the play session in `resources.seat`);
+    ConfigError where no play session serves the seat (a human seat outside `play`)."""
+    from coordbench.agents.human import HumanMind
+
+    from .human import StatPresenter
+
+    session = getattr(resources, "seat", None)
+    if session is None or session.seat != agent:
+        raise ConfigError(f"seat agent_{agent} is human: play it with `coordbench play stat "
+                          f"--seat agent_{agent}`")
+    return HumanMind(agent, session, StatPresenter(), role=role, episode=episode)

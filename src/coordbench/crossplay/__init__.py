@@ -1,0 +1,1 @@
+"""Cross-play: teams of partners that have never met (`coordbench crossplay FAMILY`)."""
