@@ -14,6 +14,7 @@ import typer
 from rich.markup import escape
 
 from coordbench.commands import crossplay, models, reproduce, tables, view
+from coordbench.commands import play as play_commands
 from coordbench.commands.common import err, executor_option, out, play, workers_option
 from coordbench.core.provenance import VERSION as __version__
 from coordbench.errors import ConfigError, CoordbenchError
@@ -72,6 +73,7 @@ except CoordbenchError:
     pass  # a broken plugin: main() adds the groups again and prints its one line
 app.add_typer(models.app, name="models")
 app.add_typer(crossplay.app, name="crossplay")
+app.add_typer(play_commands.app, name="play")
 app.command("view")(view.view)
 app.command("export")(tables.export)
 app.command("table")(tables.table)

@@ -242,8 +242,8 @@ def crossplay_mecobench(
     settings = opts.harness(aliases, seed) if aliases else None
     play_matrix("mecobench", partners, team, metric, cell, len(cases),
                 out_dir or Path("runs") / "crossplay" / f"mecobench-{structure}-team{team}",
-                opts, settings, MecobenchResources(settings, opts.max_reply_tokens, False,
-                                                   max_steps), limit=limit)
+                opts, settings, MecobenchResources(settings, opts.max_reply_tokens,
+                                                   max_steps=max_steps), limit=limit)
 
 
 def _check_metric(known: set[str], metric: str, family: str) -> None:

@@ -82,8 +82,8 @@ def mecobench_run(
     settings = opts.harness({a for a in (spec.alias(i) for i in range(size)) if a}, seed) \
         if agents == "llm" else None
     run = opts.play(out_dir or Path("runs") / "mecobench", [(SUITE, cond)], limit=limit,
-                    resources=MecobenchResources(settings, opts.max_reply_tokens, images,
-                                                 max_steps),
+                    resources=MecobenchResources(settings, opts.max_reply_tokens,
+                                                 images=images, max_steps=max_steps),
                     labels=[f"{structure} n={size} {protocol} "
                             f"{model or (team if seats else agents)}"],
                     settings=settings)

@@ -1,0 +1,144 @@
+"""The play page's HTTP server: the standard library's ThreadingHTTPServer on 127.0.0.1.
+
+It answers only requests whose Host is 127.0.0.1 or localhost on its port (a page elsewhere
+that rebinds its name to this machine gets nothing) and that carry the session's token (a
+random one per `coordbench play`, printed once in the URL). `GET /` is the page; the page
+polls `GET /api/state`, answers with `POST /api/answer` and says it closes with
+`POST /api/leave`; each request names its browser session (`client`), and the first session
+to ask plays the seat while any other only watches. A refused request is a 4xx with a
+one-line reason, never a traceback.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib.resources import files
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+from coordbench.errors import ConfigError
+
+from .session import IllegalAnswer, SeatSession
+
+HOST = "127.0.0.1"  # never another interface: the page drives a seat of this machine's run
+MAX_BODY = 64_000
+
+
+def page_text() -> str:
+    """Return the play page (one self-contained HTML file)."""
+    return files("coordbench.play").joinpath("page.html").read_text(encoding="utf-8")
+
+
+def _handler(session: SeatSession) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        server_version = "coordbench-play"
+        timeout = 30
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def _send(self, status: int, body: bytes, ctype: str) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Cache-Control", "no-store")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def _json(self, status: int, value: Any) -> None:
+            self._send(status, json.dumps(value).encode(), "application/json")
+
+        def _checked(self) -> dict[str, str] | None:
+            """Return the query if the request may be answered (else answer 4xx, None)."""
+            port = self.server.server_address[1]
+            if self.headers.get("Host", "") not in (f"127.0.0.1:{port}", f"localhost:{port}"):
+                self._json(403, {"error": "the play server answers requests for 127.0.0.1 "
+                                          "only"})
+                return None
+            q = {k: v[0] for k, v in parse_qs(urlparse(self.path).query).items()}
+            if q.get("token") != session.token:
+                self._json(403, {"error": "missing or wrong token: open the URL "
+                                          "`coordbench play` printed"})
+                return None
+            return q
+
+        def do_GET(self) -> None:  # noqa: N802 - the http.server API
+            q = self._checked()
+            if q is None:
+                return
+            path = urlparse(self.path).path
+            try:
+                if path == "/":
+                    self._send(200, page_text().encode(), "text/html; charset=utf-8")
+                elif path == "/api/state":
+                    self._json(200, session.state(q.get("client", "")[:100]))
+                else:
+                    self._json(404, {"error": f"no such page {path}"})
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+
+        def do_POST(self) -> None:  # noqa: N802 - the http.server API
+            q = self._checked()
+            if q is None:
+                return
+            path = urlparse(self.path).path
+            client = q.get("client", "")[:100]
+            try:
+                size = int(self.headers.get("Content-Length") or 0)
+                if size > MAX_BODY:
+                    self._json(413, {"error": f"a request body is at most {MAX_BODY} bytes"})
+                    return
+                raw = self.rfile.read(size) if size else b""
+                if path == "/api/leave":
+                    session.leave(client)
+                    self._json(200, {"ok": True})
+                    return
+                if path != "/api/answer":
+                    self._json(404, {"error": f"no such action {path}"})
+                    return
+                try:
+                    body = json.loads(raw or b"{}")
+                    if not isinstance(body, dict):
+                        raise ValueError("not an object")
+                except ValueError as e:
+                    self._json(400, {"error": f"the answer is not a JSON object ({e})"})
+                    return
+                session.answer(client, body.get("question"), body.get("choice"),
+                               body.get("text"))
+                self._json(200, {"ok": True})
+            except IllegalAnswer as e:
+                self._json(409, {"error": str(e)})
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            except Exception as e:  # noqa: BLE001 - the page shows it; the server lives on
+                self._json(500, {"error": f"{type(e).__name__}: {e}"})
+
+    return Handler
+
+
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 64
+    daemon_threads = True
+
+
+def make_server(session: SeatSession, port: int = 0) -> ThreadingHTTPServer:
+    """Return a server bound to 127.0.0.1:`port` (0: any free port) for `session`, not yet
+    serving; ConfigError (one line) if the port is in use or not allowed."""
+    try:
+        return _Server((HOST, port), _handler(session))
+    except OSError as e:
+        if e.errno == errno.EADDRINUSE:
+            raise ConfigError(f"port {port} on {HOST} is in use; choose another with "
+                              "--port (0 picks a free one)") from None
+        if e.errno == errno.EACCES:
+            raise ConfigError(f"port {port} on {HOST} is not allowed for this user; "
+                              "choose one above 1023") from None
+        raise
+
+
+def url_of(server: ThreadingHTTPServer, session: SeatSession) -> str:
+    """Return the page's URL, with the session's token."""
+    host, port = server.server_address[:2]
+    return f"http://{host}:{port}/?token={session.token}"
