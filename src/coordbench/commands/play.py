@@ -60,7 +60,7 @@ def seats_for(seat: str, team: str | None, n: int, allowed: tuple[str, ...], fam
                 raise ConfigError(f"--team names {len(seats)} seats; this team has {n}")
     if k >= n:
         raise ConfigError(f"--seat agent_{k} is not in the team (agent_0 .. agent_{n - 1})")
-    if seats[k] != default and seats[k].kind != "human":
+    if team is not None and not isinstance(parsed, int) and seats[k].kind != "human":
         raise ConfigError(f"--seat agent_{k} is the person's, but --team gives it to "
                           f"{seats[k].driver}")
     others = [i for i, s in enumerate(seats) if s.kind == "human" and i != k]

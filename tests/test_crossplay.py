@@ -1,0 +1,178 @@
+"""Cross-play: the matrix's contract, self-play cells that are the family's own runs, the
+gap that partners with different conventions imply, and the play server's gate."""
+
+from __future__ import annotations
+
+import asyncio
+import http.client
+import json
+import threading
+
+import pytest
+from typer.testing import CliRunner
+
+from coordbench.cli import app
+from coordbench.core.rundir import RunDir
+from coordbench.play.server import make_server
+from coordbench.play.session import SeatLeft, SeatSession
+from tests.cli_errors import error_line
+
+runner = CliRunner()
+STAT = ["crossplay", "stat", "--config", "3A-6T-5x3", "--episodes", "6"]
+
+
+def _json(args: list[str]) -> dict:
+    res = runner.invoke(app, [*args, "--json"])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout)
+
+
+def test_the_json_contract_and_the_matrix_layout(tmp_path):
+    got = _json([*STAT, "--partner", "g=scripted:greedy", "--partner", "h=scripted:hungarian",
+                 "--partner", "r=scripted:random", "--out", str(tmp_path / "m")])
+    assert set(got) >= {"family", "partners", "metric", "matrix", "self_play", "cross_play",
+                        "gap"}
+    assert got["family"] == "stat" and got["partners"] == ["g", "h", "r"]
+    assert got["metric"] == "return"
+    assert len(got["matrix"]) == 3 and all(len(row) == 3 for row in got["matrix"])
+    for row in got["matrix"]:
+        for cell in row:
+            assert set(cell) == {"mean", "ci95", "n"} and cell["n"] == 6
+    for i, name in enumerate(got["partners"]):
+        assert got["self_play"][name] == got["matrix"][i][i]
+        assert got["cross_play"][name]["n"] == 6 * 4  # row and column off the diagonal
+        gap = got["self_play"][name]["mean"] - got["cross_play"][name]["mean"]
+        assert got["gap"][name]["mean"] == pytest.approx(gap)
+    # the random allocator in every seat conflicts most: the lowest self-play
+    assert got["self_play"]["r"]["mean"] < min(got["self_play"]["g"]["mean"],
+                                               got["self_play"]["h"]["mean"])
+
+
+def test_one_partner_is_that_partners_self_play_run(tmp_path):
+    cross = tmp_path / "cross"
+    _json([*STAT, "--partner", "g=scripted:greedy", "--out", str(cross)])
+    own = tmp_path / "own"
+    res = runner.invoke(app, ["stat", "eval", "--config", "3A-6T-5x3", "--policy", "greedy",
+                              "--episodes", "6", "--out", str(own), "--json"])
+    assert res.exit_code == 0, res.output
+    a, b = RunDir.open(cross), RunDir.open(own)
+    assert list(a.conditions) == list(b.conditions)
+    (cond,) = a.conditions
+    for key in b.episode_keys(cond):
+        x, y = a.load_episode(cond, key), b.load_episode(cond, key)
+        assert x.events == y.events and x.header.team == y.header.team
+
+
+def test_rule_minds_with_opposite_claim_conventions_show_the_gap_they_imply(tmp_path):
+    got = _json([*STAT, "--partner", "low=rule", "--partner", "rev=rule:reverse",
+                 "--protocol", "broadcast", "--metric", "conflict_rate",
+                 "--out", str(tmp_path / "c")])
+    m = got["matrix"]
+    # lower-index claims keep a task, agents speak in index order: never a conflict
+    assert m[0][0]["mean"] == 0.0
+    # agent_0 keeps its claim while the reverse-minded teammates ignore lower claims: they
+    # go for the same tasks
+    assert m[0][1]["mean"] > 0.0
+    # a reverse-minded agent_0 yields to its higher teammates, who yield to it: no conflict
+    assert m[1][0]["mean"] == 0.0
+    assert got["cross_play"]["low"]["mean"] > got["self_play"]["low"]["mean"]
+
+
+def test_constructs_and_household_cells_play(tmp_path):
+    got = _json(["crossplay", "constructs", "--construct", "D1", "--limit", "3",
+                 "--partner", "low=rule", "--partner", "rev=rule:reverse",
+                 "--out", str(tmp_path / "k")])
+    assert got["family"] == "constructs" and got["matrix"][0][0]["n"] == 3
+    got = _json(["crossplay", "mecobench", "--limit", "1", "--max-steps", "8",
+                 "--partner", "r=rule", "--partner", "lossy=rule:message_loss=1",
+                 "--out", str(tmp_path / "h")])
+    assert got["family"] == "mecobench" and got["matrix"][1][1]["n"] == 1
+    md = (tmp_path / "h" / "report.md").read_text()
+    assert "## Cross-play: mecobench, SR" in md
+    assert "Cross-play matrix" in (tmp_path / "h" / "report.html").read_text()
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    ([*STAT, "--partner", "x=scripted:nope"], "unknown STAT policy 'nope'"),
+    ([*STAT], "give at least one --partner"),
+    ([*STAT, "--partner", "greedy"], "write NAME=SPEC"),
+    ([*STAT, "--partner", "a=rule", "--partner", "a=rule"], "names 'a' twice"),
+    ([*STAT, "--partner", "a=oracle"], "a STAT seat is one of"),
+    ([*STAT, "--partner", "a=human"], "a person plays through `coordbench play`"),
+    ([*STAT, "--partner", "a=rule:sideways"], "is neither reverse"),
+    ([*STAT, "--partner", "a=learned:missing.pt"], "missing.pt"),
+    ([*STAT, "--partner", "a=rule", "--metric", "nope"], "not a metric of STAT"),
+    (["play", "stat", "--seat", "agent_7"], "--seat agent_7 is not in the team"),
+    (["play", "stat", "--seat", "agent_0", "--team", "agent_0=rule,agent_1=rule,agent_2=rule"],
+     "is the person's, but --team gives it to rule"),
+    (["play", "mecobench", "--seat", "agent_0", "--team", "agent_0=human,agent_1=human"],
+     "one person, one seat"),
+])
+def test_bad_input_is_one_line(tmp_path, args, expected):
+    assert expected in error_line([*args, "--out", str(tmp_path / "bad")], tmp_path)
+    assert not (tmp_path / "bad" / "episodes").exists()
+
+
+def _request(port: int, method: str, path: str, host: str | None = None,
+             body: dict | None = None) -> tuple[int, dict]:
+    """Return (status, JSON body; {} for the page itself)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    headers = {"Host": host or f"127.0.0.1:{port}"}
+    data = json.dumps(body).encode() if body is not None else None
+    conn.request(method, path, body=data, headers=headers)
+    res = conn.getresponse()
+    raw = res.read()
+    payload = json.loads(raw) if res.getheader("Content-Type") == "application/json" else {}
+    conn.close()
+    return res.status, payload
+
+
+def test_the_play_server_binds_loopback_and_gates_every_request():
+    session = SeatSession(0, decision_timeout=5)
+    server = make_server(session, 0)
+    assert server.server_address[0] == "127.0.0.1"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    port = server.server_address[1]
+    tok = session.token
+    try:
+        assert _request(port, "GET", "/api/state")[0] == 403  # no token
+        assert _request(port, "GET", "/api/state?token=wrong")[0] == 403
+        status, body = _request(port, "GET", f"/api/state?token={tok}", host="evil.example")
+        assert status == 403 and "127.0.0.1 only" in body["error"]
+        assert _request(port, "GET", f"/?token={tok}", host=f"localhost:{port}")[0] == 200
+
+        async def episode() -> tuple:
+            return await session.ask("ep", 3, "act", {"text": "x"},
+                                     [{"id": 0, "label": "a"}, {"id": 1, "label": "b"}])
+
+        result: dict = {}
+        t = threading.Thread(target=lambda: result.update(v=asyncio.run(episode())))
+        t.start()
+        for _ in range(100):
+            status, state = _request(port, "GET", f"/api/state?token={tok}&client=me")
+            if state["question"]:
+                break
+        qid = state["question"]["id"]
+        assert state["playing"]
+        _, other = _request(port, "GET", f"/api/state?token={tok}&client=you")
+        assert not other["playing"]  # a second tab only watches
+        status, body = _request(port, "POST", f"/api/answer?token={tok}&client=you",
+                                body={"question": qid, "choice": 0})
+        assert status == 409 and "only watch" in body["error"]
+        status, body = _request(port, "POST", f"/api/answer?token={tok}&client=me",
+                                body={"question": qid, "choice": 7})
+        assert status == 409 and "not a legal action for agent_0 at step 3" in body["error"]
+        status, body = _request(port, "POST", f"/api/answer?token={tok}&client=me",
+                                body={"question": qid, "choice": 1})
+        assert status == 200
+        t.join(5)
+        assert result["v"][0] == 1 and result["v"][1] >= 0
+        # a timeout leaves the seat unplayed: SeatLeft, never an action
+        session.decision_timeout = 0.3
+        with pytest.raises(SeatLeft, match="decision-timeout"):
+            asyncio.run(episode())
+    finally:
+        session.stop("test over")
+        server.shutdown()
+        server.server_close()
