@@ -76,6 +76,13 @@ def test_rule_minds_with_opposite_claim_conventions_show_the_gap_they_imply(tmp_
     # a reverse-minded agent_0 yields to its higher teammates, who yield to it: no conflict
     assert m[1][0]["mean"] == 0.0
     assert got["cross_play"]["low"]["mean"] > got["self_play"]["low"]["mean"]
+    import coordbench
+
+    rows = coordbench.load_run(tmp_path / "c").episodes()
+    pairs = rows.groupby(["partner_first", "partner_others"]).size()
+    assert dict(pairs) == {(a, b): 6 for a in ("low", "rev") for b in ("low", "rev")}
+    mixed = rows[(rows.partner_first == "low") & (rows.partner_others == "rev")]
+    assert set(mixed.team) == {"agent_0=rule,agent_1=rule:reverse,agent_2=rule:reverse"}
 
 
 def test_constructs_and_household_cells_play(tmp_path):
@@ -176,3 +183,35 @@ def test_the_play_server_binds_loopback_and_gates_every_request():
         session.stop("test over")
         server.shutdown()
         server.server_close()
+
+
+def test_physical_crossplay_pairs_learned_robots_from_separate_runs(tmp_path):
+    from coordbench.learn.imitation import default_config
+    from coordbench.suites.physical.demos import make_demos
+    from coordbench.suites.physical.learning import train_policy
+
+    demos = tmp_path / "demos"
+    make_demos("CoCarry", 2, demos)
+    for seed in (0, 1):  # two runs: separately trained per-robot networks
+        cfg = default_config("CoCarry", "bc", 2, steps=3, batch=8, hidden=32, seed=seed)
+        train_policy(cfg, demos, tmp_path / f"bc{seed}.pt")
+    got = _json(["crossplay", "physical", "--task", "CoCarry", "--rollouts", "2",
+                 "--partner", "e=expert", "--partner", f"a=learned:{tmp_path / 'bc0.pt'}",
+                 "--partner", f"b=learned:{tmp_path / 'bc1.pt'}", "--metric", "p1",
+                 "--out", str(tmp_path / "p")])
+    assert got["partners"] == ["e", "a", "b"]
+    assert all(cell["n"] == 2 for row in got["matrix"] for cell in row)
+    run = RunDir.open(tmp_path / "p")
+    mixed = [c for c in run.conditions if "team-" in c]
+    assert len(mixed) == 6
+    teams = {tuple(a.driver for a in run.load_episode(c, "seed0001").header.team)
+             for c in mixed}
+    assert ("scripted:expert", f"learned:{tmp_path / 'bc1.pt'}") in teams
+    assert (f"learned:{tmp_path / 'bc0.pt'}", f"learned:{tmp_path / 'bc1.pt'}") in teams
+    # the expert's self-play cell is `physical eval --policy expert`'s condition
+    assert "physical_CoCarry_expert_main" in run.conditions
+    # a learned robot cannot sit in a skill-controlled team
+    line = error_line(["crossplay", "physical", "--task", "CoCarry", "--partner", "m=llm:x",
+                       "--partner", f"a=learned:{tmp_path / 'bc0.pt'}",
+                       "--out", str(tmp_path / "bad")], tmp_path)
+    assert "learned robots play without skills" in line or "llm" in line

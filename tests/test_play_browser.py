@@ -143,3 +143,36 @@ def test_a_closed_tab_leaves_an_errored_episode(browser, tmp_path):
     assert len(errors) == 1
     end = json.loads(errors[0].read_text().splitlines()[-1])
     assert end["termination"] == "error" and "play page" in end["detail"]
+
+
+def test_a_person_drives_a_robot_through_its_skill_library(browser, tmp_path):
+    out = tmp_path / "robot"
+    proc, url = _start(["physical", "--seat", "agent_1", "--task", "Handover",
+                        "--out", str(out)])
+    page = browser.new_page()
+    page.goto(url)
+    page.wait_for_selector("#choices button", timeout=60_000)
+    labels = page.locator("#choices button").all_text_contents()
+    assert any("(suggested)" in label for label in labels)
+    clicks = 0
+    start = time.monotonic()
+    while proc.poll() is None and time.monotonic() - start < 120:
+        try:
+            page.wait_for_selector("#choices button", timeout=1000)
+        except sync_api.Error:
+            continue  # the robots are running their skills
+        buttons = page.locator("#choices button")
+        suggested = buttons.filter(has_text="(suggested)")
+        try:
+            (suggested if suggested.count() else buttons).first.click(timeout=1000)
+            clicks += 1
+        except sync_api.Error:
+            pass  # the question moved on while we clicked
+    assert proc.wait(30) == 0, proc.stderr.read()
+    (traj,) = _episodes(out)
+    assert [a.driver for a in traj.header.team] == ["scripted:expert", "human"]
+    decisions = [e for e in traj.events if e.type == "human_decision"]
+    assert len(decisions) == clicks > 0 and all(d.phase == "skill" for d in decisions)
+    # following the controller's suggestion, the person and the scripted robot succeed
+    assert traj.end.termination == "success"
+    page.close()

@@ -92,17 +92,22 @@ class RunData:
 
     def episodes(self) -> pd.DataFrame:
         """Return one row per complete episode: suite, condition, episode_id, key, seed,
-        task_id, team (who sat where: `agent_0=llm:A,agent_1=rule`), termination, success,
+        task_id, team (who sat where: `agent_0=llm:A,agent_1=rule`; a crossplay run adds
+        partner_first and partner_others, the partners' names), termination, success,
         events, then every metric of the family's
         `Suite.metrics` (NaN where it does not apply; a metric named like one of the first
         columns is left to that column)."""
         rows = []
+        partners = self._partners()
         for cond, key, t in self._loaded:
             end = t.end
             row: dict[str, Any] = {
                 "suite": t.header.suite, "condition": cond, "episode_id": t.header.episode_id,
                 "key": key, "seed": t.header.seed, "task_id": t.header.task_id,
                 "team": ",".join(f"{a.id}={a.driver}" for a in t.header.team),
+                **({"partner_first": partners.get(cond, (None, None))[0],
+                    "partner_others": partners.get(cond, (None, None))[1]}
+                   if partners else {}),
                 "termination": end.termination if end else None,
                 "success": bool(end.success) if end else False, "events": len(t.events)}
             suite = suite_object(t.header.suite)
@@ -111,6 +116,18 @@ class RunData:
                     row.setdefault(name, value)
             rows.append(row)
         return pd.DataFrame(rows, columns=None if rows else list(EPISODE_COLUMNS))
+
+    def _partners(self) -> dict[str, tuple[str, str]]:
+        """Return {condition: (partner in agent_0, partner in the other seats)} of a
+        crossplay run (empty for any other run)."""
+        from coordbench.crossplay.matrix import load
+
+        design = load(self.path)
+        if design is None:
+            return {}
+        names = design.names()
+        return {c: (names[i], names[j]) for i, row in enumerate(design.cells)
+                for j, c in enumerate(row)}
 
     def profile(self) -> pd.DataFrame:
         """Return one row per complete episode of a family with a coordination profile:

@@ -246,6 +246,48 @@ def crossplay_mecobench(
                                                    max_steps=max_steps), limit=limit)
 
 
+@app.command("physical")
+@run_options()
+def crossplay_physical(
+    partner: list[str] = typer.Option(None, "--partner", help=PARTNER_HELP + " Physical: "
+                                      "expert, scripted:expert_noisy, learned:CHECKPOINT "
+                                      "(per-robot policies from separate runs), llm:ALIAS."),
+    task: str = typer.Option(..., help="A physical task with 2+ robots, e.g. Handover."),
+    rollouts: int = typer.Option(100, help="Rollouts per cell (seeds 1..N)."),
+    metric: str = typer.Option("success", help="The matrix's metric (success, p1, p2, p3, "
+                                               "...)."),
+    out_dir: Path | None = typer.Option(None, "--out", help="Run directory (resumable)."),
+    opts: RunOptions = RunOptions(),
+) -> None:
+    """Cross-play on the physical suite: experts, learned robots from separate runs and
+    models, robot by robot."""
+    from coordbench.core.files import check_range
+    from coordbench.crossplay.cells import physical_cell
+    from coordbench.envs.physical.tasks import get_task
+    from coordbench.metrics.physical import KINDS
+    from coordbench.runner import ModelResources
+    from coordbench.suites.physical.suite import SUITE
+
+    check_range("--rollouts", rollouts, 1, MAX_EPISODES)
+    opts.check(out_dir)
+    partners = parse_partners(partner, ("llm", "scripted", "learned"), "physical")
+    n = get_task(task).n_robots
+    _check_metric({*KINDS, *SUITE.headline, "drops", "robot_collisions", "partner_lag_s"},
+                  metric, "physical")
+
+    def cell(seats: tuple[Any, ...]) -> tuple[Any, Any]:
+        return SUITE, physical_cell(seats, task)
+
+    grid = [cell((a,) + (b,) * (n - 1)) for _, a in partners for _, b in partners]
+    del grid  # every cell, mixed ones too, fails here before any work
+    aliases = {s.arg for _, s in partners if s.kind == "llm"}
+    settings = opts.harness(aliases) if aliases else None
+    play_matrix("physical", partners, n, metric, cell, rollouts,
+                out_dir or Path("runs") / "crossplay" / f"physical-{task}", opts, settings,
+                ModelResources(settings, opts.max_reply_tokens) if aliases else None,
+                limit=rollouts)
+
+
 def _check_metric(known: set[str], metric: str, family: str) -> None:
     """Raise ConfigError unless `metric` is one of the family's episode metrics."""
     if metric not in known:

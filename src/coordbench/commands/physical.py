@@ -129,7 +129,7 @@ def physical_eval(
     from coordbench.envs.physical.demo_files import load_demos
     from coordbench.report import physical_report as rep
     from coordbench.runner import ModelResources
-    from coordbench.suites.physical.suite import LLM, SUITE, PhysicalSpec, make_policy
+    from coordbench.suites.physical.suite import LLM, SEATS, SUITE, PhysicalSpec, make_policy
 
     positive(rollouts=rollouts, per_phase=per_phase)
     check_range("--rollouts", rollouts, 1, MAX_EPISODES)
@@ -147,7 +147,7 @@ def physical_eval(
         from coordbench.agents.seats import parse_team
         from coordbench.envs.physical.tasks import get_task
 
-        parsed = parse_team(team, ("llm", "scripted"), "physical")
+        parsed = parse_team(team, ("llm", "scripted", "learned"), "physical")
         if isinstance(parsed, int):
             for name in names:  # a plain size: the task's own team, as before
                 if parsed != get_task(name).n_robots:
@@ -155,12 +155,14 @@ def physical_eval(
                                       f"{get_task(name).n_robots} robots")
         else:
             seats = parsed
+            if policy == "expert" and not any(x.kind == "llm" for x in seats):
+                policy = SEATS  # robots played by experts and checkpoints, robot by robot
     plan: list[tuple] = []
     for name in names:
         # a bad checkpoint or team (llm without --model, --model without llm) fails first
         spec = PhysicalSpec(name, policy, model=model, controller=controller or "per_robot",
                             seats=seats)
-        if policy != LLM:
+        if policy not in (LLM, SEATS):
             make_policy(policy, name)
         plan.append((SUITE, spec, rollouts))
         if phase_level:
@@ -169,6 +171,10 @@ def physical_eval(
             plan += [(SUITE, PhysicalSpec(name, policy, f"phase{k}", str(path)), per_phase)
                      for k in (1, 2, 3)]
     shown = Path(policy).name
+    if policy == SEATS:
+        from coordbench.agents.seats import team_label
+
+        shown = team_label(seats or ())
     settings = None
     if policy == LLM:
         from coordbench.agents.seats import team_label

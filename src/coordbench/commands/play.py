@@ -264,6 +264,51 @@ def play_constructs(
     _said(run, SUITE.condition(cond))
 
 
+@app.command("physical")
+@run_options(without=("as_json",))
+def play_physical(
+    seat: str = typer.Option(..., help=SEAT_HELP + " (agent_K is robotK)"),
+    task: str = typer.Option("Handover", help="A physical task with 2+ robots."),
+    team: str | None = typer.Option(None, help="Who drives the other robots: "
+                                    "agent_0=human,agent_1=llm:A (default: the skill "
+                                    "controller's own suggestion, scripted:expert)."),
+    rollouts: int = typer.Option(1, help="Episodes in the session (seeds 1..N)."),
+    port: int = typer.Option(0, help=PORT_HELP),
+    decision_timeout: float | None = typer.Option(None, "--decision-timeout",
+                                                  help=TIMEOUT_HELP),
+    page_timeout: float = typer.Option(10.0, "--page-timeout", help=GONE_HELP),
+    out_dir: Path | None = typer.Option(None, "--out", help="Run directory (resumable)."),
+    opts: RunOptions = RunOptions(),
+) -> None:
+    """Play one robot of a physical task through its skill library (move to, grasp, hand
+    over, wait for the partner...): each skill then runs as a model's choice would."""
+    from coordbench.agents.seats import Seat
+    from coordbench.core.files import check_range
+    from coordbench.envs.physical.tasks import get_task
+    from coordbench.runner import ModelResources
+    from coordbench.suites.physical.suite import LLM, SUITE, PhysicalSpec
+
+    check_range("--rollouts", rollouts, 1, MAX_EPISODES)
+    check_range("--port", port, 0, 65535)
+    opts.check(out_dir)
+    n = get_task(task).n_robots
+    seats = seats_for(seat, team, n, ("llm", "scripted"), "physical",
+                      Seat("scripted", "expert"))
+    spec = PhysicalSpec(task, LLM, seats=seats)
+    aliases = {s.arg for s in seats if s.kind == "llm"}
+    settings = opts.harness(aliases) if aliases else None
+    path = out_dir or Path("runs") / "play" / f"physical-{task}"
+
+    def play(session: Any) -> Any:
+        return _one_at_a_time(opts).play(
+            path, [(SUITE, spec, rollouts)], settings=settings, quiet=True,
+            resources=ModelResources(settings, opts.max_reply_tokens, seat=session),
+            labels=[f"play {task}"])
+
+    run = serve_and_play(_seat_index(seat), port, decision_timeout, page_timeout, play)
+    _said(run, SUITE.condition(spec))
+
+
 def _said(run: Any, condition: str) -> None:
     """Print where the session's episodes are."""
     done = len(run.episode_keys(condition))

@@ -72,3 +72,19 @@ def household_cell(seats: tuple[Seat, ...], structure: str, protocol: str, prior
         agents = "llm" if any(s.kind == "llm" for s in seats) else "rule"
         spec = HouseholdSpec(structure, n, protocol, agents, prior, seed, seats=seats)
     return mecobench_condition(tasks, suite, spec)
+
+
+def physical_cell(seats: tuple[Seat, ...], task: str, controller: str = "per_robot") -> Any:
+    """Return the PhysicalSpec of a physical team of `seats`: experts and checkpoints robot
+    by robot (lockstep policies), or, with a model seat, skill-controlled robots (where
+    `scripted:expert` is the skill controller's own suggestion)."""
+    from coordbench.suites.physical.suite import LLM, SEATS, PhysicalSpec
+
+    one = _same(seats)
+    if one is not None and one.kind in ("scripted", "learned"):
+        return PhysicalSpec(task, str(one.arg))
+    if one is not None and one.kind == "llm":
+        return PhysicalSpec(task, LLM, model=one.arg, controller=controller)
+    if any(s.kind == "llm" for s in seats):
+        return PhysicalSpec(task, LLM, controller=controller, seats=seats)
+    return PhysicalSpec(task, SEATS, seats=seats)

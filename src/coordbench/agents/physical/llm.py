@@ -258,8 +258,11 @@ class PerRobotController:
 
     def __init__(self, task, harness: ModelHarness | None, alias: str,
                  max_tokens: int | None = None,
-                 aliases: list[str | None] | None = None) -> None:
+                 aliases: list[str | None] | None = None,
+                 human: tuple[int, Any, str] | None = None) -> None:
         self.task, self.harness, self.alias, self.max_tokens = task, harness, alias, max_tokens
+        # the seat a person plays through `coordbench play`: (robot, session, episode id)
+        self.human = human
         # a mixed team: each robot's model alias, None for a robot that runs the scripted
         # controller's own suggestion (no call)
         self.aliases = aliases or [alias] * task.n_robots
@@ -282,6 +285,11 @@ class PerRobotController:
 
     async def _ask(self, view: RobotView, limit_s: float) -> Decision:
         i, task = view.robot, self.task
+        if self.human is not None and self.human[0] == i:
+            from .human import ask_skill
+
+            return Decision(await ask_skill(self.human[1], task, view, limit_s,
+                                            self.human[2], render_state))
         alias = self.aliases[i]
         if alias is None:
             skill = view.skills.suggestion
@@ -345,11 +353,13 @@ class TeamController:
         return {i: d for i, d in got.items() if i in need or d.choice is not None}
 
 
-def make_controller(kind: str, task, harness: ModelHarness, alias: str,
-                    max_tokens: int | None = None, aliases: list[str | None] | None = None
+def make_controller(kind: str, task, harness: ModelHarness | None, alias: str,
+                    max_tokens: int | None = None, aliases: list[str | None] | None = None,
+                    human: tuple[int, Any, str] | None = None
                     ) -> PerRobotController | TeamController:
     """Return the controller `kind` (per_robot | team) of `task`'s robots (`aliases`: each
-    robot's model, None for a scripted seat; per_robot only)."""
+    robot's model, None for a scripted seat; `human`: the seat a person plays; per_robot
+    only)."""
     if kind == "per_robot":
-        return PerRobotController(task, harness, alias, max_tokens, aliases)
+        return PerRobotController(task, harness, alias, max_tokens, aliases, human)
     return TeamController(task, harness, alias, max_tokens)

@@ -233,7 +233,8 @@ def run(task_name: str, policy: Policy, seeds: list[int], *, record: bool = Fals
             suite="physical", episode_id=f"{condition or task_name}/"
                                          f"{keys[k] if keys else f'seed{seed:04d}'}",
             task_id=task_name, seed=int(seed), policy=policy.name,
-            team=[AgentSpec(id=f"robot{i}", driver=policy.name) for i in range(env.n)],
+            team=[AgentSpec(id=f"robot{i}", driver=getattr(policy, "drivers", None) and
+                            policy.drivers[i] or policy.name) for i in range(env.n)],
             params=_params(task, env, start_steps[k], starts[k][2] if starts else 0,
                            until_phase))
         rec.emit(*sorted(phase_events[k] + monitors[k].events, key=lambda e: e.t))

@@ -19,6 +19,7 @@ from typing import Any
 
 from coordbench.agents.physical.expert import ExpertPolicy
 from coordbench.agents.physical.llm import CONTROLLERS, make_controller
+from coordbench.agents.physical.seats import SeatPolicies
 from coordbench.agents.seats import Seat, team_label
 from coordbench.core.provenance import file_digest
 from coordbench.core.rundir import RunDir, safe_name
@@ -34,6 +35,7 @@ from .episode import Policy, arun_skill_episode, run
 
 PHASE_BUDGET = 600  # control steps (12 s) per phase in phase-level evaluation
 LLM = "llm"  # the policy name of a model-driven team
+SEATS = "seats"  # the policy name of a team of policies, robot by robot (--team)
 
 
 def make_policy(spec: str, task: str) -> Policy:
@@ -42,6 +44,8 @@ def make_policy(spec: str, task: str) -> Policy:
     no lockstep policy: `PhysicalSuite.play` plays it."""
     if spec == LLM:
         raise ConfigError("--policy llm is a model-driven team, played by PhysicalSuite.play")
+    if spec == SEATS:
+        raise ConfigError(f"--policy {SEATS} is a team spec: give --team")
     if spec == "expert":
         return ExpertPolicy(0.0)
     if spec == "expert_noisy":
@@ -51,6 +55,9 @@ def make_policy(spec: str, task: str) -> Policy:
     policy = load_policy(Path(spec))
     if policy.cfg.task != task:
         raise ConfigError(f"policy {spec} was trained on {policy.cfg.task}, not {task}")
+    if policy.cfg.n_robots != get_task(task).n_robots:
+        raise ConfigError(f"policy {spec} was trained for {policy.cfg.n_robots} robots; "
+                          f"{task} has {get_task(task).n_robots}")
     return policy
 
 
@@ -84,23 +91,19 @@ class PhysicalSpec:
         if self.seats is not None:
             seats = tuple(x if isinstance(x, Seat) else Seat(**x) for x in self.seats)
             object.__setattr__(self, "seats", seats)
-            if self.policy != LLM:
-                raise ConfigError(f"--team seats are for --policy llm, not {self.policy}")
             if self.model:
                 raise ConfigError("--team names each robot's model: drop --model")
-            if self.controller != "per_robot":
-                raise ConfigError("a mixed team needs --controller per_robot (one model per "
-                                  "robot)")
             if len(seats) != task.n_robots:
                 raise ConfigError(f"--team names {len(seats)} seats; {self.task} has "
                                   f"{task.n_robots} robots")
-            bad = [x for x in seats if x.kind == "scripted" and x.arg != "expert"]
-            if bad:
-                raise ConfigError(f"a physical scripted seat is scripted:expert (the skill "
-                                  f"controller's suggestion), not scripted:{bad[0].arg}")
-            if not any(x.kind == "llm" for x in seats):
-                raise ConfigError("--team names no llm seat: a team of scripted robots is "
-                                  "--policy expert")
+            if self.policy == SEATS:
+                self._check_policy_seats(seats)
+            elif self.policy != LLM:
+                raise ConfigError(f"--team seats are for --policy llm, not {self.policy}")
+            else:
+                self._check_skill_seats(seats)
+        elif self.policy == SEATS:
+            raise ConfigError(f"--policy {SEATS} plays a team spec: give --team")
         if self.protocol not in ("main", "phase1", "phase2", "phase3"):
             raise ConfigError(f"unknown physical protocol {self.protocol!r}; choose from "
                               "main, phase1, phase2, phase3")
@@ -119,10 +122,47 @@ class PhysicalSpec:
         elif self.controller != "per_robot":
             raise ConfigError(f"--controller is for --policy llm, not {self.policy}")
 
+    def _check_skill_seats(self, seats: tuple[Seat, ...]) -> None:
+        """Check the seats of a skill-controlled team (models, a person, the suggestion)."""
+        if self.controller != "per_robot":
+            raise ConfigError("a mixed team needs --controller per_robot (one model per "
+                              "robot)")
+        bad = [x for x in seats if x.kind not in ("llm", "scripted", "human")]
+        if bad:
+            raise ConfigError(f"a seat of a skill-controlled physical team is llm:ALIAS, "
+                              f"scripted:expert or human, not {bad[0].kind} (learned robots "
+                              f"play without skills: a team of policies, --policy {SEATS})")
+        bad = [x for x in seats if x.kind == "scripted" and x.arg != "expert"]
+        if bad:
+            raise ConfigError(f"a physical scripted seat is scripted:expert (the skill "
+                              f"controller's suggestion), not scripted:{bad[0].arg}")
+        if not any(x.kind in ("llm", "human") for x in seats):
+            raise ConfigError("--team names no llm seat: a team of scripted robots is "
+                              "--policy expert")
+
+    def _check_policy_seats(self, seats: tuple[Seat, ...]) -> None:
+        """Check the seats of a team of policies (experts and checkpoints, robot by robot)."""
+        for i, x in enumerate(seats):
+            if x.kind == "scripted" and x.arg in ("expert", "expert_noisy"):
+                continue
+            if x.kind != "learned":
+                raise ConfigError(f"robot{i}: a team of policies seats scripted:expert, "
+                                  f"scripted:expert_noisy or learned:CHECKPOINT, not "
+                                  f"{x.driver}")
+            make_policy(str(x.arg), self.task)  # a missing or foreign checkpoint: one line
+
+    def seat_policy(self, i: int) -> str:
+        """Return the policy (expert, expert_noisy, a checkpoint) robot i plays."""
+        assert self.seats is not None
+        return str(self.seats[i].arg)
+
     @property
     def label(self) -> str:
         """Return the policy as a condition name part (an llm team's names its model and
         controller)."""
+        if self.seats is not None and self.policy == SEATS:
+            return safe_name("team-" + "+".join(policy_label(str(x.arg))
+                                                for x in self.seats))
         if self.seats is not None:
             return safe_name(f"team-{team_label(self.seats)}-{self.controller}")
         if self.policy == LLM:
@@ -134,6 +174,10 @@ class PhysicalSpec:
         if self.seats is None:
             return [self.model] * get_task(self.task).n_robots
         return [x.arg if x.kind == "llm" else None for x in self.seats]
+
+    def human(self) -> int | None:
+        """Return the robot a person plays (None: none)."""
+        return next((i for i, x in enumerate(self.seats or ()) if x.kind == "human"), None)
 
     @property
     def phase(self) -> int:
@@ -200,10 +244,18 @@ class PhysicalSuite:
         res = ctx.resources or ModelResources()
         cond = self.condition(spec)
 
+        models = spec.seats is None or any(x.kind == "llm" for x in spec.seats)
+        person = spec.human()
+        if person is not None and getattr(res.seat, "seat", None) != person:
+            raise ConfigError(f"robot{person} is human: play it with `coordbench play "
+                              f"physical --seat agent_{person}`")
+
         async def one(case: Case) -> Trajectory:
+            human = None if person is None else (person, res.seat, f"{cond}/{case.key}")
             controller = make_controller(spec.controller, get_task(spec.task),
-                                         harness_for(res.harness), spec.model or "",
-                                         res.max_reply_tokens, spec.aliases())
+                                         harness_for(res.harness) if models else None,
+                                         spec.model or "", res.max_reply_tokens,
+                                         spec.aliases(), human)
             return await arun_skill_episode(spec.task, case.data, f"{cond}/{case.key}",
                                             controller, alias=spec.model or "",
                                             limits=ctx.limits, seats=spec.seats)
@@ -212,7 +264,16 @@ class PhysicalSuite:
 
     def _play_batched(self, spec: PhysicalSpec, cases: list[Case]
                       ) -> Iterator[tuple[Case, Trajectory]]:
-        policy = make_policy(spec.policy, spec.task)
+        if spec.policy == SEATS:
+            # one policy object per distinct seat policy: each keeps its own state
+            made = {name: make_policy(name, spec.task)
+                    for name in dict.fromkeys(spec.seat_policy(i)
+                                              for i in range(len(spec.seats or ())))}
+            policy: Any = SeatPolicies([made[spec.seat_policy(i)]
+                                        for i in range(len(spec.seats or ()))],
+                                       [x.driver for x in spec.seats or ()])
+        else:
+            policy = make_policy(spec.policy, spec.task)
         cond = self.condition(spec)
         for a in range(0, len(cases), self.batch):
             chunk = cases[a:a + self.batch]
