@@ -176,3 +176,29 @@ def test_a_person_drives_a_robot_through_its_skill_library(browser, tmp_path):
     # following the controller's suggestion, the person and the scripted robot succeed
     assert traj.end.termination == "success"
     page.close()
+
+
+def test_the_viewer_draws_a_crossplay_matrix_and_opens_its_cells(browser, tmp_path):
+    from tests.test_viewer_browser import Serving
+
+    out = tmp_path / "cross"
+    res = subprocess.run([sys.executable, "-m", "coordbench", "crossplay", "stat", "--config",
+                          "3A-6T-5x3", "--episodes", "3", "--partner", "g=scripted:greedy",
+                          "--partner", "r=scripted:random", "--out", str(out), "--json"],
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    with Serving(out) as s:
+        page = browser.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(s.url)
+        page.click(".crossplay-item")
+        page.wait_for_selector("#cross-matrix td.cross-cell")
+        assert page.locator("#cross-matrix td.cross-cell").count() == 4
+        assert "cross-play: stat, return" in page.text_content("#cross-title")
+        assert page.locator("#cross-partners tbody tr").count() == 2
+        page.locator("#cross-matrix td.cross-cell").nth(1).click()  # greedy + random
+        page.wait_for_selector("#listing:not([hidden]) #episodes tbody tr")
+        assert "team-scripted-greedy+scripted-random" in page.text_content("#cond-title")
+        assert not errors
+        page.close()

@@ -96,11 +96,36 @@ class Viewer:
 
     def runs_payload(self) -> dict[str, Any]:
         """Return every run with its conditions."""
-        return {"runs": [{"name": name, "path": str(rd.path),
-                          "command": rd.manifest.get("command"),
-                          "created": rd.manifest.get("created"),
-                          "conditions": index.conditions(rd)}
-                         for name, rd in self.runs.items()]}
+        from coordbench.crossplay.matrix import load
+
+        out = []
+        for name, rd in self.runs.items():
+            entry = {"name": name, "path": str(rd.path), "command": rd.manifest.get("command"),
+                     "created": rd.manifest.get("created"), "conditions": index.conditions(rd)}
+            try:
+                design = load(rd.path)
+            except CoordbenchError:
+                design = None  # a damaged design: the run's conditions are still listed
+            if design is not None:
+                entry["crossplay"] = {"partners": design.names(), "metric": design.metric}
+            out.append(entry)
+        return {"runs": out}
+
+    def crossplay_payload(self, run: str) -> dict[str, Any]:
+        """Return a crossplay run's matrix (recomputed from its trajectories)."""
+        from coordbench.crossplay.matrix import load, matrix
+        from coordbench.report.format import estimate_json
+
+        rd = self.run(run)
+        design = load(rd.path)
+        if design is None:
+            raise ConfigError(f"run {run!r} is not a crossplay run")
+        m = matrix(rd, design)
+        return {"family": design.family, "metric": m.metric, "partners": design.names(),
+                "cells": design.cells,
+                "matrix": [[estimate_json(e) for e in row] for row in m.cells],
+                **{k: {n: estimate_json(e) for n, e in getattr(m, k).items()}
+                   for k in ("self_play", "cross_play", "gap")}}
 
     def episodes_payload(self, run: str, cond: str) -> dict[str, Any]:
         """Return the listing of one condition."""
@@ -209,6 +234,8 @@ def _handler(viewer: Viewer) -> type[BaseHTTPRequestHandler]:
                         body = dumps(viewer.episodes_payload(q.get("run", ""),
                                                              q.get("cond", ""))).encode()
                     self._send(200, body, "application/json")
+                elif url.path == "/api/crossplay":
+                    self._json(200, viewer.crossplay_payload(q.get("run", "")))
                 elif url.path == "/api/metrics":
                     self._json(200, viewer.metrics_payload(q.get("run", ""), q.get("cond", "")))
                 elif url.path == "/api/episode":

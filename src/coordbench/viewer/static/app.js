@@ -105,6 +105,13 @@ async function loadRuns() {
     div.className = "run";
     div.innerHTML = `<h4 title="${esc(run.path)}">${esc(run.name)} <span class="muted">` +
       `${run.conditions.length} conditions</span></h4>`;
+    if (run.crossplay) {
+      const item = document.createElement("div");
+      item.className = "cond crossplay-item";
+      item.innerHTML = `cross-play matrix <span class="n">(${run.crossplay.partners.length} partners)</span>`;
+      item.addEventListener("click", () => showCrossplay(run.name));
+      div.appendChild(item);
+    }
     const bySuite = {};
     for (const c of run.conditions) (bySuite[c.suite] = bySuite[c.suite] || []).push(c);
     for (const [suite, conds] of Object.entries(bySuite)) {
@@ -134,7 +141,42 @@ async function loadRuns() {
   }
 }
 
+function fmtEst(e) {
+  if (!e || e.n === 0 || e.mean === null) return "n/a";
+  return e.mean.toFixed(3) + (e.ci95 === null ? "" : " ± " + e.ci95.toFixed(3));
+}
+
+async function showCrossplay(run) {
+  const m = await api(`/api/crossplay?run=${encodeURIComponent(run)}`);
+  for (const id of ["listing", "episode", "empty"]) $(id).hidden = true;
+  $("crossplay").hidden = false;
+  $("cross-title").textContent = `cross-play: ${m.family}, ${m.metric}`;
+  const means = m.matrix.flat().filter(e => e.n > 0 && e.mean !== null).map(e => e.mean);
+  const lo = Math.min(...means), hi = Math.max(...means);
+  let html = "<thead><tr><th>agent_0 \\ others</th>" +
+    m.partners.map(p => `<th>${esc(p)}</th>`).join("") + "</tr></thead><tbody>";
+  m.matrix.forEach((row, i) => {
+    html += `<tr><th>${esc(m.partners[i])}</th>`;
+    row.forEach((e, j) => {
+      const f = hi > lo && e.n > 0 && e.mean !== null ? (e.mean - lo) / (hi - lo) : 0.5;
+      const bg = `hsl(${Math.round(210 - 170 * f)}, 60%, ${Math.round(88 - 30 * f)}%)`;
+      html += `<td class="cross-cell" style="background:${bg}" data-cond="${esc(m.cells[i][j])}"` +
+        ` title="${esc(m.cells[i][j])}">${fmtEst(e)}<br><span class="muted">n=${e.n}</span></td>`;
+    });
+    html += "</tr>";
+  });
+  $("cross-matrix").innerHTML = html + "</tbody>";
+  for (const td of document.querySelectorAll(".cross-cell")) {
+    td.addEventListener("click", () => { $("crossplay").hidden = true; selectCondition(run, td.dataset.cond); });
+  }
+  $("cross-partners").innerHTML = "<thead><tr><th>partner</th><th>self-play</th><th>cross-play</th>" +
+    "<th>gap (self - cross)</th></tr></thead><tbody>" + m.partners.map(p =>
+      `<tr><td>${esc(p)}</td><td>${fmtEst(m.self_play[p])}</td><td>${fmtEst(m.cross_play[p])}</td>` +
+      `<td>${fmtEst(m.gap[p])}</td></tr>`).join("") + "</tbody>";
+}
+
 async function selectCondition(run, cond, key, step) {
+  $("crossplay").hidden = true;
   state.run = run; state.cond = cond; state.key = null;
   for (const it of document.querySelectorAll(".cond")) {
     it.classList.toggle("active", it.dataset.run === run && it.dataset.cond === cond);
