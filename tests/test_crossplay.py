@@ -215,3 +215,24 @@ def test_physical_crossplay_pairs_learned_robots_from_separate_runs(tmp_path):
                        "--partner", f"a=learned:{tmp_path / 'bc0.pt'}",
                        "--out", str(tmp_path / "bad")], tmp_path)
     assert "learned robots play without skills" in line or "llm" in line
+
+
+def test_learned_stat_partners_pair_seat_by_seat_and_a_foreign_checkpoint_is_refused(tmp_path):
+    for algo in ("iql", "vdn"):  # two methods, trained in separate runs
+        res = runner.invoke(app, ["stat", "train", "--config", "3A-6T-5x3", "--algo", algo,
+                                  "--steps", "64", "--seeds", "0", "--executor", "local",
+                                  "--workers", "1", "--eval-episodes", "2",
+                                  "--out", str(tmp_path / algo), "--json"])
+        assert res.exit_code == 0, res.output
+    iql = next((tmp_path / "iql").rglob("iql_3A-6T-5x3_seed0.pt"))
+    vdn = next((tmp_path / "vdn").rglob("vdn_3A-6T-5x3_seed0.pt"))
+    got = _json([*STAT, "--partner", f"i=learned:{iql}", "--partner", f"v=learned:{vdn}",
+                 "--partner", "g=scripted:greedy", "--out", str(tmp_path / "m")])
+    assert all(c["n"] == 6 for row in got["matrix"] for c in row)
+    run = RunDir.open(tmp_path / "m")
+    drivers = {tuple(a.driver for a in run.load_episode(c, "ep00000").header.team)
+               for c in run.conditions}
+    assert (f"learned:{iql}", f"learned:{vdn}", f"learned:{vdn}") in drivers
+    line = error_line(["crossplay", "stat", "--config", "3A-6T-10x6", "--partner",
+                       f"i=learned:{iql}", "--out", str(tmp_path / "bad")], tmp_path)
+    assert "was trained on 3A-6T-5x3, not 3A-6T-10x6" in line
