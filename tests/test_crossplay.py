@@ -195,12 +195,12 @@ def test_physical_crossplay_pairs_learned_robots_from_separate_runs(tmp_path):
     for seed in (0, 1):  # two runs: separately trained per-robot networks
         cfg = default_config("CoCarry", "bc", 2, steps=3, batch=8, hidden=32, seed=seed)
         train_policy(cfg, demos, tmp_path / f"bc{seed}.pt")
-    got = _json(["crossplay", "physical", "--task", "CoCarry", "--rollouts", "2",
+    got = _json(["crossplay", "physical", "--task", "CoCarry", "--rollouts", "1",
                  "--partner", "e=expert", "--partner", f"a=learned:{tmp_path / 'bc0.pt'}",
                  "--partner", f"b=learned:{tmp_path / 'bc1.pt'}", "--metric", "p1",
                  "--out", str(tmp_path / "p")])
     assert got["partners"] == ["e", "a", "b"]
-    assert all(cell["n"] == 2 for row in got["matrix"] for cell in row)
+    assert all(cell["n"] == 1 for row in got["matrix"] for cell in row)
     run = RunDir.open(tmp_path / "p")
     mixed = [c for c in run.conditions if "team-" in c]
     assert len(mixed) == 6
