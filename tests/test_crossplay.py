@@ -76,6 +76,14 @@ def test_rule_minds_with_opposite_claim_conventions_show_the_gap_they_imply(tmp_
     # a reverse-minded agent_0 yields to its higher teammates, who yield to it: no conflict
     assert m[1][0]["mean"] == 0.0
     assert got["cross_play"]["low"]["mean"] > got["self_play"]["low"]["mean"]
+    md = (tmp_path / "c" / "report.md").read_text()
+    rows = {tuple(c.strip() for c in line.split("|")[1:3]): line for line in md.splitlines()
+            if line.startswith("| low |") or line.startswith("| rev |")}
+    assert "Per cell, the coordination profile" in md
+    # each cell's profile: duplicated claims (redundancy) only where the conventions clash
+    redundancy = {k: float(v.split("|")[3]) for k, v in rows.items() if len(k) == 2
+                  and k[1] in ("low", "rev") and v.count("|") > 6}
+    assert redundancy[("low", "low")] == 0.0 < redundancy[("low", "rev")]
     import coordbench
 
     rows = coordbench.load_run(tmp_path / "c").episodes()

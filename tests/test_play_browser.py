@@ -93,6 +93,29 @@ def test_a_person_plays_a_whole_household_episode(browser, tmp_path):
         first = label.split(" ")[0]
         mine = next(a for a in step.actions if a.agent == 0)
         assert mine.action in verbs.get(first, (first,)), (label, mine)
+    # the viewer's timeline carries the person's decisions with their think time
+    from coordbench.viewer.timeline import build
+
+    shown = build(traj)["decisions"]
+    assert [(d["t"], d["phase"], d["choice"]) for d in shown] == [
+        (d.t, d.phase, d.choice) for d in decisions]
+    from urllib.parse import quote
+
+    from tests.test_viewer_browser import Serving
+
+    with Serving(out) as s:
+        page = browser.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        cond = traj.header.episode_id.split("/")[0]
+        page.goto(f"{s.url}#cond={quote(cond)}&key=case0000&step=1")
+        page.wait_for_function(f"document.body.dataset.episode === {cond + '/case0000'!r}")
+        page.wait_for_selector("#details .decision")
+        text = page.locator("#details").inner_text().lower()
+        assert "a person's decisions at step 0" in text
+        assert "s to decide: i search the kitchen" in text
+        assert not errors
+        page.close()
 
 
 def test_a_person_plays_a_whole_stat_episode_and_a_second_tab_only_watches(browser, tmp_path):

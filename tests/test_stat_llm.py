@@ -211,7 +211,7 @@ def test_smollm2_allocates_tasks_in_a_short_episode(tmp_path):
     out = tmp_path / "run"
     res = runner.invoke(app, ["stat", "eval", "--config", "3A-6T-5x3", "--policy", "llm",
                               "--model", "smollm2", "--protocol", "broadcast", "--episodes",
-                              "1", "--episode-limit", "3", "--max-reply-tokens", "20",
+                              "1", "--episode-limit", "1", "--max-reply-tokens", "20",
                               "--no-cache", "--out", str(out), "--json"])
     assert res.exit_code == 0, res.output
     payload = json.loads(res.stdout.strip().splitlines()[-1])

@@ -45,6 +45,36 @@ def markdown(m: Any) -> str:
     return "\n".join(lines)
 
 
+def profile_rows(run: RunDir, m: Any) -> list[str]:
+    """Return the markdown of each cell's coordination profile (means over its finished
+    episodes; measures no cell has are left out)."""
+    from coordbench.metrics.profile import KEYS, episode_profile
+    from coordbench.runner.conditions import errored
+
+    names = m.design.names()
+    rows: list[tuple[str, str, dict[str, float]]] = []
+    for i, row in enumerate(m.design.cells):
+        for j, cond in enumerate(row):
+            values: dict[str, list[float]] = {}
+            for key in run.episode_keys(cond):
+                traj = run.load_episode(cond, key)
+                if errored(traj) is not None:
+                    continue
+                for k, v in episode_profile(traj).items():
+                    if v is not None and not math.isnan(v):
+                        values.setdefault(k, []).append(v)
+            rows.append((names[i], names[j], {k: sum(v) / len(v) for k, v in values.items()}))
+    keys = [k for k in KEYS if any(k in r[2] for r in rows)]
+    if not keys:
+        return []
+    out = ["Per cell, the coordination profile (means over episodes; docs/cross-family.md):",
+           "", "| agent_0 | others | " + " | ".join(keys) + " |",
+           "|---|---|" + "---|" * len(keys)]
+    out += [f"| {a} | {b} | " + " | ".join(f"{r[k]:.3f}" if k in r else "n/a" for k in keys)
+            + " |" for a, b, r in rows]
+    return [*out, ""]
+
+
 def heatmap(m: Any) -> Figure:
     """Return the matrix as a heatmap, each cell labelled with its mean."""
     plt = _plt()
@@ -81,7 +111,8 @@ def section(run: RunDir) -> Section | None:
     if not all(c in known for row in design.cells for c in row):
         return None  # the cells are not (yet) in this run
     m = matrix(run, design)
-    return Section("Cross-play", markdown(m), data={"matrix": m})
+    return Section("Cross-play", markdown(m) + "\n".join(profile_rows(run, m)),
+                   data={"matrix": m})
 
 
 def console_tables(m: Any) -> list[Any]:

@@ -1,5 +1,6 @@
 """One trajectory as the viewer draws it: a lane per agent, what each agent did at each step,
-and the team-wide events (conflicts with their winners, handovers, messages, model calls).
+and the team-wide events (conflicts with their winners, handovers, messages, model calls, a
+person's decisions with their think time).
 
 Everything here is read from the trajectory; nothing is guessed. Model calls carry what
 `ModelCallEvent` records (reply, parse status, tokens, latency, attempts); prompts are kept
@@ -13,6 +14,7 @@ from typing import Any
 from coordbench.core.trajectory import (
     EpisodeEndEvent,
     HouseholdStepEvent,
+    HumanDecisionEvent,
     MessageEvent,
     ModelCallEvent,
     PhysicalCouplingEvent,
@@ -80,6 +82,7 @@ def build(traj: Trajectory) -> dict[str, Any]:
     handovers: list[dict[str, Any]] = []
     messages: list[dict[str, Any]] = []
     calls: list[dict[str, Any]] = []
+    decisions: list[dict[str, Any]] = []  # a person's, with their think time
     team: list[dict[str, Any]] = []
     phases: list[dict[str, Any]] = []
     coupling: list[dict[str, Any]] = []
@@ -100,6 +103,9 @@ def build(traj: Trajectory) -> dict[str, Any]:
         elif isinstance(e, ModelCallEvent):
             calls.append(_call(e))
             continue
+        elif isinstance(e, HumanDecisionEvent):
+            decisions.append(e.model_dump(exclude={"type"}))
+            continue
         elif isinstance(e, PhysicalPhaseEvent):
             phases.append(e.model_dump(exclude={"type"}))
             continue
@@ -119,7 +125,7 @@ def build(traj: Trajectory) -> dict[str, Any]:
         "steps": max(steps, end.t if end else 0),
         "step_events": bool(team),
         "cells": cells, "conflicts": conflicts, "handovers": handovers,
-        "messages": messages, "calls": calls, "team": team,
+        "messages": messages, "calls": calls, "decisions": decisions, "team": team,
         "phases": phases, "coupling": coupling,
         "end": end.model_dump(exclude={"type"}) if end else None,
     }

@@ -577,6 +577,13 @@ function renderDetails(ep, s) {
   if (calls.length) {
     html += `<h4>model calls at step ${t}</h4>` + calls.map((c) => callHTML(ep, c, calls.length <= 3)).join("");
   }
+  const decided = (tl.decisions || []).filter((d) => d.t === t);
+  if (decided.length) {
+    html += `<h4>a person's decisions at step ${t}</h4>` + decided.map((d) =>
+      `<div class="decision"><span class="who" style="color:${agentColor(d.agent)}">agent ${d.agent}</span> ` +
+      `<span class="muted">${esc(d.phase)}, ${d.think_s.toFixed(1)} s to decide</span>: ` +
+      `${esc(d.choice || "(nothing)")}</div>`).join("");
+  }
   box.innerHTML = html;
   loadViews(ep, box);
 }
