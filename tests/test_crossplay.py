@@ -84,6 +84,13 @@ def test_rule_minds_with_opposite_claim_conventions_show_the_gap_they_imply(tmp_
     redundancy = {k: float(v.split("|")[3]) for k, v in rows.items() if len(k) == 2
                   and k[1] in ("low", "rev") and v.count("|") > 6}
     assert redundancy[("low", "low")] == 0.0 < redundancy[("low", "rev")]
+    # the same run again (another metric): resumed, nothing played twice
+    before = {c: len(RunDir.open(tmp_path / "c").episode_keys(c))
+              for c in RunDir.open(tmp_path / "c").conditions}
+    again = _json([*STAT, "--partner", "low=rule", "--partner", "rev=rule:reverse",
+                   "--protocol", "broadcast", "--out", str(tmp_path / "c")])
+    assert again["metric"] == "return" and all(n == 6 for n in before.values())
+    assert {c: len(RunDir.open(tmp_path / "c").episode_keys(c)) for c in before} == before
     import coordbench
 
     rows = coordbench.load_run(tmp_path / "c").episodes()

@@ -75,8 +75,10 @@ def register(run: RunDir, suite: Suite, spec: Any, settings: dict[str, Any] | No
     condition (no suite, or a field added since with its default) is brought up to date.
     """
     cond = suite.condition(spec)
-    fields = {"suite": suite.name, **suite.manifest(spec),
-              **{k: v for k, v in (settings or {}).items() if v is not None}}
+    # as the manifest holds them (JSON: a tuple of seats reads back as a list), so that a
+    # resumed condition compares equal to what was written
+    fields = _as_json({"suite": suite.name, **suite.manifest(spec),
+                       **{k: v for k, v in (settings or {}).items() if v is not None}})
     old = run.conditions.get(cond)
     if old is not None and old != fields:
         added = fields.keys() - old.keys()
@@ -92,6 +94,15 @@ def register(run: RunDir, suite: Suite, spec: Any, settings: dict[str, Any] | No
                               "choose a new --out directory")
     run.register(cond, fields)
     return cond
+
+
+def _as_json(value: Any) -> Any:
+    """Return `value` with tuples as lists, recursively (what JSON gives back)."""
+    if isinstance(value, dict):
+        return {k: _as_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_as_json(v) for v in value]
+    return value
 
 
 def spent(trajectory: Trajectory) -> float:
