@@ -12,8 +12,9 @@ Writes benchmarks/results/crossplay.json and benchmarks/results/crossplay.md.
    opposite claim convention), rule:message_loss=0.3 and rule:perception=0.2: wall time,
    cells per minute, the SR matrix.
 3. The play page in a real browser (Debian's chromium through playwright): a person's seat
-   in a STAT episode, clicked as fast as the page allows; latency from a click to the next
-   question on screen (p50/p99, loopback), which includes the page's 0.3 s poll interval.
+   in STAT episodes, clicked as fast as the page allows; latency from a click to the next
+   question on screen (p50/p99, loopback): the episode's steps up to the seat's next choice,
+   the server's answer to the page's waiting request, and the page drawing it.
 """
 
 from __future__ import annotations
@@ -91,7 +92,7 @@ def play_latency(tmp: Path, clicks: int) -> dict:
     from tests.test_viewer_browser import ARGS, CHROMIUM
 
     proc = subprocess.Popen([*CLI, "play", "stat", "--seat", "agent_0", "--config",
-                             "3A-6T-10x6", "--episodes", "3", "--protocol", "none",
+                             "3A-6T-10x6", "--episodes", "60", "--protocol", "none",
                              "--out", str(tmp / "play")],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     url = proc.stdout.readline().strip()
@@ -166,8 +167,9 @@ def main() -> None:
              "## The play page (STAT, a person's seat, chromium on loopback)", "",
              f"{play['clicks']} clicks: from a click to the next question on screen "
              f"p50 {play['p50_ms']:.0f} ms, p99 {play['p99_ms']:.0f} ms (max "
-             f"{play['max_ms']:.0f} ms); the page polls every 300 ms, which bounds the "
-             "median from below at about half of that."]
+             f"{play['max_ms']:.0f} ms): the team's steps up to the seat's next choice, the "
+             "server's answer to the page's waiting request (long polling) and the page "
+             "drawing the question."]
     write_results("crossplay", data, lines)
 
 

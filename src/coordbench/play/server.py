@@ -5,8 +5,10 @@ that rebinds its name to this machine gets nothing) and that carry the session's
 random one per `coordbench play`, printed once in the URL). `GET /` is the page; the page
 polls `GET /api/state`, answers with `POST /api/answer` and says it closes with
 `POST /api/leave`; each request names its browser session (`client`), and the first session
-to ask plays the seat while any other only watches. A refused request is a 4xx with a
-one-line reason, never a traceback.
+to ask plays the seat while any other only watches. `/api/state?after=ID` waits (a few
+seconds at most) until the open question is another than ID, so a new question reaches the
+page as soon as it is asked. A refused request is a 4xx with a one-line reason, never a
+traceback.
 """
 
 from __future__ import annotations
@@ -73,7 +75,9 @@ def _handler(session: SeatSession) -> type[BaseHTTPRequestHandler]:
                 if path == "/":
                     self._send(200, page_text().encode(), "text/html; charset=utf-8")
                 elif path == "/api/state":
-                    self._json(200, session.state(q.get("client", "")[:100]))
+                    after = q.get("after", "")
+                    self._json(200, session.state(q.get("client", "")[:100],
+                                                  int(after) if after.isdigit() else None))
                 else:
                     self._json(404, {"error": f"no such page {path}"})
             except (BrokenPipeError, ConnectionResetError):

@@ -90,10 +90,19 @@ class SeatSession:
                 return True
             return False
 
-    def state(self, client: str) -> dict[str, Any]:
-        """Return what the page shows (and note that the holder's page is alive)."""
+    def state(self, client: str, after: int | None = None) -> dict[str, Any]:
+        """Return what the page shows (and note that the holder's page is alive). With
+        `after` (the id of the question the page shows, 0 for none), wait until the open
+        question is another one, the session stops, or half the page timeout (at most 5 s)
+        passes: the page learns of a new question at once instead of at its next poll."""
         playing = self.hold(client)
         with self._cond:
+            if after is not None:
+                self._cond.wait_for(
+                    lambda: (self._question.id if self._question else 0) != after
+                    or self._stopped is not None, timeout=min(5.0, self.gone_after / 2))
+            if playing:
+                self._seen = time.monotonic()
             q = self._question
             return {"seat": f"agent_{self.seat}", "playing": playing, "status": self.status,
                     "question": q.public() if q is not None else None,
@@ -155,6 +164,7 @@ class SeatSession:
             self._question = Question(self._next_id, episode, t, phase, view, choices or [],
                                       free_text)
             self._answer = None
+            self._cond.notify_all()  # a page waiting for the next question
             self.status = f"{episode}: step {t}, your turn ({phase})"
             qid = self._question.id
         try:
@@ -164,6 +174,7 @@ class SeatSession:
                 if self._question is not None and self._question.id == qid:
                     self._question = None
                     self.status = f"{episode}: step {t}, the team acts"
+                    self._cond.notify_all()
 
     def _wait(self, qid: int) -> tuple[Any, float]:
         with self._cond:
