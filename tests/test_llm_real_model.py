@@ -27,7 +27,7 @@ def test_smollm2_plays_one_short_episode_with_every_kind_of_call(tmp_path):
         res = runner.invoke(app, [
             "mecobench", "run", "--agents", "llm", "--model", "smollm2", "--structure",
             "parallel", "--team", "2", "--protocol", protocol, "--limit", "1", "--max-steps",
-            "1", "--max-reply-tokens", "40", "--no-cache", "--out", str(out), "--json"])
+            "1", "--max-reply-tokens", "16", "--no-cache", "--out", str(out), "--json"])
         assert res.exit_code == 0, res.output
         payload = json.loads(res.stdout.strip().splitlines()[-1])
         assert payload["cases"] == 1 and payload["tokens_per_step"]["mean"] > 0
@@ -57,7 +57,7 @@ def test_the_bundled_model_sits_in_a_mixed_team(tmp_path):
             "mecobench", "run", "--team",
             "agent_0=llm:smollm2,agent_1=llm:scripted,agent_2=rule", "--protocol",
             "broadcast", "--models", str(models), "--limit", "1", "--max-steps", "1",
-            "--max-reply-tokens", "40", "--no-cache", "--out", str(out), "--json"])
+            "--max-reply-tokens", "16", "--no-cache", "--out", str(out), "--json"])
         assert res.exit_code == 0, res.output
         assert server.requests  # the scripted seat called the loopback server
     rd = RunDir.open(out)
