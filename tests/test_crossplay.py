@@ -129,10 +129,32 @@ def test_constructs_and_household_cells_play(tmp_path):
      "is the person's, but --team gives it to rule"),
     (["play", "mecobench", "--seat", "agent_0", "--team", "agent_0=human,agent_1=human"],
      "one person, one seat"),
+    ([*STAT, "--partner", "a=rule:memory=8"], "seat agent_0: rule:memory=8: memory: STAT"),
+    ([*STAT, "--partner", "a=rule", "--partner", "b=rule"], "the same partner twice"),
+    (["crossplay", "physical", "--task", "Handover", "--partner", "e=expert", "--partner",
+      "m=llm:smollm2"], "pairs models with models"),
+    (["crossplay", "physical", "--task", "Handover", "--partner", "x=scripted:bogus"],
+     "bogus"),
+    (["play", "stat", "--seat", "agent_0", "--executor", "process"],
+     "play runs its episodes in this process"),
+    (["play", "constructs", "--seat", "agent_0", "--team", "\u00b2"], "--team"),
+    (["play", "stat", "--seat", "agent_\u00b2"], "--seat 'agent_\u00b2': write agent_K"),
 ])
 def test_bad_input_is_one_line(tmp_path, args, expected):
     assert expected in error_line([*args, "--out", str(tmp_path / "bad")], tmp_path)
     assert not (tmp_path / "bad" / "episodes").exists()
+    assert not (tmp_path / "bad" / "crossplay.json").exists()
+
+
+def test_a_longer_earlier_run_in_the_folder_does_not_change_the_matrix(tmp_path):
+    out = str(tmp_path / "m")
+    _json([*STAT, "--partner", "g=scripted:greedy", "--partner", "r=scripted:random",
+           "--out", out])
+    short = _json(["crossplay", "stat", "--config", "3A-6T-5x3", "--episodes", "3",
+                   "--partner", "g=scripted:greedy", "--partner", "r=scripted:random",
+                   "--partner", "h=scripted:hungarian", "--out", out])
+    # every cell, old and new, on the same three layouts
+    assert all(c["n"] == 3 for row in short["matrix"] for c in row)
 
 
 def _request(port: int, method: str, path: str, host: str | None = None,
@@ -190,6 +212,34 @@ def test_the_play_server_binds_loopback_and_gates_every_request():
         assert status == 200
         t.join(5)
         assert result["v"][0] == 1 and result["v"][1] >= 0
+        # answers that only look like a legal one, and broken requests, are refused
+        t = threading.Thread(target=lambda: result.update(v=asyncio.run(episode())))
+        t.start()
+        for _ in range(100):
+            _, state = _request(port, "GET", f"/api/state?token={tok}&client=me&after={qid}")
+            if state["question"] and state["question"]["id"] != qid:
+                break
+        qid = state["question"]["id"]
+        for bad in ({"question": qid, "choice": True}, {"question": qid, "choice": 1.0},
+                    {"question": str(qid), "choice": 1}):
+            status, body = _request(port, "POST", f"/api/answer?token={tok}&client=me",
+                                    body=bad)
+            assert status == 409, bad
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        conn.putrequest("POST", f"/api/answer?token={tok}&client=me")
+        conn.putheader("Content-Length", "-1")
+        conn.endheaders()
+        res = conn.getresponse()
+        assert res.status == 400 and b"Content-Length" in res.read()
+        conn.close()
+        assert _request(port, "GET", f"/api/state?token={tok}&client=me&after=%C2%B2")[0] == 200
+        # a reload: the page says it closes, and the same seat's next page takes over
+        session.leave("me")
+        assert _request(port, "GET", f"/api/state?token={tok}&client=new")[1]["playing"]
+        assert _request(port, "POST", f"/api/answer?token={tok}&client=new",
+                        body={"question": qid, "choice": 0})[0] == 200
+        t.join(5)
+        assert result["v"][0] == 0
         # a timeout leaves the seat unplayed: SeatLeft, never an action
         session.decision_timeout = 0.3
         with pytest.raises(SeatLeft, match="decision-timeout"):
@@ -226,10 +276,10 @@ def test_physical_crossplay_pairs_learned_robots_from_separate_runs(tmp_path):
     # the expert's self-play cell is `physical eval --policy expert`'s condition
     assert "physical_CoCarry_expert_main" in run.conditions
     # a learned robot cannot sit in a skill-controlled team
-    line = error_line(["crossplay", "physical", "--task", "CoCarry", "--partner", "m=llm:x",
-                       "--partner", f"a=learned:{tmp_path / 'bc0.pt'}",
+    line = error_line(["physical", "eval", "--task", "CoCarry", "--policy", "llm", "--team",
+                       f"agent_0=llm:x,agent_1=learned:{tmp_path / 'bc0.pt'}",
                        "--out", str(tmp_path / "bad")], tmp_path)
-    assert "learned robots play without skills" in line or "llm" in line
+    assert "learned robots play without skills" in line
 
 
 def test_learned_stat_partners_pair_seat_by_seat_and_a_foreign_checkpoint_is_refused(tmp_path):

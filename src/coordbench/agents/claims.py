@@ -66,6 +66,19 @@ def free_for(target: int, claims: dict[int, int], me: int, convention: str = "lo
 CONVENTIONS = ("lower", "reverse")
 
 
+def checked_variant(arg: str | None, where: str, allowed: Any, who: str) -> tuple[str, Any]:
+    """Return `rule_variant(arg, where)`, refusing (one line, naming the seat) a dial the
+    family's rule minds cannot fail by."""
+    from coordbench.agents.dials import check_applicable
+
+    convention, dials = rule_variant(arg, where)
+    try:
+        check_applicable(dials, allowed, who)
+    except ConfigError as e:
+        raise ConfigError(f"{where}: rule:{arg}: {str(e).removeprefix('--dial ')}") from None
+    return convention, dials
+
+
 def rule_variant(arg: str | None, where: str) -> tuple[str, Any]:
     """Return (claim convention, dials or None) of a rule seat's argument (`reverse`,
     `perception=0.2`, joined by `+`); ConfigError names a part that is neither."""

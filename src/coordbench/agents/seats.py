@@ -20,7 +20,7 @@ from coordbench.errors import ConfigError
 
 KINDS = ("llm", "rule", "oracle", "learned", "scripted", "human")
 NEEDS_ARG = frozenset({"llm", "learned", "scripted"})
-_SEAT = re.compile(r"agent_(\d+)")
+_SEAT = re.compile(r"agent_([0-9]{1,4})")
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,7 @@ def parse_team(text: str, allowed: Sequence[str], family: str) -> int | tuple[Se
     ConfigError (one line) names a malformed entry, a seat that is not agent_0..agent_{n-1},
     a repeated seat, a kind this family's seats do not take, or a missing argument."""
     text = str(text).strip()
-    if re.fullmatch(r"\d+", text):
+    if re.fullmatch(r"[0-9]{1,6}", text):
         return int(text)
     seats: dict[int, Seat] = {}
     for entry in (e.strip() for e in text.split(",")):

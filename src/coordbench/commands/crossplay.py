@@ -53,6 +53,10 @@ def parse_partners(items: list[str] | None, allowed: tuple[str, ...], family: st
         if seat.kind == "human":
             raise ConfigError(f"--partner {name}: a person plays through `coordbench play`, "
                               "not in a crossplay matrix")
+        same = next((n for n, s in partners if s == seat), None)
+        if same is not None:
+            raise ConfigError(f"--partner {name} is {seat.driver}, as {same} is: the same "
+                              "partner twice would count self-play as cross-play")
         partners.append((name, seat))
     return partners
 
@@ -68,9 +72,11 @@ def play_matrix(family: str, partners: list[tuple[str, Any]], seats: int, metric
     from .common import run_dir
 
     grid = [[cell((a,) + (b,) * (seats - 1)) for _, b in partners] for _, a in partners]
+    first_suite, first_spec = grid[0][0]
+    keys = [c.key for c in first_suite.cases(first_spec, limit)]
     design = Crossplay(family, [(n, s.driver) for n, s in partners], metric, seats,
                        [[suite.condition(spec) for suite, spec in row] for row in grid],
-                       episodes)
+                       episodes, keys)
     names = [n for n, _ in partners]
     plan: dict[str, tuple[Any, Any, int | None]] = {}
     labels: dict[str, str] = {}
@@ -271,6 +277,12 @@ def crossplay_physical(
     check_range("--rollouts", rollouts, 1, MAX_EPISODES)
     opts.check(out_dir)
     partners = parse_partners(partner, ("llm", "scripted", "learned"), "physical")
+    kinds = {s.kind == "llm" for _, s in partners}
+    if len(kinds) > 1:
+        raise ConfigError("crossplay physical pairs models with models, or experts and "
+                          "checkpoints with each other: a model makes the team "
+                          "skill-controlled, where an expert is another agent (the skill "
+                          "controller's suggestion) and a learned robot cannot sit")
     n = get_task(task).n_robots
     _check_metric({*KINDS, *SUITE.headline, "drops", "robot_collisions", "partner_lag_s"},
                   metric, "physical")

@@ -42,7 +42,7 @@ def seats_for(seat: str, team: str | None, n: int, allowed: tuple[str, ...], fam
     team or a team spec that gives the person's seat to another agent."""
     from coordbench.agents.seats import Seat, parse_team
 
-    m = re.fullmatch(r"agent_(\d+)", seat.strip())
+    m = re.fullmatch(r"agent_([0-9]{1,4})", seat.strip())
     if not m:
         raise ConfigError(f"--seat {seat!r}: write agent_K")
     k = int(m.group(1))
@@ -100,8 +100,23 @@ def _seat_index(seat: str) -> int:
 
 
 def _one_at_a_time(opts: RunOptions) -> RunOptions:
-    """Return the options with one episode in flight (a person plays one at a time)."""
+    """Return the options with one episode in flight (a person plays one at a time), in
+    this process (the page talks to it); ConfigError for another executor."""
+    if opts.executor != "local" or opts.workers != 1:
+        raise ConfigError("play runs its episodes in this process, where the page reaches "
+                          "them: drop --executor and --workers")
     return dataclasses.replace(opts, in_flight=1)
+
+
+def _team_size(team: str, low: int, high: int) -> tuple[int, str | None]:
+    """Return (the team's size, the team spec or None for a plain size); ConfigError for a
+    size out of [low, high]."""
+    from coordbench.core.files import check_range
+
+    plain = re.fullmatch(r"\s*[0-9]{1,3}\s*", team) is not None
+    n = int(team) if plain else len(team.split(","))
+    check_range("--team", n, low, high)
+    return n, None if plain else team
 
 
 @app.command("stat")
@@ -149,6 +164,7 @@ def play_stat(
             resources=ModelResources(settings, opts.max_reply_tokens, seat=session),
             labels=[f"play {config}"])
 
+    _one_at_a_time(opts)
     run = serve_and_play(_seat_index(seat), port, decision_timeout, page_timeout, play)
     _said(run, spec.condition)
 
@@ -188,9 +204,8 @@ def play_mecobench(
     check_range("--max-steps", max_steps, 1, MAX_STEPS)
     check_range("--port", port, 0, 65535)
     opts.check(out_dir)
-    n = int(team) if team.strip().isdigit() else len(team.split(","))
-    seats = seats_for(seat, None if team.strip().isdigit() else team, n, SEAT_KINDS,
-                      "MECoBench", Seat("rule"))
+    n, spec_text = _team_size(team, 1, 5)
+    seats = seats_for(seat, spec_text, n, SEAT_KINDS, "MECoBench", Seat("rule"))
     aliases = {s.arg for s in seats if s.kind == "llm"}
     spec = HouseholdSpec(structure, n, protocol, "llm" if aliases else "rule", prior, seed,
                          seats=seats)
@@ -207,6 +222,7 @@ def play_mecobench(
                                          images=images, max_steps=max_steps),
             labels=[f"play {structure}"])
 
+    _one_at_a_time(opts)
     run = serve_and_play(_seat_index(seat), port, decision_timeout, page_timeout, play)
     _said(run, SUITE.condition(cond))
 
@@ -241,11 +257,8 @@ def play_constructs(
     check_range("--seed", seed, 0, MAX_SEED)
     check_range("--port", port, 0, 65535)
     opts.check(out_dir)
-    n = int(team) if team.strip().isdigit() else len(team.split(","))
-    if n not in (2, 3, 4):
-        raise ConfigError(f"--team must be 2, 3 or 4 seats, got {n}")
-    seats = seats_for(seat, None if team.strip().isdigit() else team, n, ("llm", "rule"),
-                      "construct", Seat("rule"))
+    n, spec_text = _team_size(team, 2, 4)
+    seats = seats_for(seat, spec_text, n, ("llm", "rule"), "construct", Seat("rule"))
     aliases = {s.arg for s in seats if s.kind == "llm"}
     spec = ConstructSpec("decentralized", "llm" if aliases else "rule", seed=seed,
                          protocol=protocol, seats=seats)
@@ -260,6 +273,7 @@ def play_constructs(
             resources=ModelResources(settings, None, seat=session),
             labels=["play constructs"])
 
+    _one_at_a_time(opts)
     run = serve_and_play(_seat_index(seat), port, decision_timeout, page_timeout, play)
     _said(run, SUITE.condition(cond))
 
@@ -305,6 +319,7 @@ def play_physical(
             resources=ModelResources(settings, opts.max_reply_tokens, seat=session),
             labels=[f"play {task}"])
 
+    _one_at_a_time(opts)
     run = serve_and_play(_seat_index(seat), port, decision_timeout, page_timeout, play)
     _said(run, SUITE.condition(spec))
 

@@ -78,10 +78,11 @@ def physical_cell(seats: tuple[Seat, ...], task: str, controller: str = "per_rob
     """Return the PhysicalSpec of a physical team of `seats`: experts and checkpoints robot
     by robot (lockstep policies), or, with a model seat, skill-controlled robots (where
     `scripted:expert` is the skill controller's own suggestion)."""
-    from coordbench.suites.physical.suite import LLM, SEATS, PhysicalSpec
+    from coordbench.suites.physical.suite import LLM, SEATS, PhysicalSpec, make_policy
 
     one = _same(seats)
     if one is not None and one.kind in ("scripted", "learned"):
+        make_policy(str(one.arg), task)  # an unknown policy or a foreign checkpoint: now
         return PhysicalSpec(task, str(one.arg))
     if one is not None and one.kind == "llm":
         return PhysicalSpec(task, LLM, model=one.arg, controller=controller)

@@ -36,7 +36,10 @@ FILE = "crossplay.json"
 @dataclass(frozen=True)
 class Crossplay:
     """A crossplay run's design: partners (name, seat spec), the family, the metric the
-    matrix reports, the seats of a team and cells[i][j] (condition names)."""
+    matrix reports, the seats of a team, cells[i][j] (condition names) and the episodes
+    (case keys) every cell plays: the matrix reads those only, so a run directory that
+    holds more episodes of a cell (an earlier, longer crossplay) still compares every cell
+    on the same instances and seeds."""
 
     family: str
     partners: list[tuple[str, str]]
@@ -44,6 +47,7 @@ class Crossplay:
     seats: int
     cells: list[list[str]]
     episodes: int
+    keys: list[str] | None = None  # None: a design written before keys were recorded
 
     def names(self) -> list[str]:
         """Return the partners' names in matrix order."""
@@ -54,7 +58,7 @@ class Crossplay:
         return {"family": self.family, "partners": [{"name": n, "spec": s}
                                                     for n, s in self.partners],
                 "metric": self.metric, "seats": self.seats, "cells": self.cells,
-                "episodes": self.episodes}
+                "episodes": self.episodes, "keys": self.keys}
 
 
 def save(run: RunDir, design: Crossplay) -> None:
@@ -72,7 +76,7 @@ def load(path: Path) -> Crossplay | None:
         d = json.loads(f.read_text())
         return Crossplay(d["family"], [(p["name"], p["spec"]) for p in d["partners"]],
                          d["metric"], int(d["seats"]), [list(r) for r in d["cells"]],
-                         int(d["episodes"]))
+                         int(d["episodes"]), d.get("keys"))
     except (ValueError, KeyError, TypeError) as e:
         raise RunDirError(f"{f}: not a crossplay design ({type(e).__name__}: {e})") from None
 
@@ -88,15 +92,24 @@ def kind_of(family: str, metric: str) -> str:
     return kinds.get(metric, "mean")
 
 
+def cell_episodes(run: RunDir, design: Crossplay, condition: str) -> list[str]:
+    """Return the keys of a cell's finished episodes among those the design plays."""
+    keys = run.episode_keys(condition)
+    if design.keys is None:
+        return keys
+    wanted = set(design.keys)
+    return [k for k in keys if k in wanted]
+
+
 def cell_values(run: RunDir, design: Crossplay, condition: str,
                 metric: str | None = None) -> list[float]:
     """Return the per-episode values of `metric` (default: the design's) in one cell, over
-    its finished episodes (errored ones are not results)."""
+    the design's finished episodes (errored ones are not results)."""
     from coordbench.runner.conditions import errored
 
     suite = suite_object(design.family)
     out = []
-    for key in run.episode_keys(condition):
+    for key in cell_episodes(run, design, condition):
         traj = run.load_episode(condition, key)
         if errored(traj) is None:
             v = suite.metrics(traj).get(metric or design.metric)

@@ -76,8 +76,9 @@ def _handler(session: SeatSession) -> type[BaseHTTPRequestHandler]:
                     self._send(200, page_text().encode(), "text/html; charset=utf-8")
                 elif path == "/api/state":
                     after = q.get("after", "")
-                    self._json(200, session.state(q.get("client", "")[:100],
-                                                  int(after) if after.isdigit() else None))
+                    wait = int(after) if after.isascii() and after.isdigit() and len(
+                        after) < 12 else None
+                    self._json(200, session.state(q.get("client", "")[:100], wait))
                 else:
                     self._json(404, {"error": f"no such page {path}"})
             except (BrokenPipeError, ConnectionResetError):
@@ -90,7 +91,11 @@ def _handler(session: SeatSession) -> type[BaseHTTPRequestHandler]:
             path = urlparse(self.path).path
             client = q.get("client", "")[:100]
             try:
-                size = int(self.headers.get("Content-Length") or 0)
+                length = self.headers.get("Content-Length") or "0"
+                if not (length.isascii() and length.isdigit()):
+                    self._json(400, {"error": "Content-Length is not a byte count"})
+                    return
+                size = int(length)
                 if size > MAX_BODY:
                     self._json(413, {"error": f"a request body is at most {MAX_BODY} bytes"})
                     return

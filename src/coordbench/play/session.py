@@ -20,7 +20,8 @@ from typing import Any
 
 from coordbench.runner.episode import ProviderFailed
 
-POLL_GONE_S = 10.0  # a page that has not polled for this long (it polls every 0.3 s) is gone
+POLL_GONE_S = 10.0  # a page silent this long is gone (it asks again at least every 5 s)
+LEAVE_GRACE_S = 2.0  # a page that said it closes may come back this fast (a reload)
 
 
 class SeatLeft(ProviderFailed):
@@ -72,7 +73,7 @@ class SeatSession:
         self._next_id = 0
         self._holder: str | None = None  # the browser session playing the seat
         self._seen = 0.0
-        self._left: str | None = None
+        self._left_at: float | None = None  # when the holder's page said it closes
         self._stopped: str | None = None
         self.outcomes: list[dict[str, Any]] = []  # what happened, newest last, for the page
         self.status = "waiting for the first episode"
@@ -80,13 +81,15 @@ class SeatSession:
     # -- the page's side ---------------------------------------------------------------------
     def hold(self, client: str) -> bool:
         """Return whether browser session `client` plays the seat: the first to ask holds
-        it for the session; any other may only watch."""
+        it, any other may only watch; a page that closed (or went silent for the page
+        timeout) gives the seat to the next one that asks."""
         with self._cond:
-            if self._holder is None:
+            now = time.monotonic()
+            if self._holder is None or now - self._seen > self.gone_after:
                 self._holder = client
-                self._left = None
+                self._left_at = None
             if self._holder == client:
-                self._seen = time.monotonic()
+                self._seen = now
                 return True
             return False
 
@@ -117,6 +120,8 @@ class SeatSession:
             if self._holder != client:
                 raise IllegalAnswer("another page plays this seat; this one may only watch")
             q = self._question
+            if type(question) is not int:
+                raise IllegalAnswer("an answer names its question by its id (an integer)")
             if q is None or q.id != question:
                 raise IllegalAnswer(f"question {question} is not open (the open one is "
                                     f"{'none' if q is None else q.id})")
@@ -126,7 +131,7 @@ class SeatSession:
                 value: Any = (text or "").strip()[:2000] or None
             else:
                 ids = {c["id"] for c in q.choices}
-                if choice not in ids:
+                if type(choice) is not int or choice not in ids:
                     raise IllegalAnswer(f"{choice!r} is not a legal action for "
                                         f"agent_{self.seat} at step {q.t}")
                 value = choice
@@ -138,8 +143,8 @@ class SeatSession:
         episode, and the next page to open holds the seat."""
         with self._cond:
             if self._holder == client:
-                self._left = "the play page was closed"
                 self._holder = None
+                self._left_at = time.monotonic()
                 self._cond.notify_all()
 
     # -- the episode's side ------------------------------------------------------------------
@@ -176,6 +181,15 @@ class SeatSession:
                     self.status = f"{episode}: step {t}, the team acts"
                     self._cond.notify_all()
 
+    def _gone(self, now: float) -> str | None:
+        """Return why the seat has no page any more (None: it has one, or none came yet)."""
+        if self._holder is not None and now - self._seen > self.gone_after:
+            return "the play page stopped answering"
+        if (self._holder is None and self._left_at is not None
+                and now - self._left_at > min(LEAVE_GRACE_S, self.gone_after)):
+            return "the play page was closed"
+        return None
+
     def _wait(self, qid: int) -> tuple[Any, float]:
         with self._cond:
             q = self._question
@@ -186,12 +200,9 @@ class SeatSession:
                 now = time.monotonic()
                 if self._stopped is not None:
                     raise SeatLeft(f"seat agent_{self.seat} (human): {self._stopped}")
-                if self._left is not None:
-                    raise SeatLeft(f"seat agent_{self.seat} (human): {self._left}")
-                if self._holder is not None and now - self._seen > self.gone_after:
-                    self._left = "the play page stopped answering"
-                    self._holder = None
-                    continue
+                gone = self._gone(now)
+                if gone is not None:
+                    raise SeatLeft(f"seat agent_{self.seat} (human): {gone}")
                 if self.decision_timeout is not None and now - start > self.decision_timeout:
                     raise SeatLeft(f"seat agent_{self.seat} (human): no decision within the "
                                    f"--decision-timeout of {self.decision_timeout:g} s")

@@ -48,6 +48,7 @@ def markdown(m: Any) -> str:
 def profile_rows(run: RunDir, m: Any) -> list[str]:
     """Return the markdown of each cell's coordination profile (means over its finished
     episodes; measures no cell has are left out)."""
+    from coordbench.crossplay.matrix import cell_episodes
     from coordbench.metrics.profile import KEYS, episode_profile
     from coordbench.runner.conditions import errored
 
@@ -56,7 +57,7 @@ def profile_rows(run: RunDir, m: Any) -> list[str]:
     for i, row in enumerate(m.design.cells):
         for j, cond in enumerate(row):
             values: dict[str, list[float]] = {}
-            for key in run.episode_keys(cond):
+            for key in cell_episodes(run, m.design, cond):
                 traj = run.load_episode(cond, key)
                 if errored(traj) is not None:
                     continue

@@ -26,7 +26,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from coordbench.agents.claims import rule_variant
+from coordbench.agents.claims import checked_variant
 from coordbench.agents.constructs.learned import LearnedPlanners
 from coordbench.agents.constructs.llm import LlmPlanners
 from coordbench.agents.constructs.minds import ProtocolPlanners, check_protocol
@@ -89,7 +89,9 @@ class ConstructSpec:
                                   f"{bad[0].kind}")
             for i, x in enumerate(seats):
                 if x.kind == "rule":
-                    rule_variant(x.arg, f"seat agent_{i}")
+                    checked_variant(x.arg, f"seat agent_{i}", RULE_DIALS,
+                                     "construct rule planners (they see the whole state "
+                                     "each step)")
             if self.protocol is None:
                 raise ConfigError("a mixed construct team plays one mind per seat: it needs "
                                   "--protocol (none: no messages)")

@@ -6,7 +6,7 @@ import asyncio
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from coordbench.agents.claims import rule_variant
+from coordbench.agents.claims import checked_variant, rule_variant
 from coordbench.agents.dials import Dials, Faults, check_applicable, dials_from, with_message_cost
 from coordbench.agents.household.llm import LlmMind
 from coordbench.agents.household.oracle import OracleTeam
@@ -74,6 +74,9 @@ class HouseholdSpec:
                 raise ConfigError(f"a MECoBench seat is llm:ALIAS, rule or human, not "
                                   f"{bad[0].kind}")
             for i, x in enumerate(seats):
+                if x.kind == "rule":
+                    checked_variant(x.arg, f"seat agent_{i}", RULE_DIALS,
+                                     "MECoBench rule minds")
                 if x.kind == "rule" and rule_variant(x.arg, f"seat agent_{i}")[0] != "lower":
                     raise ConfigError(f"seat agent_{i}: household rule minds keep no claim "
                                       "convention (rule:reverse is for STAT and construct "

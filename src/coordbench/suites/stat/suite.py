@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from coordbench.agents.claims import rule_variant
+from coordbench.agents.claims import checked_variant, rule_variant
 from coordbench.agents.dials import (
     Dials,
     Faults,
@@ -147,7 +147,9 @@ class StatEvalSpec:
                               f"{SEATS}, not {self.policy}")
         for i, x in enumerate(seats):
             if x.kind == "rule":
-                rule_variant(x.arg, f"seat agent_{i}")
+                checked_variant(x.arg, f"seat agent_{i}", STAT_RULE_DIALS,
+                                 "STAT rule minds (they keep no memory, claim no subgoal "
+                                 "and never misparse)")
             if x.kind == "learned" and not is_checkpoint(str(x.arg)):
                 raise ConfigError(f"seat agent_{i}: learned:{x.arg} is not a checkpoint file "
                                   "(*.pt of `stat train`)")
