@@ -158,15 +158,9 @@ def play_stat(
     settings = opts.harness(aliases, seed) if aliases else None
     path = out_dir or Path("runs") / "play" / f"stat-{config}"
 
-    def play(session: Any) -> Any:
-        return _one_at_a_time(opts).play(
-            path, [(SUITE, spec, episodes)], settings=settings, quiet=True,
-            resources=ModelResources(settings, opts.max_reply_tokens, seat=session),
-            labels=[f"play {config}"])
-
-    _one_at_a_time(opts)
-    run = serve_and_play(_seat_index(seat), port, decision_timeout, page_timeout, play)
-    _said(run, spec.condition)
+    _session(opts, (seat, port, decision_timeout, page_timeout), path, (SUITE, spec, episodes),
+             settings, lambda s: ModelResources(settings, opts.max_reply_tokens, seat=s),
+             f"play {config}", spec.condition)
 
 
 @app.command("mecobench")
@@ -215,16 +209,10 @@ def play_mecobench(
     settings = opts.harness(aliases, seed) if aliases else None
     path = out_dir or Path("runs") / "play" / f"mecobench-{structure}"
 
-    def play(session: Any) -> Any:
-        return _one_at_a_time(opts).play(
-            path, [(SUITE, cond)], limit=limit, settings=settings, quiet=True,
-            resources=MecobenchResources(settings, opts.max_reply_tokens, seat=session,
-                                         images=images, max_steps=max_steps),
-            labels=[f"play {structure}"])
-
-    _one_at_a_time(opts)
-    run = serve_and_play(_seat_index(seat), port, decision_timeout, page_timeout, play)
-    _said(run, SUITE.condition(cond))
+    _session(opts, (seat, port, decision_timeout, page_timeout), path, (SUITE, cond, limit),
+             settings, lambda s: MecobenchResources(settings, opts.max_reply_tokens, seat=s,
+                                                    images=images, max_steps=max_steps),
+             f"play {structure}", SUITE.condition(cond))
 
 
 @app.command("constructs")
@@ -267,15 +255,9 @@ def play_constructs(
     settings = opts.harness(aliases, seed) if aliases else None
     path = out_dir or Path("runs") / "play" / f"constructs-{subset}"
 
-    def play(session: Any) -> Any:
-        return _one_at_a_time(opts).play(
-            path, [(SUITE, cond)], settings=settings, quiet=True,
-            resources=ModelResources(settings, None, seat=session),
-            labels=["play constructs"])
-
-    _one_at_a_time(opts)
-    run = serve_and_play(_seat_index(seat), port, decision_timeout, page_timeout, play)
-    _said(run, SUITE.condition(cond))
+    _session(opts, (seat, port, decision_timeout, page_timeout), path, (SUITE, cond),
+             settings, lambda s: ModelResources(settings, None, seat=s), "play constructs",
+             SUITE.condition(cond))
 
 
 @app.command("physical")
@@ -313,15 +295,26 @@ def play_physical(
     settings = opts.harness(aliases) if aliases else None
     path = out_dir or Path("runs") / "play" / f"physical-{task}"
 
-    def play(session: Any) -> Any:
-        return _one_at_a_time(opts).play(
-            path, [(SUITE, spec, rollouts)], settings=settings, quiet=True,
-            resources=ModelResources(settings, opts.max_reply_tokens, seat=session),
-            labels=[f"play {task}"])
+    _session(opts, (seat, port, decision_timeout, page_timeout), path, (SUITE, spec, rollouts),
+             settings, lambda s: ModelResources(settings, opts.max_reply_tokens, seat=s),
+             f"play {task}", SUITE.condition(spec))
 
-    _one_at_a_time(opts)
-    run = serve_and_play(_seat_index(seat), port, decision_timeout, page_timeout, play)
-    _said(run, SUITE.condition(spec))
+
+def _session(opts: RunOptions, page: tuple[str, int, float | None, float], path: Path,
+             item: tuple, settings: Any, resources: Callable[[Any], Any], label: str,
+             condition: str) -> None:
+    """Serve the page for `page`'s (seat, port, decision timeout, page timeout), play `item`
+    ((suite, spec[, episodes])) with the person's session in `resources(session)`, one
+    episode at a time in this process, and say where the episodes are."""
+    local = _one_at_a_time(opts)
+    seat, port, decision_timeout, page_timeout = page
+
+    def play(session: Any) -> Any:
+        return local.play(path, [item], settings=settings, quiet=True,
+                          resources=resources(session), labels=[label])
+
+    _said(serve_and_play(_seat_index(seat), port, decision_timeout, page_timeout, play),
+          condition)
 
 
 def _said(run: Any, condition: str) -> None:

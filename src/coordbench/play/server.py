@@ -17,9 +17,9 @@ import errno
 import json
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib.resources import files
-from typing import Any
 from urllib.parse import parse_qs, urlparse
 
+from coordbench.core.loopback_http import LoopbackHandler
 from coordbench.errors import ConfigError
 
 from .session import IllegalAnswer, SeatSession
@@ -34,30 +34,13 @@ def page_text() -> str:
 
 
 def _handler(session: SeatSession) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(LoopbackHandler):
         server_version = "coordbench-play"
-        timeout = 30
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-        def _send(self, status: int, body: bytes, ctype: str) -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", ctype)
-            self.send_header("Content-Length", str(len(body)))
-            self.send_header("Cache-Control", "no-store")
-            self.end_headers()
-            self.wfile.write(body)
-
-        def _json(self, status: int, value: Any) -> None:
-            self._send(status, json.dumps(value).encode(), "application/json")
+        refusal = "the play server answers requests for 127.0.0.1 only"
 
         def _checked(self) -> dict[str, str] | None:
             """Return the query if the request may be answered (else answer 4xx, None)."""
-            port = self.server.server_address[1]
-            if self.headers.get("Host", "") not in (f"127.0.0.1:{port}", f"localhost:{port}"):
-                self._json(403, {"error": "the play server answers requests for 127.0.0.1 "
-                                          "only"})
+            if not self._local():
                 return None
             q = {k: v[0] for k, v in parse_qs(urlparse(self.path).query).items()}
             if q.get("token") != session.token:

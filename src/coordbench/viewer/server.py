@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
+from coordbench.core.loopback_http import LoopbackHandler
 from coordbench.core.rundir import RunDir
 from coordbench.core.strict_json import dumps_strict
 from coordbench.errors import ConfigError, CoordbenchError, RunDirError
@@ -197,29 +198,14 @@ class Viewer:
 
 
 def _handler(viewer: Viewer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(LoopbackHandler):
         server_version = "coordbench-view"
-        timeout = 30  # seconds a client may stall a connection (its thread) before it closes
-
-        def log_message(self, *args: Any) -> None:  # one line per request would bury the URL
-            pass
-
-        def _send(self, status: int, body: bytes, ctype: str) -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", ctype)
-            self.send_header("Content-Length", str(len(body)))
-            self.send_header("Cache-Control", "no-store")
-            self.end_headers()
-            self.wfile.write(body)
-
-        def _json(self, status: int, value: Any) -> None:
-            self._send(status, dumps(value).encode(), "application/json")
+        # a page elsewhere that rebinds its own name to 127.0.0.1 must not read runs
+        refusal = "the viewer answers requests for 127.0.0.1 only"
+        dump = staticmethod(dumps)
 
         def do_GET(self) -> None:  # noqa: N802 - the http.server API
-            port = self.server.server_address[1]
-            if self.headers.get("Host", "") not in (f"127.0.0.1:{port}", f"localhost:{port}"):
-                # a page elsewhere that rebinds its own name to 127.0.0.1 must not read runs
-                self._json(403, {"error": "the viewer answers requests for 127.0.0.1 only"})
+            if not self._local():
                 return
             url = urlparse(self.path)
             q = {k: v[0] for k, v in parse_qs(url.query).items()}
