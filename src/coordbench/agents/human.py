@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import base64
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from coordbench.core.trajectory import HumanDecisionEvent
+from coordbench.errors import ConfigError
 from coordbench.runner.episode import current_recorder
 
 from .household.protocols import Decision, Message
@@ -58,7 +59,6 @@ class HumanMind:
     present: Presenter
     role: str = "agent"
     episode: str = ""
-    said: list[str] = field(default_factory=list)
 
     async def _ask(self, obs: Any, phase: str, inbox: list[Message], *,
                    choices: list[tuple[str, Any]] | None = None,
@@ -68,10 +68,7 @@ class HumanMind:
                               "text": m.content} for m in inbox],
                 "role": self.role}
         listed = [{"id": k, "label": label} for k, (label, _) in enumerate(choices or [])]
-        t = getattr(obs, "t", None)
-        if t is None:  # a construct view counts steps in its progress
-            t = getattr(obs, "progress", {}).get("step", 0)
-        answer, think = await self.session.ask(self.episode, int(t), phase,
+        answer, think = await self.session.ask(self.episode, int(obs.t), phase,
                                                view, listed, free_text=choices is None)
         picked = choices[answer] if choices is not None else None
         rec = current_recorder()
@@ -82,7 +79,8 @@ class HumanMind:
         return picked[1] if picked is not None else answer
 
     def _has_choice(self, obs: Any) -> bool:
-        return self.present.forced(obs) is None and bool(self.present.choices(obs))
+        # a seat with a forced action stays silent, as every family's minds do
+        return self.present.forced(obs) is None
 
     async def speak(self, obs: Any, phase: str, inbox: list[Message], rnd: int) -> str | None:
         """Return the person's message for this phase (None: silence); an agent with no
@@ -118,3 +116,20 @@ class HumanMind:
             return Decision(None, "", "no legal action")
         action = await self._ask(obs, "act", inbox, choices=choices)
         return Decision(action, "", None)
+
+
+def seat_session(resources: Any, agent: int, family: str) -> Any:
+    """Return the play session serving seat `agent` (`resources.seat`, set by `coordbench
+    play`); ConfigError where none does (a human seat outside `play`)."""
+    session = getattr(resources, "seat", None)
+    if session is None or session.seat != agent:
+        raise ConfigError(f"seat agent_{agent} is human: play it with `coordbench play "
+                          f"{family} --seat agent_{agent}`")
+    return session
+
+
+def human_mind(resources: Any, agent: int, present: Presenter, family: str,
+               role: str = "agent", episode: str = "") -> HumanMind:
+    """Return the person's mind for seat `agent` of a `family` team (see `seat_session`)."""
+    return HumanMind(agent, seat_session(resources, agent, family), present, role=role,
+                     episode=episode)

@@ -62,11 +62,13 @@ def parse_partners(items: list[str] | None, allowed: tuple[str, ...], family: st
 
 
 def play_matrix(family: str, partners: list[tuple[str, Any]], seats: int, metric: str,
-                cell: Callable[[tuple[Any, ...]], tuple[Any, Any]], episodes: int,
-                out_dir: Path, opts: RunOptions, settings: Any = None,
-                resources: Any = None, limit: int | None = None) -> None:
-    """Play every cell (`cell(seats) -> (suite, spec)`) into the run at `out_dir`, write
-    its design, and print the matrix (or --json)."""
+                cell: Callable[[tuple[Any, ...]], tuple[Any, Any]], out_dir: Path,
+                opts: RunOptions, settings: Any = None, resources: Any = None,
+                limit: int | None = None) -> None:
+    """Play every cell (`cell(seats) -> (suite, spec)`, the first `limit` cases each) into
+    the run at `out_dir`, write its design, and print the matrix (or --json). Every cell is
+    built before anything is written: a bad partner, or a team no family plays, is one line
+    before any work."""
     from coordbench.crossplay.matrix import Crossplay, matrix, save
 
     from .common import run_dir
@@ -76,7 +78,7 @@ def play_matrix(family: str, partners: list[tuple[str, Any]], seats: int, metric
     keys = [c.key for c in first_suite.cases(first_spec, limit)]
     design = Crossplay(family, [(n, s.driver) for n, s in partners], metric, seats,
                        [[suite.condition(spec) for suite, spec in row] for row in grid],
-                       episodes, keys)
+                       len(keys), keys)
     names = [n for n, _ in partners]
     plan: dict[str, tuple[Any, Any, int | None]] = {}
     labels: dict[str, str] = {}
@@ -89,17 +91,11 @@ def play_matrix(family: str, partners: list[tuple[str, Any]], seats: int, metric
     run = opts.play(out_dir, list(plan.values()), settings=settings, resources=resources,
                     labels=list(labels.values()))
     m = matrix(run, design)
-    if opts.as_json:
-        from coordbench.report.format import estimate_json
+    from coordbench.report.crossplay_report import console_tables, matrix_json
 
-        emit_json({"family": family, "partners": names, "metric": metric,
-                   "matrix": [[estimate_json(e) for e in row] for row in m.cells],
-                   "self_play": {n: estimate_json(e) for n, e in m.self_play.items()},
-                   "cross_play": {n: estimate_json(e) for n, e in m.cross_play.items()},
-                   "gap": {n: estimate_json(e) for n, e in m.gap.items()},
-                   "run": str(run.path)})
+    if opts.as_json:  # the contract's {"mean", "ci95", "n"} estimates (emit_json)
+        emit_json({**matrix_json(m), "run": str(run.path)})
         return
-    from coordbench.report.crossplay_report import console_tables
 
     for table in console_tables(m):
         out.print(table)
@@ -137,18 +133,14 @@ def crossplay_stat(
     opts.check(out_dir)
     partners = parse_partners(partner, SEAT_KINDS, "STAT")
     n = get_config(config).agents
-    from coordbench.metrics.stat import KINDS
-
-    _check_metric({*KINDS, *SUITE.headline, "return", "length"}, metric, "STAT")
+    _check_metric("stat", metric, "STAT")
 
     def cell(seats: tuple[Any, ...]) -> tuple[Any, Any]:
         return SUITE, stat_cell(config, seats, layouts, seed, episode_limit, protocol)
 
-    for _, s in partners:  # a bad partner fails before any work
-        cell((s,) * n)
     aliases = {s.arg for _, s in partners if s.kind == "llm"}
     settings = opts.harness(aliases, seed) if aliases else None
-    play_matrix("stat", partners, n, metric, cell, episodes,
+    play_matrix("stat", partners, n, metric, cell,
                 out_dir or Path("runs") / "crossplay" / f"stat-{config}", opts, settings,
                 ModelResources(settings, opts.max_reply_tokens) if aliases else None,
                 limit=episodes)
@@ -185,19 +177,14 @@ def crossplay_constructs(
         raise ConfigError(f"--construct must be one of D1, D2, D3, D4, not {construct!r}")
     opts.check(out_dir)
     partners = parse_partners(partner, ("llm", "rule"), "construct")
-    from coordbench.metrics.constructs import KINDS
-
-    _check_metric({*KINDS, *SUITE.headline}, metric, "construct")
+    _check_metric("constructs", metric, "construct")
 
     def cell(seats: tuple[Any, ...]) -> tuple[Any, Any]:
         return SUITE, construct_cell(seats, protocol, seed, subset, construct, team, limit)
 
-    for _, s in partners:
-        cell((s,) * team)
-    cases = len(SUITE.cases(cell((partners[0][1],) * team)[1]))
     aliases = {s.arg for _, s in partners if s.kind == "llm"}
     settings = opts.harness(aliases, seed) if aliases else None
-    play_matrix("constructs", partners, team, metric, cell, cases,
+    play_matrix("constructs", partners, team, metric, cell,
                 out_dir or Path("runs") / "crossplay" / f"constructs-{subset}-team{team}",
                 opts, settings, settings)
 
@@ -232,21 +219,17 @@ def crossplay_mecobench(
     check_range("--team", team, 1, 5)
     opts.check(out_dir)
     partners = parse_partners(partner, ("llm", "rule"), "MECoBench")
-    from coordbench.metrics.household import KINDS
-
-    _check_metric({*KINDS, *SUITE.headline, "steps"}, metric, "MECoBench")
+    _check_metric("mecobench", metric, "MECoBench")
 
     def cell(seats: tuple[Any, ...]) -> tuple[Any, Any]:
         return SUITE, household_cell(seats, structure, protocol, prior, seed,
                                      str(tasks) if tasks else None, suite)
 
-    for _, s in partners:
-        cell((s,) * team)
     cases = SUITE.cases(cell((partners[0][1],) * team)[1], limit)
     check_playable([c.data[1] for c in cases], team, prior)
     aliases = {s.arg for _, s in partners if s.kind == "llm"}
     settings = opts.harness(aliases, seed) if aliases else None
-    play_matrix("mecobench", partners, team, metric, cell, len(cases),
+    play_matrix("mecobench", partners, team, metric, cell,
                 out_dir or Path("runs") / "crossplay" / f"mecobench-{structure}-team{team}",
                 opts, settings, MecobenchResources(settings, opts.max_reply_tokens,
                                                    max_steps=max_steps), limit=limit)
@@ -270,7 +253,6 @@ def crossplay_physical(
     from coordbench.core.files import check_range
     from coordbench.crossplay.cells import physical_cell
     from coordbench.envs.physical.tasks import get_task
-    from coordbench.metrics.physical import KINDS
     from coordbench.runner import ModelResources
     from coordbench.suites.physical.suite import SUITE
 
@@ -284,24 +266,31 @@ def crossplay_physical(
                           "skill-controlled, where an expert is another agent (the skill "
                           "controller's suggestion) and a learned robot cannot sit")
     n = get_task(task).n_robots
-    _check_metric({*KINDS, *SUITE.headline, "drops", "robot_collisions", "partner_lag_s"},
-                  metric, "physical")
+    _check_metric("physical", metric, "physical")
 
     def cell(seats: tuple[Any, ...]) -> tuple[Any, Any]:
         return SUITE, physical_cell(seats, task)
 
-    grid = [cell((a,) + (b,) * (n - 1)) for _, a in partners for _, b in partners]
-    del grid  # every cell, mixed ones too, fails here before any work
     aliases = {s.arg for _, s in partners if s.kind == "llm"}
     settings = opts.harness(aliases) if aliases else None
-    play_matrix("physical", partners, n, metric, cell, rollouts,
+    play_matrix("physical", partners, n, metric, cell,
                 out_dir or Path("runs") / "crossplay" / f"physical-{task}", opts, settings,
                 ModelResources(settings, opts.max_reply_tokens) if aliases else None,
                 limit=rollouts)
 
 
-def _check_metric(known: set[str], metric: str, family: str) -> None:
-    """Raise ConfigError unless `metric` is one of the family's episode metrics."""
+# episode metrics a family's summary neither leads with nor gives an interval kind
+_MORE = {"stat": ("return", "length"), "mecobench": ("steps",),
+         "physical": ("drops", "robot_collisions", "partner_lag_s")}
+
+
+def _check_metric(name: str, metric: str, label: str) -> None:
+    """Raise ConfigError unless `metric` is one of family `name`'s episode metrics."""
+    from coordbench.runner.family import family
+
+    f = family(name)
+    assert f is not None
+    known = {*(f.get("kinds") or {}), *f.headline_metrics(), *_MORE.get(name, ())}
     if metric not in known:
-        raise ConfigError(f"--metric {metric!r}: not a metric of {family} episodes; choose "
+        raise ConfigError(f"--metric {metric!r}: not a metric of {label} episodes; choose "
                           f"from {', '.join(sorted(known))}")

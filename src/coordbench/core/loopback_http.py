@@ -1,14 +1,20 @@
-"""What coordbench's local web servers (the viewer, the play page) share: a request handler
-that answers JSON and plain bodies without caching and without a log line per request, and
-that refuses any request not addressed to 127.0.0.1 or localhost on its own port (a page
+"""What coordbench's local web servers (the viewer, the play page) share: a threaded server
+bound to 127.0.0.1 only (`bind`: a port in use is one line), and a request handler that
+answers JSON and plain bodies without caching and without a log line per request, and that
+refuses any request not addressed to 127.0.0.1 or localhost on its own port (a page
 elsewhere that rebinds its name to this machine gets nothing)."""
 
 from __future__ import annotations
 
+import errno
 import json
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from coordbench.errors import ConfigError
+
+HOST = "127.0.0.1"  # never another interface: these servers serve this machine only
 
 
 class LoopbackHandler(BaseHTTPRequestHandler):
@@ -41,3 +47,26 @@ class LoopbackHandler(BaseHTTPRequestHandler):
             return True
         self._json(403, {"error": self.refusal})
         return False
+
+
+class LoopbackServer(ThreadingHTTPServer):
+    """A thread per request (daemon threads: a stalled client never holds the command)."""
+
+    request_queue_size = 64
+    daemon_threads = True
+
+
+def bind(server: type[ThreadingHTTPServer], handler: type[BaseHTTPRequestHandler],
+         port: int = 0) -> ThreadingHTTPServer:
+    """Return `server` bound to 127.0.0.1:`port` (0: any free port) with `handler`, not yet
+    serving; ConfigError (one line) if the port is in use or not allowed."""
+    try:
+        return server((HOST, port), handler)
+    except OSError as e:
+        if e.errno == errno.EADDRINUSE:
+            raise ConfigError(f"port {port} on {HOST} is in use; choose another with "
+                              "--port (0 picks a free one)") from None
+        if e.errno == errno.EACCES:
+            raise ConfigError(f"port {port} on {HOST} is not allowed for this user; "
+                              "choose one above 1023") from None
+        raise

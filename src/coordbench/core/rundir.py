@@ -42,6 +42,27 @@ FORMAT = "coordbench-run"
 FORMAT_VERSION = 1
 HEADER_MAX = 1 << 20  # bytes of an episode's header line (real ones are a few KiB)
 _SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.=+-]*$")
+TAIL = 65536  # bytes read from an episode file's end: the episode_end line is short
+
+
+class HeaderTooLong(ValueError):
+    """An episode file's first line is longer than any header coordbench writes."""
+
+
+def head_tail(path: Path) -> tuple[Any, Any]:
+    """Return an episode file's first and last lines parsed as JSON, reading only those
+    (ValueError for a line that is not JSON, is nested past the parser or is a header over
+    HEADER_MAX bytes; OSError where the file cannot be read)."""
+    with Path(path).open("rb") as f:
+        first = f.readline(HEADER_MAX)
+        f.seek(max(0, Path(path).stat().st_size - TAIL))
+        last = f.read().rstrip(b"\n").rsplit(b"\n", 1)[-1]
+    if not first.endswith(b"\n") and len(first) >= HEADER_MAX:
+        raise HeaderTooLong(f"a header line over {HEADER_MAX:,} bytes")
+    try:
+        return json.loads(first), json.loads(last)
+    except RecursionError:  # a line nested past the parser: not an episode
+        raise ValueError("a line is nested too deep") from None
 
 
 def safe_name(text: str) -> str:
@@ -211,15 +232,10 @@ class RunDir:
         if not path.is_file():
             return "not a file"
         try:
-            with path.open("rb") as f:
-                first = f.readline(HEADER_MAX)
-                f.seek(max(0, path.stat().st_size - 65536))
-                tail = f.read().rstrip(b"\n").rsplit(b"\n", 1)[-1]
-            if not first.endswith(b"\n") and len(first) >= HEADER_MAX:
-                return f"unreadable (a header line over {HEADER_MAX:,} bytes)"
-            head = json.loads(first)
-            last = json.loads(tail)
-        except (OSError, ValueError, RecursionError) as e:  # a line nested past the parser
+            head, last = head_tail(path)
+        except HeaderTooLong as e:
+            return f"unreadable ({e})"
+        except (OSError, ValueError) as e:
             return f"unreadable ({type(e).__name__})"
         if not isinstance(head, dict) or head.get("kind") != "header":
             return "no header line"

@@ -28,7 +28,7 @@ from coordbench.core.atomic import write_atomic
 from coordbench.core.rundir import RunDir
 from coordbench.core.stats import Estimate, estimate
 from coordbench.errors import RunDirError
-from coordbench.runner.family import suite_object
+from coordbench.runner.family import family, suite_object
 
 FILE = "crossplay.json"
 
@@ -81,14 +81,11 @@ def load(path: Path) -> Crossplay | None:
         raise RunDirError(f"{f}: not a crossplay design ({type(e).__name__}: {e})") from None
 
 
-def kind_of(family: str, metric: str) -> str:
-    """Return the estimate kind of a family's metric (binary, unit, nonneg, mean)."""
-    import importlib
-
-    module = {"stat": "stat", "physical": "physical", "constructs": "constructs",
-              "mecobench": "household"}.get(family)
-    kinds = getattr(importlib.import_module(f"coordbench.metrics.{module}"), "KINDS", {}) \
-        if module else {}
+def kind_of(name: str, metric: str) -> str:
+    """Return the estimate kind of a family's metric (binary, unit, nonneg, mean), as its
+    family record says."""
+    f = family(name)
+    kinds = (f.get("kinds") if f is not None else None) or {}
     return kinds.get(metric, "mean")
 
 

@@ -156,20 +156,17 @@ class ScriptedServer:
                     self._send(200, outer._answer(body))
 
             def _throttle(self):
-                data = json.dumps({"error": {"message": "rate limit", "type": "x"}}).encode()
-                self.send_response(429)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                if outer.retry_after is not None:
-                    self.send_header("Retry-After", f"{outer.retry_after:g}")
-                self.end_headers()
-                self.wfile.write(data)
+                self._send(429, {"error": {"message": "rate limit", "type": "x"}},
+                           {} if outer.retry_after is None
+                           else {"Retry-After": f"{outer.retry_after:g}"})
 
-            def _send(self, status, payload):
+            def _send(self, status, payload, headers=None):
                 data = json.dumps(payload).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
                 self.end_headers()
                 self.wfile.write(data)
 

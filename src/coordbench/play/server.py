@@ -13,18 +13,15 @@ traceback.
 
 from __future__ import annotations
 
-import errno
 import json
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib.resources import files
 from urllib.parse import parse_qs, urlparse
 
-from coordbench.core.loopback_http import LoopbackHandler
-from coordbench.errors import ConfigError
+from coordbench.core.loopback_http import LoopbackHandler, LoopbackServer, bind
 
 from .session import IllegalAnswer, SeatSession
 
-HOST = "127.0.0.1"  # never another interface: the page drives a seat of this machine's run
 MAX_BODY = 64_000
 
 
@@ -110,24 +107,10 @@ def _handler(session: SeatSession) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-class _Server(ThreadingHTTPServer):
-    request_queue_size = 64
-    daemon_threads = True
-
-
 def make_server(session: SeatSession, port: int = 0) -> ThreadingHTTPServer:
     """Return a server bound to 127.0.0.1:`port` (0: any free port) for `session`, not yet
     serving; ConfigError (one line) if the port is in use or not allowed."""
-    try:
-        return _Server((HOST, port), _handler(session))
-    except OSError as e:
-        if e.errno == errno.EADDRINUSE:
-            raise ConfigError(f"port {port} on {HOST} is in use; choose another with "
-                              "--port (0 picks a free one)") from None
-        if e.errno == errno.EACCES:
-            raise ConfigError(f"port {port} on {HOST} is not allowed for this user; "
-                              "choose one above 1023") from None
-        raise
+    return bind(LoopbackServer, _handler(session), port)
 
 
 def url_of(server: ThreadingHTTPServer, session: SeatSession) -> str:

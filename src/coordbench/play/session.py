@@ -75,7 +75,6 @@ class SeatSession:
         self._seen = 0.0
         self._left_at: float | None = None  # when the holder's page said it closes
         self._stopped: str | None = None
-        self.outcomes: list[dict[str, Any]] = []  # what happened, newest last, for the page
         self.status = "waiting for the first episode"
 
     # -- the page's side ---------------------------------------------------------------------
@@ -104,12 +103,13 @@ class SeatSession:
                 self._cond.wait_for(
                     lambda: (self._question.id if self._question else 0) != after
                     or self._stopped is not None, timeout=min(5.0, self.gone_after / 2))
+            playing = self._holder == client  # the seat may have changed hands meanwhile
             if playing:
                 self._seen = time.monotonic()
             q = self._question
             return {"seat": f"agent_{self.seat}", "playing": playing, "status": self.status,
                     "question": q.public() if q is not None else None,
-                    "outcomes": self.outcomes[-30:], "stopped": self._stopped}
+                    "stopped": self._stopped}
 
     def answer(self, client: str, question: int, choice: Any = None, text: str | None = None
                ) -> None:
@@ -153,11 +153,6 @@ class SeatSession:
         with self._cond:
             self._stopped = reason
             self._cond.notify_all()
-
-    def note(self, outcome: dict[str, Any]) -> None:
-        """Add what happened (a step's result, an episode's end) to the page's log."""
-        with self._cond:
-            self.outcomes.append(outcome)
 
     async def ask(self, episode: str, t: int, phase: str, view: dict[str, Any],
                   choices: list[dict[str, Any]] | None = None, free_text: bool = False

@@ -24,6 +24,19 @@ def _signed(e: Estimate) -> str:
     return f"{e.mean:+.3f}{half}"
 
 
+def matrix_json(m: Any) -> dict[str, Any]:
+    """Return the matrix as plain JSON: family, partners, metric, cells (conditions),
+    matrix, self_play, cross_play and gap (every estimate with its interval's ends)."""
+    from .format import estimate_json
+
+    names = m.design.names()
+    return {"family": m.design.family, "partners": names, "metric": m.metric,
+            "cells": m.design.cells,
+            "matrix": [[estimate_json(e) for e in row] for row in m.cells],
+            **{k: {n: estimate_json(e) for n, e in getattr(m, k).items()}
+               for k in ("self_play", "cross_play", "gap")}}
+
+
 def markdown(m: Any) -> str:
     """Return the cross-play section's markdown (matrix, then per partner)."""
     names = m.design.names()

@@ -158,4 +158,3 @@ def spent(run: RunDir, conditions: dict[str, list[str]]) -> dict[str, dict[str, 
                         row["tokens"] += c.prompt_tokens + c.completion_tokens
                         row["cost"] += 0.0 if c.cache_hit else c.cost
     return out
-

@@ -33,7 +33,8 @@ class Family:
     `build(options) -> (suite, spec, limit)`; `report` `section(run, conditions)`; `figures`
     `figures(run, conditions, entries, data) -> [Figure | None]`; `replay`
     `picture(run, condition, trajectory)`; `warm` `warm(spec)` (the viewer prepares a
-    condition's replay off the request path); `profile` `profile(trajectory)`; `commands` the
+    condition's replay off the request path); `profile` `profile(trajectory)`; `kinds` the
+    {metric: estimate kind} of its episode metrics (`core.stats.estimate`); `commands` the
     typer app served as ``coordbench <command>``.
     """
 
@@ -48,6 +49,7 @@ class Family:
     replay: str | None = None
     warm: str | None = None
     profile: str | None = None
+    kinds: str | None = None
     commands: str | None = None
     command: str | None = None
     # metrics a summary leads with, for a family without a Suite (e.g. training runs)
@@ -157,6 +159,7 @@ _R = "coordbench.report"
 _V = "coordbench.viewer.replay"
 _P = "coordbench.metrics.profile"
 _C = "coordbench.commands"
+_M = "coordbench.metrics"
 
 register(Family(
     "stat", "STAT", suite=f"{_S}.stat.suite:SUITE", plan=f"{_S}.stat.suite:plan_items",
@@ -165,7 +168,8 @@ register(Family(
                   "episodes": 100, "layouts": "paper", "seed": 0},
     condition=f"{_S}.stat.suite:api_condition", report=f"{_R}.stat_report:section",
     figures=f"{_R}.figures:stat_figures", replay=f"{_V}.stat:picture",
-    profile=f"{_P}:stat_profile", commands=f"{_C}.stat:app", command="stat",
+    profile=f"{_P}:stat_profile", kinds=f"{_M}.stat:KINDS", commands=f"{_C}.stat:app",
+    command="stat",
     prefixes=("stat_",)))
 register(Family(
     "mecobench", "MECoBench household teams", suite=f"{_S}.mecobench.suite:SUITE",
@@ -177,7 +181,8 @@ register(Family(
     condition=f"{_S}.mecobench.suite:api_condition", report=f"{_R}.mecobench_report:section",
     figures=f"{_R}.figures:mecobench_figures", replay=f"{_V}.mecobench:picture",
     warm=f"{_V}.mecobench:warm", profile=f"{_P}:household_profile",
-    commands=f"{_C}.mecobench:app", command="mecobench", prefixes=("mecobench_",)))
+    kinds=f"{_M}.household:KINDS", commands=f"{_C}.mecobench:app", command="mecobench",
+    prefixes=("mecobench_",)))
 register(Family(
     "constructs", "CoCoBench coordination constructs", suite=f"{_S}.constructs.suite:SUITE",
     plan=f"{_S}.constructs.suite:plan_items",
@@ -186,14 +191,16 @@ register(Family(
     condition=f"{_S}.constructs.suite:api_condition",
     report=f"{_R}.constructs_report:section", figures=f"{_R}.figures:constructs_figures",
     replay=f"{_V}.constructs:picture", profile=f"{_P}:construct_profile",
-    commands=f"{_C}.constructs:app", command="constructs", prefixes=("constructs_",)))
+    kinds=f"{_M}.constructs:KINDS", commands=f"{_C}.constructs:app", command="constructs",
+    prefixes=("constructs_",)))
 register(Family(
     "physical", "CoHuB physical collaboration", suite=f"{_S}.physical.suite:SUITE",
     plan=f"{_S}.physical.suite:plan_items",
     default_plan={"tasks": "all", "policies": ["expert", "expert_noisy"], "rollouts": 10},
     condition=f"{_S}.physical.suite:api_condition", report=f"{_R}.physical_report:section",
     figures=f"{_R}.figures:physical_figures", replay=f"{_V}.physical:picture",
-    profile=f"{_P}:physical_profile", commands=f"{_C}.physical:app", command="physical",
+    profile=f"{_P}:physical_profile", kinds=f"{_M}.physical:KINDS",
+    commands=f"{_C}.physical:app", command="physical",
     prefixes=("physical_",)))
 register(Family(
     "stat_train", "STAT training", report=f"{_R}.stat_train_report:section",

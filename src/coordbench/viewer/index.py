@@ -8,16 +8,14 @@ model provider (`RUN/errors/`), a file set aside on resume (`RUN/damaged/`).
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from coordbench.core.rundir import HEADER_MAX, RunDir
+from coordbench.core.rundir import RunDir, head_tail
 from coordbench.errors import RunDirError
 
-_TAIL = 65536  # the episode_end line is short; 64 KiB holds it with room to spare
 _NUMBERED = re.compile(r"^(.*?)(\d+)$")
 
 
@@ -53,16 +51,9 @@ def suite_name(condition: str, spec: dict[str, Any]) -> str:
 
 
 def _head_tail(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Return the parsed first and last lines of a JSONL file (ValueError if not JSON)."""
-    with path.open("rb") as f:
-        first = f.readline(HEADER_MAX)
-        size = path.stat().st_size
-        f.seek(max(0, size - _TAIL))
-        last = f.read().rstrip(b"\n").rsplit(b"\n", 1)[-1]
-    try:
-        head, tail = json.loads(first), json.loads(last)
-    except RecursionError:  # a line nested past the parser: not an episode
-        raise ValueError("a line is nested too deep") from None
+    """Return the parsed first and last lines of a JSONL file (ValueError if either is not
+    a JSON object)."""
+    head, tail = head_tail(path)
     if not isinstance(head, dict) or not isinstance(tail, dict):
         raise ValueError("a line is not a JSON object")
     return head, tail

@@ -15,7 +15,6 @@ dependency and a second server stack for four GET routes.
 
 from __future__ import annotations
 
-import errno
 import os
 import re
 import threading
@@ -26,7 +25,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-from coordbench.core.loopback_http import LoopbackHandler
+from coordbench.core.loopback_http import LoopbackHandler, LoopbackServer, bind
 from coordbench.core.rundir import RunDir
 from coordbench.core.strict_json import dumps_strict
 from coordbench.errors import ConfigError, CoordbenchError, RunDirError
@@ -35,7 +34,6 @@ from . import index
 from .episode import payload
 from .metrics import MetricsCache, headline
 
-HOST = "127.0.0.1"  # never another interface: the viewer serves local files to this machine
 _STATIC = {"/": ("index.html", "text/html; charset=utf-8"),
            "/static/app.js": ("app.js", "text/javascript; charset=utf-8"),
            "/static/style.css": ("style.css", "text/css; charset=utf-8")}
@@ -115,18 +113,13 @@ class Viewer:
     def crossplay_payload(self, run: str) -> dict[str, Any]:
         """Return a crossplay run's matrix (recomputed from its trajectories)."""
         from coordbench.crossplay.matrix import load, matrix
-        from coordbench.report.format import estimate_json
+        from coordbench.report.crossplay_report import matrix_json
 
         rd = self.run(run)
         design = load(rd.path)
         if design is None:
             raise ConfigError(f"run {run!r} is not a crossplay run")
-        m = matrix(rd, design)
-        return {"family": design.family, "metric": m.metric, "partners": design.names(),
-                "cells": design.cells,
-                "matrix": [[estimate_json(e) for e in row] for row in m.cells],
-                **{k: {n: estimate_json(e) for n, e in getattr(m, k).items()}
-                   for k in ("self_play", "cross_play", "gap")}}
+        return matrix_json(matrix(rd, design))
 
     def episodes_payload(self, run: str, cond: str) -> dict[str, Any]:
         """Return the listing of one condition."""
@@ -246,12 +239,11 @@ def _handler(viewer: Viewer) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-class _Server(ThreadingHTTPServer):
-    """A thread per request, with a listen backlog for bursts (the default 5 drops
-    connections when 50 clients arrive at once)."""
+class _Server(LoopbackServer):
+    """A listen backlog for bursts (the default 5 drops connections when 50 clients arrive
+    at once)."""
 
     request_queue_size = 256
-    daemon_threads = True
 
 
 def make_server(path: Path, port: int = 0) -> tuple[ThreadingHTTPServer, Viewer]:
@@ -259,18 +251,10 @@ def make_server(path: Path, port: int = 0) -> tuple[ThreadingHTTPServer, Viewer]
     `path`, not yet serving; ConfigError (one line) if the port is in use or not allowed."""
     viewer = Viewer(path)
     try:
-        server = _Server((HOST, port), _handler(viewer))
-    except OSError as e:
+        return bind(_Server, _handler(viewer), port), viewer
+    except (ConfigError, OSError):
         viewer.metrics.close()
-        if e.errno == errno.EADDRINUSE:
-            raise ConfigError(f"port {port} on {HOST} is in use; choose another with "
-                              "--port (0 picks a free one)") from None
-        if e.errno == errno.EACCES:
-            raise ConfigError(f"port {port} on {HOST} is not allowed for this user; "
-                              "choose one above 1023") from None
         raise
-    server.daemon_threads = True
-    return server, viewer
 
 
 def url_of(server: ThreadingHTTPServer) -> str:

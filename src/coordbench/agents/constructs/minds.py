@@ -61,6 +61,11 @@ class ConstructView:
     progress: dict[str, Any]
     extra: dict[str, str] = field(default_factory=dict)
 
+    @property
+    def t(self) -> int:
+        """Return the team step this view is of (as every family's observation names it)."""
+        return int(self.progress["step"])
+
 
 def render_view(view: ConstructView) -> str:
     """Return one agent's view as prompt text: who it is, the budget, the instance state."""
@@ -81,10 +86,6 @@ class ConstructRuleMind(ClaimMind):
     faults: Faults | None = None
     convention: str = "lower"
     stopped: bool = False  # the hallucination dial struck: it believes the work done
-
-    def step_of(self, obs: ConstructView) -> int:
-        """Return the team step of the view."""
-        return int(obs.progress["step"])
 
     def choose(self, obs: ConstructView, claims: dict[int, int]
                ) -> tuple[Action | None, int | None]:
@@ -187,17 +188,12 @@ class ProtocolPlanners:
             return ConstructLlmMind(agent=i, harness=self.harness, alias=str(seat.arg),
                                     role=spec.role(i), catalog=catalog)
         if seat.kind == "human":
-            from coordbench.agents.human import HumanMind
+            from coordbench.agents.human import human_mind
 
             from .human import ConstructPresenter
 
-            session = getattr(self.resources, "seat", None)
-            if session is None or session.seat != i:
-                raise ConfigError(f"seat agent_{i} is human: play it with `coordbench play "
-                                  f"constructs --seat agent_{i}`")
-            return HumanMind(i, session, ConstructPresenter(catalog, render_view),
-                             role=spec.role(i),
-                             episode=self.episode)
+            return human_mind(self.resources, i, ConstructPresenter(catalog, render_view),
+                              "constructs", spec.role(i), self.episode)
         convention, own = rule_variant(seat.arg, f"seat agent_{i}")
         dials = own or self.dials
         return ConstructRuleMind(i, RuleAgent(i, info, spec.talks, convention=convention),

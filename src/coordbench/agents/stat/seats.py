@@ -4,8 +4,7 @@
 own run: another seed, another method): every step each distinct policy computes the joint
 action of the batch, and seat i takes its own policy's pick for agent i. In a team that
 also seats minds, `SeatPolicyMind` stands in for such a seat under the protocol: silent, it
-plays the pick its policy made for it this step. `human_mind` seats the person of
-`coordbench play`.
+plays the pick its policy made for it this step.
 """
 
 from __future__ import annotations
@@ -17,7 +16,6 @@ import numpy as np
 
 from coordbench.agents.household.protocols import Decision, Message
 from coordbench.envs.stat.config import IDLE
-from coordbench.errors import ConfigError
 
 from .scripted import get_policy, is_checkpoint
 
@@ -65,17 +63,3 @@ class SeatPolicyMind:
     def act(self, obs: Any, inbox: list[Message]) -> Decision:
         """Return the policy's pick for this seat (the forced action where there is one)."""
         return Decision(obs.forced_action if obs.forced_action is not None else int(self.next))
-
-
-def human_mind(resources: Any, agent: int, role: str, episode: str = "") -> Any:
-    """Return the person's mind for seat `agent` (the play session in `resources.seat`);
-    ConfigError where no play session serves the seat (a human seat outside `play`)."""
-    from coordbench.agents.human import HumanMind
-
-    from .human import StatPresenter
-
-    session = getattr(resources, "seat", None)
-    if session is None or session.seat != agent:
-        raise ConfigError(f"seat agent_{agent} is human: play it with `coordbench play stat "
-                          f"--seat agent_{agent}`")
-    return HumanMind(agent, session, StatPresenter(), role=role, episode=episode)

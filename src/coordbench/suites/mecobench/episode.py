@@ -137,14 +137,10 @@ def seat_mind(spec: HouseholdSpec, protocol: ProtocolSpec, i: int, seat: Seat, c
                        max_tokens=max_reply_tokens)
     if seat.kind == "human":
         from coordbench.agents.household.human import HouseholdPresenter
-        from coordbench.agents.human import HumanMind
+        from coordbench.agents.human import human_mind
 
-        session = getattr(resources, "seat", None)
-        if session is None or session.seat != i:
-            raise ConfigError(f"seat agent_{i} is human: play it with `coordbench play "
-                              f"mecobench --seat agent_{i}`")
-        return HumanMind(i, session, HouseholdPresenter(), role=protocol.role(i),
-                         episode=episode)
+        return human_mind(resources, i, HouseholdPresenter(), "mecobench", protocol.role(i),
+                          episode)
     dials = rule_variant(seat.arg, f"seat agent_{i}")[1] or spec.dials
     return RuleMind(i, comm=protocol.talks, seed=case_seed,
                     faults=Faults(dials, case_seed, i) if dials else None)

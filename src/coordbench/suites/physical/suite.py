@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from coordbench.agents.human import seat_session
 from coordbench.agents.physical.expert import ExpertPolicy
 from coordbench.agents.physical.llm import CONTROLLERS, make_controller
 from coordbench.agents.physical.seats import SeatPolicies
@@ -246,12 +247,10 @@ class PhysicalSuite:
 
         models = spec.seats is None or any(x.kind == "llm" for x in spec.seats)
         person = spec.human()
-        if person is not None and getattr(res.seat, "seat", None) != person:
-            raise ConfigError(f"robot{person} is human: play it with `coordbench play "
-                              f"physical --seat agent_{person}`")
+        session = None if person is None else seat_session(res, person, "physical")
 
         async def one(case: Case) -> Trajectory:
-            human = None if person is None else (person, res.seat, f"{cond}/{case.key}")
+            human = None if person is None else (person, session, f"{cond}/{case.key}")
             controller = make_controller(spec.controller, get_task(spec.task),
                                          harness_for(res.harness) if models else None,
                                          spec.model or "", res.max_reply_tokens,

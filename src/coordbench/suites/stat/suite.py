@@ -25,11 +25,13 @@ from coordbench.agents.dials import (
     dials_suffix,
 )
 from coordbench.agents.household.protocols import get_protocol
+from coordbench.agents.human import human_mind
 from coordbench.agents.seats import Seat, team_label
+from coordbench.agents.stat.human import StatPresenter
 from coordbench.agents.stat.llm import StatLlmMind, check_protocol
 from coordbench.agents.stat.rule import STAT_RULE_DIALS, StatRuleMind
 from coordbench.agents.stat.scripted import get_policy, is_checkpoint
-from coordbench.agents.stat.seats import SeatPolicies, SeatPolicyMind, human_mind
+from coordbench.agents.stat.seats import SeatPolicies, SeatPolicyMind
 from coordbench.core.provenance import file_digest
 from coordbench.core.rundir import RunDir, safe_name
 from coordbench.core.trajectory import (
@@ -61,11 +63,6 @@ TEAMS = (LLM, RULE)  # policies played as one mind per agent under a protocol
 SEATS = "seats"  # the policy name of a team of per-seat allocators and learned policies
 MIND_KINDS = ("llm", "rule", "human")  # seats played by a mind under the protocol
 SEAT_KINDS = (*MIND_KINDS, "scripted", "learned")
-
-
-def seat_policy(seat: Seat) -> str:
-    """Return the STAT policy name a scripted or learned seat plays (a checkpoint path)."""
-    return str(seat.arg)
 
 
 def dial_key(spec: Any, episode: int) -> int | str:
@@ -153,13 +150,13 @@ class StatEvalSpec:
             if x.kind == "learned" and not is_checkpoint(str(x.arg)):
                 raise ConfigError(f"seat agent_{i}: learned:{x.arg} is not a checkpoint file "
                                   "(*.pt of `stat train`)")
-            if x.kind in ("scripted", "learned"):
-                trained_on = getattr(get_policy(str(x.arg)), "config", self.config)
-                if trained_on != self.config:
-                    raise ConfigError(f"seat agent_{i}: checkpoint {x.arg} was trained on "
-                                      f"{trained_on}, not {self.config}")
-        bins = {getattr(get_policy(str(x.arg)), "num_bins", None) for x in seats
-                if x.kind in ("scripted", "learned")} - {None}
+        policies = {i: get_policy(name) for i, name in self.seat_policies().items()}
+        for i, pol in policies.items():
+            trained_on = getattr(pol, "config", self.config)
+            if trained_on != self.config:
+                raise ConfigError(f"seat agent_{i}: checkpoint {seats[i].arg} was trained on "
+                                  f"{trained_on}, not {self.config}")
+        bins = {getattr(pol, "num_bins", None) for pol in policies.values()} - {None}
         if len(bins) > 1:
             raise ConfigError(f"the team's checkpoints read different observations "
                               f"({', '.join(f'{b} distance bins' for b in sorted(bins))}): "
@@ -167,7 +164,7 @@ class StatEvalSpec:
 
     def seat_policies(self) -> dict[int, str]:
         """Return {seat: STAT policy} of the seats an allocator or learned policy plays."""
-        return {i: seat_policy(x) for i, x in enumerate(self.seats or ())
+        return {i: str(x.arg) for i, x in enumerate(self.seats or ())
                 if x.kind in ("scripted", "learned")}
 
     @property
@@ -275,7 +272,8 @@ class StatSuite:
                 minds.append(StatRuleMind(i, role=proto.role(i), convention=convention,
                                           faults=Faults(dials, key, i) if dials else None))
             elif seat.kind == "human":
-                minds.append(human_mind(res, i, proto.role(i), episode))
+                minds.append(human_mind(res, i, StatPresenter(), "stat", proto.role(i),
+                                        episode))
             else:
                 minds.append(SeatPolicyMind(i, role=proto.role(i)))
         return minds
