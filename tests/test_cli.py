@@ -27,9 +27,11 @@ def test_stat_eval_json_contract(tmp_path):
     assert res.exit_code == 0, res.output
     payload = json.loads(res.stdout.strip().splitlines()[-1])
     assert set(payload) == set(METRIC_NAMES)
-    assert set(payload["return"]) == {"mean", "ci95", "n"}
+    assert set(payload["return"]) == {"mean", "ci95", "n", "lo", "hi"}
     assert payload["return"]["n"] == 100
     assert abs(payload["return"]["mean"] - 215.8) < 0.06
+    r = payload["return"]  # the interval's ends beside its half-width
+    assert r["lo"] < r["mean"] < r["hi"] and abs((r["hi"] - r["lo"]) / 2 - r["ci95"]) < 1e-9
     # a second run resumes: nothing new is played, the numbers are recomputed from disk
     again = runner.invoke(app, ["stat", "eval", "--config", "3A-6T-5x3", "--policy",
                                 "hungarian", "--out", str(tmp_path / "r"), "--json"])
@@ -123,7 +125,7 @@ def test_mecobench_run_json_contract(tmp_path):
     assert res.exit_code == 0, res.output
     payload = json.loads(res.stdout.strip().splitlines()[-1])
     for key in ("SR", "CR", "AUC", "DOL", "CAR", "HFR", "spatial_error"):
-        assert set(payload[key]) == {"mean", "ci95", "n"}
+        assert set(payload[key]) == {"mean", "ci95", "n", "lo", "hi"}
     assert payload["cases"] == 8
     assert payload["HFR"]["mean"] is None and payload["spatial_error"]["mean"] is None
     assert 0 < payload["SR"]["mean"] <= 1

@@ -363,7 +363,7 @@ def test_cli_json_contract(tmp_path):
     assert res.exit_code == 0, res.output
     payload = json.loads(res.stdout.strip().splitlines()[-1])
     for key in ("SR", "CS", "legal_rate"):
-        assert set(payload[key]) == {"mean", "ci95", "n"}
+        assert set(payload[key]) == {"mean", "ci95", "n", "lo", "hi"}
     assert set(payload["per_construct"]) == {"D1", "D2", "D3", "D4"}
     assert payload["SR"]["mean"] == 1.0 and payload["SR"]["n"] == 240
     for d in payload["per_construct"].values():

@@ -37,7 +37,7 @@ def test_the_json_contract_and_the_matrix_layout(tmp_path):
     assert len(got["matrix"]) == 3 and all(len(row) == 3 for row in got["matrix"])
     for row in got["matrix"]:
         for cell in row:
-            assert set(cell) == {"mean", "ci95", "n"} and cell["n"] == 6
+            assert set(cell) == {"mean", "ci95", "n", "lo", "hi"} and cell["n"] == 6
     for i, name in enumerate(got["partners"]):
         assert got["self_play"][name] == got["matrix"][i][i]
         assert got["cross_play"][name]["n"] == 6 * 4  # row and column off the diagonal

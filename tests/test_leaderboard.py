@@ -59,7 +59,7 @@ def test_table_by_model_from_the_cli(runs, tmp_path):
     rows = json.loads(res.stdout)
     assert [r["model"] for r in rows] == ["middling", "strong", "weak"]  # no reference given
     first = rows[0]
-    assert first["paired"] is None and set(first["SR"]) == {"mean", "ci95", "n"}
+    assert first["paired"] is None and set(first["SR"]) == {"mean", "ci95", "n", "lo", "hi"}
     assert rows[2]["paired"]["SR"]["test"] == "mcnemar-exact"
     res = CliRunner().invoke(app, ["table", *paths, "--by", "model", "--reference", "strong"])
     assert res.exit_code == 0, res.output

@@ -254,7 +254,7 @@ def test_train_cli_json_and_resume(tmp_path):
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 0, res.output
     payload = json.loads(res.stdout.strip().splitlines()[-1])
-    assert set(payload["final_return"]) == {"mean", "ci95", "n"}
+    assert set(payload["final_return"]) == {"mean", "ci95", "n", "lo", "hi"}
     assert payload["final_return"]["n"] == 2 and "conflict_rate" in payload
     files = sorted(p.name for p in tmp_path.iterdir())
     assert files == ["manifest.json", "report.html", "report.md", "results.json",

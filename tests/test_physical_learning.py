@@ -228,7 +228,7 @@ def test_train_records_demos_trains_and_evaluates(tmp_path):
               "--rollouts", "2", "--json", cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)
-    assert set(out["success"]) == {"mean", "ci95", "n"} and out["success"]["n"] == 2
+    assert set(out["success"]) == {"mean", "ci95", "n", "lo", "hi"} and out["success"]["n"] == 2
     assert set(out["phases"]) == {"p1", "p2", "p3"} and out["train_s"] > 0
     assert out["demo_episodes"] == 2 and out["agent_id"] is True
     assert (tmp_path / "runs/demos/n2/CoCarry_train.npz").is_file()

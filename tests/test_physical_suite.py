@@ -121,7 +121,7 @@ def test_cli_contract(tmp_path, demos):
               "--out", str(tmp_path / "ev"), "--json")
     assert res.returncode == 0, res.stderr
     payload = json.loads(res.stdout)
-    assert set(payload["BigTable"]["success"]) == {"mean", "ci95", "n"}
+    assert set(payload["BigTable"]["success"]) == {"mean", "ci95", "n", "lo", "hi"}
     assert set(payload["BigTable"]["phases"]) == {"p1", "p2", "p3"}
     res = cli("physical", "train", "--task", "CoCarry", "--algo", "bc", "--steps", "2",
               "--demos", str(demos), "--out", str(tmp_path / "bc.pt"), "--rollouts", "0",

@@ -155,3 +155,17 @@ def test_training_success_pools_every_evaluation_episode():
     assert s["success"].method == "wilson" and s["success"].n == 20
     assert s["success"].hi == 1.0 and 0.8 < s["success"].lo < 0.85
     assert s["conflict_rate"].lo == 0.0  # a rate cannot go below 0
+
+
+def test_estimates_over_too_few_units_say_so_wherever_they_print():
+    from coordbench.core.stats import FEW, few, wilson_ci
+    from coordbench.report.format import pct
+    from coordbench.reproduce.study import show
+
+    assert few(FEW) == "" and few(0) == "" and few(None) == ""
+    assert mean_ci([1, 1, 1, 1], bounds=(0, 1)).fmt(3) == "1.000 ± 0.000 (n=4: too few)"
+    assert mean_ci([3.0] * FEW).fmt(1) == "3.0 ± 0.0"
+    assert pct(wilson_ci(3, 4)).endswith("(n=4: too few)")
+    assert show({"slope": 0.1, "lo": 0.1, "hi": 0.1, "n": 3}).endswith("(n=3: too few)")
+    diff = {"delta": 0.2, "lo": 0.1, "hi": 0.3, "n": 40, "n_ref": 2}
+    assert show(diff) == "+0.200 [+0.100, +0.300] (n=2: too few)"

@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from coordbench.core.files import check_in_dir, check_out_dir, check_out_file, check_range
+from coordbench.core.stats import few
 from coordbench.errors import ConfigError
 
 from .common import (
@@ -260,7 +261,8 @@ def _floats(flag: str, text: str) -> list[float]:
 
 
 def _pm(e: dict) -> str:
-    return f"{e['mean']:.2f}" + (f" ± {e['ci95']:.2f}" if e.get("ci95") is not None else "")
+    return (f"{e['mean']:.2f}" + (f" ± {e['ci95']:.2f}" if e.get("ci95") is not None else "")
+            + few(e.get("n")))
 
 
 @app.command("table")

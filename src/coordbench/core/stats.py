@@ -40,14 +40,27 @@ class Estimate:
 
     def fmt(self, digits: int = 2) -> str:
         """Return 'mean ± ci95', or 'mean [lo, hi]' for an asymmetric interval, as text
-        ('n/a' when no sample defines the mean)."""
+        ('n/a' when no sample defines the mean), noted when n is too small (`few`)."""
         if math.isnan(self.mean):
             return "n/a"
         if self.ci95 is None or self.lo is None or self.hi is None:
-            return f"{self.mean:.{digits}f}"
-        if self.symmetric:
-            return f"{self.mean:.{digits}f} ± {self.ci95:.{digits}f}"
-        return f"{self.mean:.{digits}f} [{self.lo:.{digits}f}, {self.hi:.{digits}f}]"
+            text = f"{self.mean:.{digits}f}"
+        elif self.symmetric:
+            text = f"{self.mean:.{digits}f} ± {self.ci95:.{digits}f}"
+        else:
+            text = f"{self.mean:.{digits}f} [{self.lo:.{digits}f}, {self.hi:.{digits}f}]"
+        return text + few(self.n)
+
+
+# Below this many units an interval says little: a t-interval over 3 values is mostly its
+# t factor (12.7 at n = 2, 4.3 at n = 3), and a few equal values give one of zero width.
+FEW = 5
+
+
+def few(n: int | None) -> str:
+    """Return the note every printed estimate over fewer than FEW units carries
+    (" (n=3: too few)"), or "" for a sample large enough to read an interval from."""
+    return f" (n={n}: too few)" if n is not None and 0 < n < FEW else ""
 
 
 def _finite(values: Sequence[float] | np.ndarray) -> np.ndarray:

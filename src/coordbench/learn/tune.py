@@ -112,4 +112,4 @@ def tune(base: list[TrainConfig], out: Path, lrs: Sequence[float] = PAPER_LRS,
 
 def _est(values: list[float]) -> dict[str, Any]:
     e = mean_ci(values)
-    return {"mean": e.mean, "ci95": e.ci95, "n": e.n}
+    return {"mean": e.mean, "ci95": e.ci95, "n": e.n, "lo": e.lo, "hi": e.hi}

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from coordbench.core.rundir import RunDir
+from coordbench.core.stats import few
 from coordbench.runner.family import family
 
 from .figures import labels_for
@@ -75,10 +76,12 @@ def _cell(m: dict[str, Any] | None) -> str:
     lo, hi, mean = m.get("lo"), m.get("hi"), m["mean"]
     digits = 3 if abs(mean) < 10 else 1
     if m.get("ci95") is None or lo is None:
-        return f"{mean:.{digits}f}"
-    if m.get("interval") == "t-clipped":
-        return f"{mean:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
-    return f"{mean:.{digits}f} ± {m['ci95']:.{digits}f}"
+        text = f"{mean:.{digits}f}"
+    elif m.get("interval") == "t-clipped":
+        text = f"{mean:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
+    else:
+        text = f"{mean:.{digits}f} ± {m['ci95']:.{digits}f}"
+    return text + few(m.get("n"))
 
 
 def markdown(tables: list[SuiteTable]) -> str:

@@ -7,7 +7,7 @@ import math
 from typing import Any
 
 from coordbench.core.rundir import RunDir
-from coordbench.core.stats import Estimate
+from coordbench.core.stats import Estimate, few
 
 from .figures import Figure, _plt
 from .section import Section
@@ -21,7 +21,7 @@ def _signed(e: Estimate) -> str:
     if e.n == 0 or math.isnan(e.mean):
         return "n/a"
     half = "" if e.ci95 is None else f" ± {e.ci95:.3f}"
-    return f"{e.mean:+.3f}{half}"
+    return f"{e.mean:+.3f}{half}{few(e.n)}"
 
 
 def matrix_json(m: Any) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from coordbench.core.stats import Estimate
+from coordbench.core.stats import Estimate, few
 
 
 def json_number(x: float | None) -> float | None:
@@ -20,15 +20,16 @@ def estimate_json(e: Estimate) -> dict[str, Any]:
             "lo": json_number(e.lo), "hi": json_number(e.hi), "interval": e.method}
 
 
-_CONTRACT = ("mean", "ci95", "n")
+CONTRACT = ("mean", "ci95", "n", "lo", "hi")
 
 
 def contract_json(payload: Any) -> Any:
-    """Return `payload` with every estimate reduced to {"mean", "ci95", "n"}: the form the
-    commands' `--json` output has always had (results.json keeps lo, hi and the interval)."""
+    """Return `payload` with every estimate as {"mean", "ci95", "n", "lo", "hi"}: the
+    commands' `--json` contract, {"mean", "ci95", "n"}, with the interval's ends beside the
+    half-width (results.json also keeps which interval it is)."""
     if isinstance(payload, dict):
-        if "interval" in payload and all(k in payload for k in _CONTRACT):
-            return {k: payload[k] for k in _CONTRACT}
+        if "interval" in payload and all(k in payload for k in CONTRACT):
+            return {k: payload[k] for k in CONTRACT}
         return {k: contract_json(v) for k, v in payload.items()}
     if isinstance(payload, list):
         return [contract_json(v) for v in payload]
@@ -37,7 +38,7 @@ def contract_json(payload: Any) -> Any:
 
 def pct(e: dict[str, Any] | Estimate) -> str:
     """Return a rate as 'xx.x% ± y.y', or 'xx.x% [lo, hi]' when its interval is a Wilson
-    or clipped one (n/a where there is no value)."""
+    or clipped one (n/a where there is no value; noted when n is too small)."""
     if isinstance(e, Estimate):
         e = estimate_json(e)
     if e["mean"] is None:
@@ -48,7 +49,7 @@ def pct(e: dict[str, Any] | Estimate) -> str:
         ci = f" [{100 * e['lo']:.1f}, {100 * e['hi']:.1f}]"
     else:
         ci = f" ± {100 * e['ci95']:.1f}"
-    return f"{100 * e['mean']:.1f}%{ci}"
+    return f"{100 * e['mean']:.1f}%{ci}{few(e.get('n'))}"
 
 
 def fmt(e: Estimate, digits: int = 3) -> str:

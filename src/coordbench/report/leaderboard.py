@@ -27,9 +27,10 @@ from typing import Any
 from coordbench.analyses.common import est
 from coordbench.analyses.paired import holm, paired_metric, paired_success, repeated
 from coordbench.core.rundir import RunDir
-from coordbench.core.stats import estimate
+from coordbench.core.stats import estimate, few
 from coordbench.core.trajectory import ModelCallEvent, Trajectory
 from coordbench.errors import ConfigError
+from coordbench.report.format import CONTRACT
 from coordbench.runner.family import family, suite_object
 
 FORMATS = ("md", "csv", "html")
@@ -198,7 +199,7 @@ def _cell(e: dict[str, Any] | None) -> str:
     if e is None or e.get("mean") is None:
         return "n/a"
     half = e.get("ci95")
-    return f"{e['mean']:.3g}" + (f" ± {half:.2g}" if half else "")
+    return f"{e['mean']:.3g}" + (f" ± {half:.2g}" if half else "") + few(e.get("n"))
 
 
 def _diff(d: dict[str, Any] | None) -> str:
@@ -290,7 +291,7 @@ def html_text(boards: list[Board]) -> str:
 
 def json_rows(boards: list[Board]) -> list[dict[str, Any]]:
     """Return one object per (family, model): "model", "suite", "episodes", each metric as
-    {"mean", "ci95", "n"}, and "paired" differences against "reference"."""
+    {"mean", "ci95", "n", "lo", "hi"}, and "paired" differences against "reference"."""
     out = []
     for b in boards:
         for m in b.models:
@@ -298,8 +299,7 @@ def json_rows(boards: list[Board]) -> list[dict[str, Any]]:
                                    "reference": b.reference}
             for k in b.metrics:
                 e = b.rows[m].get(k)
-                row[k] = None if e is None else {"mean": e["mean"], "ci95": e["ci95"],
-                                                 "n": e["n"]}
+                row[k] = None if e is None else {x: e.get(x) for x in CONTRACT}
             row["repeats"] = b.repeats.get(m)
             p = b.paired.get(m)
             row["paired"] = None if p is None else {

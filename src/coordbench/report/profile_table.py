@@ -16,13 +16,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from coordbench.core.rundir import RunDir
-from coordbench.core.stats import estimate
+from coordbench.core.stats import estimate, few
 from coordbench.errors import RunDirError
 from coordbench.metrics.profile import KEYS, KINDS, MEASURES, episode_profile
 from coordbench.runner.family import names as family_names
 
 from .across_runs import run_names
 from .figures import labels_for
+from .format import CONTRACT
 
 FORMATS = ("md", "csv", "html")
 
@@ -85,13 +86,13 @@ def collect(runs: list[RunDir]) -> ProfileTable:
 
 def json_rows(table: ProfileTable) -> list[dict[str, Any]]:
     """Return the rows in the command's JSON form: run, suite, condition, label, episodes and
-    each measure as {"mean", "ci95", "n"} or null."""
+    each measure as {"mean", "ci95", "n", "lo", "hi"} or null."""
     out = []
     for r in table.rows:
         row = {k: r[k] for k in ("run", "suite", "condition", "label", "episodes")}
         for k in KEYS:
             m = r[k]
-            row[k] = None if m is None else {"mean": m["mean"], "ci95": m["ci95"], "n": m["n"]}
+            row[k] = None if m is None else {x: m.get(x) for x in CONTRACT}
         out.append(row)
     return out
 
@@ -108,10 +109,10 @@ def cell(m: dict[str, Any] | None) -> str:
     if m is None:
         return "n/a"
     if m.get("ci95") is None or m.get("lo") is None:
-        return _num(m["mean"])
+        return _num(m["mean"]) + few(m.get("n"))
     if m.get("interval") == "t-clipped":
-        return f"{_num(m['mean'])} [{_num(m['lo'])}, {_num(m['hi'])}]"
-    return f"{_num(m['mean'])} ± {_num(m['ci95'])}"
+        return f"{_num(m['mean'])} [{_num(m['lo'])}, {_num(m['hi'])}]" + few(m.get("n"))
+    return f"{_num(m['mean'])} ± {_num(m['ci95'])}" + few(m.get("n"))
 
 
 _HEAD = ["run", "suite", "condition", "n", *KEYS]

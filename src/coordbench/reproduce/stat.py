@@ -227,7 +227,7 @@ def table9_by_convention(d: Data) -> str:
             cell = (post if how == "after" else pre).get((m, c))
 
             def fmt(x: Any) -> str:
-                return "n/a" if x is None else f"{x.est.mean:.3f} ± {x.est.ci95:.3f}"
+                return "n/a" if x is None else x.est.fmt(3)
             rows.append([c, m.upper(), "–" if paper is None else f"{paper:.3f}", how,
                          fmt(cell), fmt(pre.get((m, c))), fmt(post.get((m, c)))])
     if not rows:

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from coordbench.core.stats import few
+
 
 @dataclass(frozen=True)
 class Options:
@@ -252,14 +254,16 @@ def slope_direction(fit: dict[str, Any] | None, sign: int) -> bool | None:
 
 def show(value: Any, digits: int = 3) -> str:
     """Return a number, a rate/mean dict ("m [lo, hi]") or a difference dict ("+d [lo, hi]")
-    as table text (n/a where undefined)."""
+    as table text (n/a where undefined; noted where fewer than `few` units stand behind it:
+    a slope's points, a difference's smaller group)."""
     if value is None:
         return "n/a"
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, dict):
         if "slope" in value:
-            value = {"delta": value["slope"], "lo": value["lo"], "hi": value["hi"]}
+            value = {"delta": value["slope"], "lo": value["lo"], "hi": value["hi"],
+                     "n": value.get("n")}
         signed = "delta" in value
         x = value.get("delta" if signed else "mean")
         if x is None:
@@ -268,7 +272,8 @@ def show(value: Any, digits: int = 3) -> str:
         out = format(x, spec)
         if value.get("lo") is not None and value.get("hi") is not None:
             out += f" [{format(value['lo'], spec)}, {format(value['hi'], spec)}]"
-        return out
+        ns = [k for k in (value.get("n"), value.get("n_ref")) if isinstance(k, int)]
+        return out + (few(min(ns)) if ns else "")
     if isinstance(value, float):
         return f"{value:.{digits}f}"
     return str(value)
