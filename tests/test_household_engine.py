@@ -204,3 +204,37 @@ def test_view_labels_never_overlap_on_the_v1_scenes():
                         assert not (a[0] < b[2] and b[0] < a[2] and a[1] < b[3]
                                     and b[1] < a[3]), (task.task_id, agent, yaw, a, b)
     assert labels > 200 and crowded > 10  # the scenes are busy enough to need placing
+
+
+def test_a_model_gets_one_square_grid_per_agent_each_object_labelled_once():
+    from PIL import Image, ImageDraw
+
+    from coordbench.envs.household.render import (
+        LABEL_PX,
+        SIZE,
+        VIEWS,
+        label_layout,
+        label_owners,
+        render_agent,
+        render_team,
+        view_shapes,
+    )
+    from coordbench.suites.mecobench.instances import load_suite
+
+    task = load_suite("v1")[5]
+    env = HouseholdEnv(task, 3, seed=0)
+    assert render_agent(env, 0).size == (2 * SIZE, 2 * SIZE) == (512, 512)
+    assert render_team(env).size == (1032, 1032)  # two agents a row, 8 px between them
+    # scaled to 336 px, a label stays about 9 px high
+    assert LABEL_PX * 336 / (2 * SIZE) >= 9
+    draw = ImageDraw.Draw(Image.new("RGB", (SIZE, SIZE)))
+    seen_twice = 0
+    for task in load_suite("v1")[:24]:
+        env = HouseholdEnv(task, 2, seed=0)
+        views = [view_shapes(env, 0, yaw) for _, yaw in VIEWS]
+        owners = label_owners(views)
+        texts = [t for shapes, own in zip(views, owners, strict=True)
+                 for _, t, _ in label_layout(draw, shapes, own)]
+        assert len(texts) == len(set(texts)) == len({n for v in views for _, n, _, _ in v})
+        seen_twice += sum(len(v) for v in views) - len(texts)
+    assert seen_twice > 0  # objects across two views exist, and are labelled once

@@ -230,7 +230,8 @@ def test_profile_command_over_every_family(small_runs):
     assert by[conds["stat"]]["handoff_failure"] is None
     assert by[conds["stat"]]["redundancy"]["n"] == 3
     assert by[conds["physical"]]["redundancy"] is None
-    assert by[conds["physical"]]["handoff_failure"] == {"mean": 0.0, "ci95": None, "n": 1, "lo": None, "hi": None}
+    assert by[conds["physical"]]["handoff_failure"] == {"mean": 0.0, "ci95": None, "n": 1,
+                                                        "lo": None, "hi": None}
     # a model team's tokens per unit: n/a exactly where it completed nothing
     run = RunDir.open(small_runs["run"])
     for traj in run.load_episodes(conds["llm"]):

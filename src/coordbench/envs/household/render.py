@@ -5,6 +5,11 @@ position, 1.8 m high, 90 degree field of view, pitched 30 degrees down, like the
 cameras. Only nodes visible to the agent are drawn: each as the screen rectangle of its
 projected bounding box, coloured by class, far to near, labelled "class (id)" so a vision
 model can name what it sees. The same state always gives the same PNG bytes.
+
+An agent's image is the four views in a 2x2 grid, 512x512, labels in a 14 px font: a model
+that scales its input to 336 px still reads labels about 9 px high (a 1024x256 strip would
+leave them 3 px high in a 336x84 band). An object seen in two views is labelled once, in the
+view that shows most of it.
 """
 
 from __future__ import annotations
@@ -23,7 +28,9 @@ VIEWS = (("front", 0.0), ("right", 90.0), ("back", 180.0), ("left", 270.0))
 EYE = 1.8
 PITCH = math.radians(30.0)
 FOCAL = SIZE / 2  # 90 degree horizontal field of view
-_FONT = ImageFont.load_default()
+LABEL_PX = 14
+_FONT = ImageFont.load_default(size=LABEL_PX)  # Pillow's own FreeType font: the same bytes
+TITLE = LABEL_PX + 4  # the title bar's height
 
 
 def _colour(name: str) -> tuple[int, int, int]:
@@ -59,23 +66,28 @@ def _label_spot(draw: ImageDraw.ImageDraw, text: str, box: tuple[float, float, f
     w, h = right - left + 2, bottom - top + 2
     x = min(max(box[0] + 2, 0), SIZE - w)
     ys = [box[1] + 1 + k * h for k in range(int(max(1, (box[3] - box[1]) // h)))]
-    ys += [box[3] + 1, *range(13, SIZE - int(h), int(h))]
+    ys += [box[3] + 1, *range(TITLE + 1, SIZE - int(h), int(h))]
     for y in ys:
-        if 12 <= y <= SIZE - h and not any(_overlaps((x - 1, y - 1, x + w, y + h), t)
-                                           for t in taken):
+        # the backing rectangle label_layout draws for a label at (x, y)
+        rect = (x + left - 1, y + top - 1, x + right + 1, y + bottom + 1)
+        if TITLE <= y <= SIZE - h and not any(_overlaps(rect, t) for t in taken):
             return x, y
-    return x, max(box[1] + 1, 13)
+    return x, max(box[1] + 1, TITLE + 1)
 
 
 def label_layout(draw: ImageDraw.ImageDraw,
-                 shapes: list[tuple[float, int, str, tuple[float, float, float, float]]]
+                 shapes: list[tuple[float, int, str, tuple[float, float, float, float]]],
+                 labelled: set[int] | None = None
                  ) -> list[tuple[tuple[float, float], str, tuple[float, float, float, float]]]:
-    """Return (position, text, backing rectangle) of every box's "class (id)" label, nearest
-    box first, each placed where it overlaps no earlier label: one drawn over another could
-    be read by neither a person nor a vision model."""
-    taken: list[tuple[float, float, float, float]] = [(0, 0, SIZE, 12)]  # the title bar
+    """Return (position, text, backing rectangle) of every box's "class (id)" label (only
+    the nodes in `labelled` when given), nearest box first, each placed where it overlaps no
+    earlier label: one drawn over another could be read by neither a person nor a vision
+    model."""
+    taken: list[tuple[float, float, float, float]] = [(0, 0, SIZE, TITLE)]  # the title bar
     out = []
     for _, nid, cls, box in sorted(shapes, reverse=True):
+        if labelled is not None and nid not in labelled:
+            continue
         text = f"{cls} ({nid})"
         spot = _label_spot(draw, text, box, taken)
         left, top, right, bottom = draw.textbbox(spot, text, font=_FONT)
@@ -111,8 +123,27 @@ def view_shapes(env: HouseholdEnv, agent: int, yaw_deg: float
     return shapes
 
 
-def render_view(env: HouseholdEnv, agent: int, yaw_deg: float, label: str) -> Image.Image:
-    """Return one labelled view of agent `agent` looking along `yaw_deg` (0 = +z)."""
+def _area(box: tuple[float, float, float, float]) -> float:
+    return max(0.0, min(box[2], SIZE) - max(box[0], 0)) * max(0.0, min(box[3], SIZE)
+                                                             - max(box[1], 0))
+
+
+def label_owners(views: list[list[tuple[float, int, str, tuple[float, float, float, float]]]]
+                 ) -> list[set[int]]:
+    """Return, per view, the nodes labelled there: each node in the view that shows the
+    largest part of it (the first such view on a tie), so no label repeats across views."""
+    best: dict[int, tuple[float, int]] = {}
+    for k, shapes in enumerate(views):
+        for _, nid, _, box in shapes:
+            if nid not in best or _area(box) > best[nid][0]:
+                best[nid] = (_area(box), k)
+    return [{nid for nid, (_, k) in best.items() if k == view} for view in range(len(views))]
+
+
+def render_view(env: HouseholdEnv, agent: int, yaw_deg: float, label: str,
+                labelled: set[int] | None = None) -> Image.Image:
+    """Return one labelled view of agent `agent` looking along `yaw_deg` (0 = +z), with
+    labels on the nodes in `labelled` (every node it shows when None)."""
     img = Image.new("RGB", (SIZE, SIZE), (205, 200, 190))
     draw = ImageDraw.Draw(img)
     horizon = SIZE / 2 - FOCAL * math.tan(PITCH)
@@ -120,28 +151,37 @@ def render_view(env: HouseholdEnv, agent: int, yaw_deg: float, label: str) -> Im
     shapes = view_shapes(env, agent, yaw_deg)
     for _, _nid, cls, box in sorted(shapes):
         draw.rectangle(box, fill=_colour(cls), outline=(20, 20, 20))
-    for spot, text, rect in label_layout(draw, shapes):
+    for spot, text, rect in label_layout(draw, shapes, labelled):
         draw.rectangle(rect, fill=(20, 20, 20))
         draw.text(spot, text, fill=(255, 255, 255), font=_FONT)
-    draw.rectangle([0, 0, SIZE, 12], fill=(30, 30, 30))
+    draw.rectangle([0, 0, SIZE, TITLE], fill=(30, 30, 30))
     draw.text((3, 1), f"agent {agent} - {label}", fill=(255, 255, 255), font=_FONT)
     return img
 
 
 def render_agent(env: HouseholdEnv, agent: int) -> Image.Image:
-    """Return the agent's four views side by side (1024 x 256)."""
-    out = Image.new("RGB", (SIZE * len(VIEWS), SIZE))
+    """Return the agent's four views in a 2x2 grid (512 x 512: front, right / back, left),
+    each node labelled in one view only (`label_owners`)."""
+    owners = label_owners([view_shapes(env, agent, yaw) for _, yaw in VIEWS])
+    out = Image.new("RGB", (2 * SIZE, 2 * SIZE))
     for k, (label, yaw) in enumerate(VIEWS):
-        out.paste(render_view(env, agent, yaw, label), (k * SIZE, 0))
+        view = render_view(env, agent, yaw, label, owners[k])
+        out.paste(view, ((k % 2) * SIZE, (k // 2) * SIZE))
+    draw = ImageDraw.Draw(out)  # the views' borders: no box reads as one across two views
+    draw.rectangle([SIZE - 1, 0, SIZE, 2 * SIZE], fill=(30, 30, 30))
+    draw.rectangle([0, SIZE - 1, 2 * SIZE, SIZE], fill=(30, 30, 30))
     return out
 
 
 def render_team(env: HouseholdEnv) -> Image.Image:
-    """Return every agent's four-view row stacked vertically (the vision leader's composite)."""
-    rows = [render_agent(env, i) for i in range(env.n)]
-    out = Image.new("RGB", (rows[0].width, SIZE * len(rows)))
-    for k, row in enumerate(rows):
-        out.paste(row, (0, k * SIZE))
+    """Return every agent's 2x2 grid side by side in rows of at most two agents (the vision
+    leader's composite: 1032 px wide for two or more agents, an 8 px gap between agents)."""
+    grids = [render_agent(env, i) for i in range(env.n)]
+    step = grids[0].width + 8  # a black gap between agents, wider than a view's border
+    cols = min(2, len(grids))
+    out = Image.new("RGB", (step * cols - 8, step * math.ceil(len(grids) / cols) - 8))
+    for k, grid in enumerate(grids):
+        out.paste(grid, ((k % cols) * step, (k // cols) * step))
     return out
 
 
