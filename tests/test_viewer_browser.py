@@ -364,3 +364,49 @@ def test_a_model_driven_robot_team_shows_its_skill_choices_and_calls(browser, tm
     assert calls and calls.group(1) == calls.group(2) != "0"  # at the end: every call
     assert "robot/skill" in details  # each call's role and phase, as in every family
     assert not errors, errors
+
+
+# every text in the picture, as [x, y, w, h] in the svg's own units (labels inside marks, such
+# as an agent's number in its circle, are left out: they sit on their own mark by design)
+_LABEL_BOXES = """() => [...document.querySelectorAll('#picture-svg text')]
+  .filter((t) => t.getAttribute('text-anchor') !== 'middle')
+  .map((t) => { const b = t.getBBox(); return [b.x, b.y, b.width, b.height, t.textContent]; })"""
+
+
+def _overlapping(boxes: list) -> list:
+    return [(a[4], b[4]) for i, a in enumerate(boxes) for b in boxes[:i]
+            if a[0] + 0.5 < b[0] + b[2] and b[0] + 0.5 < a[0] + a[2]
+            and a[1] + 0.5 < b[1] + b[3] and b[1] + 0.5 < a[1] + a[3]]
+
+
+def test_map_labels_never_overlap_on_a_100_task_plane_or_a_household(runs, browser, tmp_path):
+    from typer.testing import CliRunner
+
+    from coordbench.cli import app
+
+    out = tmp_path / "plane"
+    res = CliRunner().invoke(app, ["stat", "eval", "--config", "5A-100T-50x30", "--policy",
+                                   "greedy", "--episodes", "1", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    cond = json.loads((out / "manifest.json").read_text())["conditions"]
+    errors: list[str] = []
+    page = page_with_error_log(browser, errors)
+    drawn = 0
+    with Serving(out) as srv:
+        for step in (0, 5, 40):
+            open_episode(page, srv.url, next(iter(cond)), "ep00000", step)
+            boxes = page.evaluate(_LABEL_BOXES)
+            assert not _overlapping(boxes), (step, _overlapping(boxes)[:5])
+            drawn += sum(b[4].startswith("T") for b in boxes)
+        shoot(page, tmp_path, "stat-plane-100")
+    assert drawn > 150  # most of the 100 task labels find a free place
+    with Serving(runs["run"]) as srv:
+        for family, key in (("mecobench", "case0000"), ("llm", "case0000"),
+                            ("constructs", "inst0000"), ("constructs_d4", "inst0000")):
+            for step in (0, 3, 8):
+                open_episode(page, srv.url, runs["conds"][family], key, step)
+                boxes = page.evaluate(_LABEL_BOXES)
+                assert len(boxes) >= 2 and not _overlapping(boxes), (family, step,
+                                                                    _overlapping(boxes)[:5])
+            shoot(page, tmp_path, f"map-{family}")
+    assert not errors, errors

@@ -868,6 +868,10 @@ function drawStat(ep, s, box) {
   el("text", { x: pad, y: H + 12, "font-size": 10, fill: "#69737f",
                text: `plane ${st.width} × ${st.height}; agents start at the origin` }, svg);
   const cells = stepCells(ep, s);
+  // squares shrink on a crowded plane (100 tasks on 50 x 30) so labels find room beside them
+  const half = Math.max(4, Math.min(9, sc * 0.4));
+  const taken = [], labels = [];
+  const bounds = [0, 0, W, H];
   const conflicts = ep.timeline.conflicts.filter((c) => c.t === s - 1);
   // lines from each agent to its target
   cur.target.forEach((j, i) => {
@@ -881,19 +885,20 @@ function drawStat(ep, s, box) {
     const who = cur.assignee[j];
     const fill = done ? "#cfd8dc" : who !== null && who !== undefined ? agentColor(who) : "#fff";
     const g = el("g", { class: "task" }, svg);
-    el("rect", { x: X(x) - 9, y: Y(y) - 9, width: 18, height: 18, rx: 2, fill: fill,
-                 "fill-opacity": done ? 1 : who !== null && who !== undefined ? 0.35 : 1,
+    el("rect", { x: X(x) - half, y: Y(y) - half, width: 2 * half, height: 2 * half, rx: 2,
+                 fill: fill, "fill-opacity": done ? 1 : who !== null && who !== undefined ? 0.35 : 1,
                  stroke: done ? "#90a4ae" : "#37474f", "stroke-width": 1.2 }, g);
-    el("text", { x: X(x), y: Y(y) - 12, "text-anchor": "middle", "font-size": 10,
-                 fill: done ? "#78909c" : "#263238", "font-weight": 600,
-                 text: done ? `T${j} ✓` : `T${j}` }, g);
+    taken.push([X(x) - half, Y(y) - half, 2 * half, 2 * half]);
+    labels.push([g, X(x), Y(y), done ? `T${j} ✓` : `T${j}`, 10,
+                 { fill: done ? "#78909c" : "#263238", "font-weight": 600 }, half + 2]);
     title(g, `task ${j}: ${done ? "completed" : who !== null && who !== undefined ? "picked by agent " + who : "free"}`);
   });
   for (const c of conflicts) {
     const [x, y] = st.tasks[c.target];
     el("circle", { cx: X(x), cy: Y(y), r: 15, fill: "none", stroke: "#b71c1c", "stroke-width": 2.5 }, svg);
-    el("text", { x: X(x) + 17, y: Y(y) - 10, "font-size": 10, fill: "#b71c1c", "font-weight": 700,
-                 text: `conflict ${c.agents.join(",")} → ${c.winner === null ? "none" : c.winner + " won"}` }, svg);
+    // a conflict's label is placed before the tasks' (labels.unshift): it matters most
+    labels.unshift([svg, X(x), Y(y), `conflict ${c.agents.join(",")} → ${c.winner === null ? "none" : c.winner + " won"}`,
+                    10, { fill: "#b71c1c", "font-weight": 700 }, 17]);
   }
   // agents; ones on the same spot fan out so each stays visible
   const seen = {};
@@ -906,11 +911,13 @@ function drawStat(ep, s, box) {
     el("circle", { cx: X(x) + dx, cy: Y(y) + dy, r: 8, fill: agentColor(i), stroke: "#fff", "stroke-width": 1.5 }, g);
     el("text", { x: X(x) + dx, y: Y(y) + dy + 3.5, "text-anchor": "middle", "font-size": 9.5,
                  fill: "#fff", "font-weight": 700, text: String(i) }, g);
+    taken.push([X(x) + dx - 9, Y(y) + dy - 9, 18, 18]);
     const modes = ["idle", "moving", "executing"];
     title(g, `agent ${i}: ${modes[cur.mode[i]] || cur.mode[i]}` +
       (cur.target[i] !== null ? `, target task ${cur.target[i]}` : "") +
       (cell ? `\nthis step: ${cell.detail} (${cell.code})` : ""));
   });
+  for (const [g, x, y, text, size, attrs, gap] of labels) putLabel(g, taken, bounds, x, y, text, size, attrs, gap);
   const doneN = cur.completed.filter(Boolean).length;
   const conflictTxt = conflicts.length ? `; ${conflicts.length} conflict(s) this step` : "";
   $("picture-notes").innerHTML = `${doneN} / ${st.tasks.length} tasks completed${esc(conflictTxt)}. ` +
@@ -932,6 +939,9 @@ function drawHousehold(ep, s, box) {
   const X = (x) => pad + (x - x0) * sc, Z = (z) => pad + (z - z0) * sc;
   const nodes = {};
   for (const nd of st.nodes) nodes[nd.id] = nd;
+  // marks (taken) are drawn first, labels last, each where it overlaps no mark or label
+  const taken = [], labels = [];
+  const bounds = [0, 0, W, H];
   // rooms, tinted by the agents allowed there when the task has zones
   const roomLabels = [];
   for (const r of st.rooms) {
@@ -940,10 +950,10 @@ function drawHousehold(ep, s, box) {
     const fill = zoneOf.length === 1 ? agentColor(zoneOf[0]) : "#f7f8fa";
     el("rect", { x: X(a), y: Z(c), width: (b - a) * sc, height: (d - c) * sc, fill: fill,
                  "fill-opacity": zoneOf.length === 1 ? 0.12 : 1, stroke: "#78909c", "stroke-width": 1.5 }, svg);
-    roomLabels.push([X(a) + 5, Z(c) + 13, `${r.name} (${r.id})${zoneOf.length ? "  zone of agent " + zoneOf.join(",") : ""}`]);
-  }
-  for (const [lx, ly, text] of roomLabels) {
-    el("text", { x: lx, y: ly, "font-size": 11, "font-weight": 700, fill: "#455a64", text: text }, svg);
+    const name = `${r.name} (${r.id})`;
+    roomLabels.push([X(a) + 4, Z(c) + 3,
+                     zoneOf.length ? [`${name}  zone of agent ${zoneOf.join(",")}`, name] : [name],
+                     [X(a), Z(c), (b - a) * sc, (d - c) * sc]]);
   }
   const open = new Set(cur.open);
   const held = new Set(cur.agents.flatMap((a) => a.held));
@@ -957,6 +967,7 @@ function drawHousehold(ep, s, box) {
     const g = el("g", { class: "node" }, svg);
     if (isDoor) {
       el("rect", { x: X(nd.x) - 4, y: Z(nd.z) - 4, width: 8, height: 8, fill: open.has(nd.id) || !nd.openable ? "#a1887f" : "#4e342e" }, g);
+      taken.push([X(nd.x) - 4, Z(nd.z) - 4, 8, 8]);
     } else {
       el("rect", { x: X(nd.x) - w / 2, y: Z(nd.z) - d / 2, width: w, height: d, rx: 2,
                    fill: isBuffer ? "#fff8e1" : isTarget ? "#e3f2fd" : "#eceff1",
@@ -966,8 +977,9 @@ function drawHousehold(ep, s, box) {
       let label = `${nd.cls} ${nd.id}`;
       if (isBuffer) label += ` [${cur.buffers[String(nd.id)] || 0}/${st.buffers[String(nd.id)]}]`;
       if (nd.openable) label += open.has(nd.id) ? " open" : " closed";
-      el("text", { x: X(nd.x), y: Z(nd.z) + d / 2 + 10, "text-anchor": "middle", "font-size": 9,
-                   fill: isTarget ? "#0d47a1" : "#546e7a", text: label }, g);
+      taken.push([X(nd.x) - w / 2, Z(nd.z) - d / 2, w, d]);
+      labels.push([isTarget || isBuffer ? 1 : 3, g, X(nd.x), Z(nd.z), label, 9,
+                   { fill: isTarget ? "#0d47a1" : "#546e7a" }, Math.max(w, d) / 2 + 2]);
     }
     title(g, `${nd.cls} ${nd.id}${isDoor ? " (door)" : ""}${isTarget ? " — goal target" : ""}` +
       `${nd.openable ? (open.has(nd.id) ? ", open" : ", closed") : ""}`);
@@ -986,9 +998,8 @@ function drawHousehold(ep, s, box) {
     el("path", { d: `M${px},${pz - 4} L${px + 4},${pz} L${px},${pz + 4} L${px - 4},${pz} Z`,
                  fill: isKnife ? "#212121" : isGoal ? "#fb8c00" : "#bdbdbd",
                  stroke: sliced.has(Number(id)) ? "#2e7d32" : "#5d4037", "stroke-width": sliced.has(Number(id)) ? 2 : 0.8 }, g);
-    if (isGoal || isKnife) {
-      el("text", { x: px + 6, y: pz + 3, "font-size": 8.5, fill: "#6d4c41", text: nd.cls }, g);
-    }
+    taken.push([px - 4, pz - 4, 8, 8]);
+    if (isGoal || isKnife) labels.push([2, g, px, pz, nd.cls, 8.5, { fill: "#6d4c41" }, 6]);
     title(g, `${nd.cls} ${id}${parent !== null ? " on/in " + parent : ""}${sliced.has(Number(id)) ? " (sliced)" : ""}`);
   }
   // what each agent did this step: a line to the object or place it acted on
@@ -1014,20 +1025,42 @@ function drawHousehold(ep, s, box) {
     el("circle", { cx: px, cy: pz, r: 8.5, fill: agentColor(i), stroke: "#fff", "stroke-width": 1.5 }, g);
     el("text", { x: px, y: pz + 3.5, "text-anchor": "middle", "font-size": 10, fill: "#fff",
                  "font-weight": 700, text: String(i) }, g);
+    taken.push([px - 9, pz - 9, 18, 18]);
+    // what it holds: the object's own mark (diamond, colour by kind) beside the agent
     a.held.forEach((h, k2) => {
       const nd = nodes[h];
       const isKnife = nd && nd.tags.includes("knife");
-      el("rect", { x: px + 10, y: pz - 10 + k2 * 10, width: 8, height: 8, rx: 1,
-                   fill: isKnife ? "#212121" : nd && nd.tags.includes("goal") ? "#fb8c00" : "#bdbdbd",
+      const hx = px + 14, hy = pz - 6 + k2 * 10;
+      el("path", { d: `M${hx},${hy - 4} L${hx + 4},${hy} L${hx},${hy + 4} L${hx - 4},${hy} Z`,
+                   class: "held", fill: isKnife ? "#212121" : nd && nd.tags.includes("goal") ? "#fb8c00" : "#bdbdbd",
                    stroke: "#5d4037", "stroke-width": 0.8 }, g);
-      el("text", { x: px + 20, y: pz - 3 + k2 * 10, "font-size": 9, fill: "#3e2723",
-                   text: nd ? nd.cls : String(h) }, g);
+      taken.push([hx - 4, hy - 4, 8, 8]);
+      labels.push([0, g, hx, hy, nd ? nd.cls : String(h), 9, { fill: "#3e2723" }, 6]);
     });
     const cell = cells.find((c) => c.agent === i);
     title(g, `agent ${i}${st.roles ? " (" + st.roles[i] + ")" : ""} in room ${a.room}` +
       `${a.held.length ? ", holds " + a.held.map((h) => (nodes[h] ? nodes[h].cls + " " : "") + h).join(", ") : ""}` +
       `${cell ? "\nthis step: " + cell.detail : ""}`);
   });
+  // labels by priority: rooms, what agents hold, goal objects and the knife, goal targets
+  // and buffers, then the rest
+  // a room's label: down its left side, within its height (the name alone where the zone
+  // note finds no room)
+  for (const [x, y, texts, room] of roomLabels) {
+    const h = 14, rows = [0, room[1], W, room[1] + room[3]];
+    const spot = texts.flatMap((text) => {
+      const w = text.length * 11 * 0.68 + 2;
+      const ys = [...Array(Math.max(0, Math.floor((room[3] - 3) / h))).keys()].map((k) => y + k * h);
+      return ys.filter((yy) => isFree(taken, [rows[0], rows[1], rows[2], rows[3] - rows[1]], x, yy, w, h))
+        .map((yy) => [text, yy, w]);
+    })[0];
+    if (!spot) continue;
+    taken.push([x, spot[1], spot[2], h]);
+    el("text", { x: x + 1, y: spot[1] + 10.5, "font-size": 11, "font-weight": 700,
+                 fill: "#455a64", class: "map-label", text: spot[0] }, svg);
+  }
+  labels.sort((a, b) => a[0] - b[0]);
+  for (const [, g, x, y, text, size, attrs, gap] of labels) putLabel(g, taken, bounds, x, y, text, size, attrs, gap);
   // notes: goals, buffers, knife
   const need = st.subgoals.map((g) => `${g.key}: ${cur.satisfied[g.key] || 0}/${g.count}`);
   let notes = `<div><b>completion ${(100 * cur.completion).toFixed(0)}%</b> — ${esc(need.join(" · "))}</div>`;
@@ -1208,11 +1241,15 @@ function drawPhysicalScene(ep, s, svg, sc) {
 }
 
 // a label's top-left corner near (x, y): the nearest spot, ring by ring, that overlaps nothing
-// drawn and stays inside `bounds`; and whether it had to move past the first ring
-function placeLabel(taken, bounds, x, y, w, h, gap) {
-  const [bx, by, bw, bh] = bounds;
-  const free = (a, b) => a >= bx && a + w <= bx + bw && b >= by && b + h <= by + bh &&
+// drawn and stays inside `bounds`; and whether it had to move past the first ring. With
+// `optional`, null where no spot is free (else the first spot, over whatever lies there)
+function isFree(taken, [bx, by, bw, bh], a, b, w, h) {
+  return a >= bx && a + w <= bx + bw && b >= by && b + h <= by + bh &&
     !taken.some(([px, py, pw, ph]) => a < px + pw && a + w > px && b < py + ph && b + h > py);
+}
+
+function placeLabel(taken, bounds, x, y, w, h, gap, optional) {
+  const free = (a, b) => isFree(taken, bounds, a, b, w, h);
   let found = null;
   for (let ring = 0; ring < 5 && !found; ring++) {
     const d = gap + ring * 16;
@@ -1223,9 +1260,21 @@ function placeLabel(taken, bounds, x, y, w, h, gap) {
       if (free(x + dx, y + dy)) { found = [x + dx, y + dy, ring > 0]; break; }
     }
   }
+  if (!found && optional) return null;
   if (!found) found = [x + gap, y - h / 2, false];
   taken.push([found[0], found[1], w, h]);
   return found;
+}
+
+// draw `text` (font `size`) near (x, y) where it overlaps no label or mark in `taken`; a
+// label with no free spot nearby is left out (its mark's tooltip still names it): one
+// drawn over another could be read by nobody. Returns the text element or null.
+function putLabel(parent, taken, bounds, x, y, text, size, attrs, gap) {
+  const w = text.length * size * (attrs["font-weight"] ? 0.68 : 0.62) + 2, h = size + 3;
+  const spot = placeLabel(taken, bounds, x, y, w, h, gap, true);
+  if (!spot) return null;
+  return el("text", Object.assign({ x: spot[0] + 1, y: spot[1] + size * 0.95, "font-size": size,
+                                    class: "map-label", text: text }, attrs), parent);
 }
 
 function drawPhaseStrip(st, t, svg, top, W, h) {
