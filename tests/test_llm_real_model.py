@@ -85,7 +85,7 @@ def test_a_deadline_stops_a_local_generation(monkeypatch):
 
     ended: list[float] = []
 
-    def slow(messages, max_tokens, stop=None):  # a generation that only a stop ends
+    def slow(messages, max_tokens, stop=None, stop_at_json=False):  # only a stop ends it
         deadline = time.monotonic() + 30
         while not (stop and stop.is_set()) and time.monotonic() < deadline:
             time.sleep(0.01)
@@ -106,3 +106,23 @@ def test_a_deadline_stops_a_local_generation(monkeypatch):
     start = asyncio.run(cut())
     # the cancelled call told its thread to stop: it ended at once, not 30 s later
     assert ended and ended[0] - start < 5
+
+
+def test_a_local_reply_ends_at_its_json_object_or_a_repeated_line():
+    from coordbench.llm.client import TransformersProvider, repeats_a_line
+    from coordbench.llm.parse import extract_json
+    from coordbench.llm.registry import load_registry
+
+    assert repeats_a_line("go\nwait\n go \n") and not repeats_a_line("go\nwait\ngo")
+    assert not repeats_a_line("go\n\nwait\n")
+    provider = TransformersProvider(load_registry(None).get("smollm2"))
+    msgs = [{"role": "system", "content": "You are agent 0 in a house. Answer with one JSON "
+             "object."}, {"role": "user", "content": "You see: apple (40) on table (12), "
+             "fridge (9). Goal: put the apple in the fridge. Reply as {\"action\": \"grab\", "
+             "\"object\": {\"name\": ..., \"id\": ...}}."}]
+    text, _, n, _, reason = provider._generate(msgs, 90, None, True)
+    obj, _ = extract_json(text)
+    # the reply stops with its object, where it would have gone on to 90 tokens
+    assert obj is not None and text.rstrip().endswith("}") and n < 40 and reason == "stop"
+    long, _, n_long, _, _ = provider._generate(msgs, 90, None, False)
+    assert long.startswith(text) and n_long > n
