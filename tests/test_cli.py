@@ -278,3 +278,31 @@ def test_a_changed_plan_gets_its_own_default_folder_and_a_replay_says_so(tmp_pat
     assert "nothing new was played" not in first.stderr
     again = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert again.returncode == 0 and "nothing new was played" in again.stderr
+
+
+def test_a_model_episode_shows_its_calls_while_it_plays(tmp_path, monkeypatch):
+    import time
+
+    from coordbench.commands import common
+    from coordbench.llm.loopback import ScriptedServer
+    from tests.scripted_team import household_reply
+
+    def slow(body):  # a slow model: one episode takes seconds
+        time.sleep(0.4)
+        return household_reply(body)
+
+    monkeypatch.setattr(common, "LINE_EVERY_S", 0.5)
+    with ScriptedServer(slow) as server:
+        models = tmp_path / "models.yaml"
+        models.write_text(f"models:\n  slow:\n    base_url: {server.base_url}\n"
+                          "    model: slow-1\n    timeout_s: 10\n")
+        res = runner.invoke(app, ["mecobench", "run", "--agents", "llm", "--model", "slow",
+                                  "--models", str(models), "--limit", "1", "--max-steps", "5",
+                                  "--no-cache", "--out", str(tmp_path / "r"), "--json"])
+    assert res.exit_code == 0, res.output
+    playing = [ln for ln in res.stderr.splitlines() if ln.endswith(" playing")]
+    # before its one episode ended, progress lines counted the calls as they were made
+    assert len(playing) >= 2 and all("0/1 episodes" in ln for ln in playing)
+    calls = [int(ln.split("calls ")[1].split()[0]) for ln in playing]
+    assert calls == sorted(calls) and calls[0] >= 1 and calls[-1] > calls[0]
+    json.loads(res.stdout.strip().splitlines()[-1])  # stdout keeps its one JSON line

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shlex
 import sys
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -165,20 +166,26 @@ def command_line() -> str:
     return "coordbench " + " ".join(shlex.quote(a) for a in sys.argv[1:])
 
 
+LINE_EVERY_S = 10.0  # seconds between two plain progress lines of one condition
+
+
 class Bars:
     """Progress bars for the condition engine (one per condition); with `stats`, a model
     harness of this process, each bar also shows its calls, cache hits, retries and tokens.
 
     When stderr is not a terminal (a log file, CI, a pipe) bars cannot redraw, so progress is
     printed as plain lines instead: one per condition at most every `every_s` seconds, and
-    one when a condition is done.
+    one when a condition is done. Model calls show between episodes too (`heartbeat`): an
+    episode of a slow model can take minutes.
     """
 
     def __init__(self, prog: Progress, stats: Any = None, lines: bool = False,
-                 every_s: float = 10.0) -> None:
+                 every_s: float | None = None) -> None:
         self.prog, self.bars, self.labels, self.stats = prog, {}, {}, stats
-        self.lines, self.every_s = lines, every_s
+        self.lines = lines
+        self.every_s = LINE_EVERY_S if every_s is None else every_s
         self.counts: dict[str, list[float]] = {}  # condition -> [done, total, start, last line]
+        self.seen_calls = 0  # the harness's calls when progress last showed them
 
     def start(self, condition: str, label: str, total: int, done: int) -> None:
         """Add a bar for `condition`."""
@@ -204,6 +211,26 @@ class Bars:
         err.print(f"{self.labels[condition]}: {int(done)}/{int(total)} episodes, {took:.0f} s"
                   f"{pace(done - first, total - done, took)}{self._harness()}"
                   f"{' ' + what if what else ''}", highlight=False, soft_wrap=True)
+
+    def heartbeat(self) -> None:
+        """Show the model calls made since progress last moved (the calls, tokens and
+        in-flight counts of each condition still playing): bars redraw, plain lines print
+        at most every `every_s` seconds."""
+        st = self.stats
+        if st is None or st.calls == self.seen_calls:
+            return
+        now = time.monotonic()
+        for condition, c in list(self.counts.items()):
+            if c[0] >= c[1]:
+                continue
+            if not self.lines:
+                self.seen_calls = st.calls
+                self.prog.update(self.bars[condition],
+                                 description=self.labels[condition] + ":" + self._harness()[1:])
+            elif now - c[3] >= self.every_s:
+                self.seen_calls = st.calls
+                c[3] = now
+                self._line(condition, "playing")
 
     def advance(self, condition: str, n: int) -> None:
         """Advance `condition`'s bar."""
@@ -245,7 +272,23 @@ def bars(quiet: bool, stats: Any = None) -> Iterator[Bars]:
                     TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
                     console=err, disable=quiet or lines, transient=False)
     with prog:
-        yield Bars(prog, stats, lines=lines)
+        shown = Bars(prog, stats, lines=lines)
+        stop = threading.Event()
+        beat = threading.Thread(target=_beat, args=(shown, stop), daemon=True)
+        if stats is not None and not quiet:
+            beat.start()
+        try:
+            yield shown
+        finally:
+            stop.set()
+            if beat.is_alive():
+                beat.join(timeout=5)
+
+
+def _beat(shown: Bars, stop: threading.Event) -> None:
+    # a model episode can take minutes: its calls show as they are made
+    while not stop.wait(min(1.0, shown.every_s)):
+        shown.heartbeat()
 
 
 def run_dir(path: Path):
