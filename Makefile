@@ -59,6 +59,7 @@ bench: install-dev
 	$(BIN)/python benchmarks/adaptive_concurrency.py
 	$(BIN)/python benchmarks/harness_scale.py
 	$(BIN)/python benchmarks/crossplay.py
+	$(BIN)/python benchmarks/readme_lines.py
 	$(BIN)/python benchmarks/stat_train_speed.py --qmix-full
 	$(BIN)/python benchmarks/stat_dqn_update.py
 	$(BIN)/python benchmarks/stat_adam.py

@@ -175,7 +175,8 @@ def served_models(tmp_path):
         yield server
 
 
-def _models_yaml(base_url: str) -> str:
+def models_yaml(base_url: str) -> str:
+    """Return a models.yaml naming the scripted server as each alias the documents use."""
     entry = {"base_url": base_url, "model": "scripted-1", "max_retries": 1, "timeout_s": 10,
              "supports_images": True}
     return yaml.safe_dump({"models": {a: dict(entry) for a in ("gpt", "llama", "scripted")}})
@@ -204,7 +205,7 @@ def test_every_command_line_of_a_document_runs(doc, tmp_path, served_models, mon
                         lambda options: cohub.Settings(("CoCarry",), ("CoCarry",), 2, 5, 2, 1))
     env = {**os.environ, "COLUMNS": "200"}
     # the bundled model's lines play the scripted server too (SHRINK)
-    (tmp_path / "models.yaml").write_text(_models_yaml(served_models.base_url))
+    (tmp_path / "models.yaml").write_text(models_yaml(served_models.base_url))
     ran = 0
     for line in command_lines(path):
         if (doc, line) in NOT_RUN:
@@ -218,7 +219,7 @@ def test_every_command_line_of_a_document_runs(doc, tmp_path, served_models, mon
         print(f"{time.monotonic() - start:6.1f} s  {shrunk(line)}")
         if line.startswith("cp docs/models.example.yaml"):
             # "then set your endpoints": ours is the scripted server
-            (tmp_path / "models.yaml").write_text(_models_yaml(served_models.base_url))
+            (tmp_path / "models.yaml").write_text(models_yaml(served_models.base_url))
         assert "Traceback" not in out, (line, out)
         ran += 1
     assert ran > 0
