@@ -56,6 +56,7 @@ SHRINK = [
     (r"--seeds 0-4", "--seeds 0"),
     (r"--steps \d+", "--steps 200"),
     (r"--n \d+ ", "--n 3 "),
+    (r"--cases 12 --physical 2", "--cases 2 --physical 1"),
     (r"physical demos --task all", "physical demos --task CoCarry"),  # the one the lines use
     (r"--n-demos \d+", "--n-demos 3"),
     (r"--batch 4096 --seconds 5", "--batch 64 --seconds 0.2"),
@@ -199,10 +200,19 @@ def test_every_command_line_of_a_document_runs(doc, tmp_path, served_models, mon
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr("coordbench.llm.cache.DEFAULT_CACHE", tmp_path / "responses.sqlite")
     # CoHuB's quick study trains and plays 3 tasks x 8 policies (minutes): here one task,
-    # 2 demonstrations, 5 steps, 2 rollouts (tests/test_reproduce_cohub.py plays the same)
-    from coordbench.reproduce import cohub
+    # 2 demonstrations, 5 steps, 1 rollout (tests/test_reproduce_cohub.py plays 2)
+    from coordbench.reproduce import cohub, cross, metrics
     monkeypatch.setattr(cohub, "settings",
-                        lambda options: cohub.Settings(("CoCarry",), ("CoCarry",), 2, 5, 2, 1))
+                        lambda options: cohub.Settings(("CoCarry",), ("CoCarry",), 2, 5, 1, 1))
+    # the metrics and cross studies' quick samples, smaller (tests/test_reproduce_metrics.py
+    # and tests/test_reproduce_cross.py play them at the quick sizes)
+    monkeypatch.setattr(metrics, "sizes",
+                        lambda options: {"household": 4, "constructs": 24, "stat": 4})
+    monkeypatch.setattr(cross, "_stat_episodes", lambda key, options: 4)
+    whole = cross._condition
+    monkeypatch.setattr(cross, "_condition", lambda key, options, out: (
+        *whole(key, options, out)[:2], 8 if key.family == "constructs" else
+        whole(key, options, out)[2]))
     env = {**os.environ, "COLUMNS": "200"}
     # the bundled model's lines play the scripted server too (SHRINK)
     (tmp_path / "models.yaml").write_text(models_yaml(served_models.base_url))

@@ -38,8 +38,7 @@ def _reply(body):
 @pytest.mark.xdist_group("reproduce-cross")
 def test_cross_quick_offline_then_with_a_model(tmp_path):
     out = tmp_path / "cross"
-    payload = _reproduce("--quick", "--steps", "4000", "--out", str(out), "--workers", "2",
-                         "--executor", "process")
+    payload = _reproduce("--quick", "--steps", "1000", "--out", str(out))
     assert payload["paper"] == "cross"
     found = {f["id"]: f for f in payload["findings"]}
     assert len(found) == len(payload["findings"])
@@ -72,7 +71,7 @@ def test_cross_quick_offline_then_with_a_model(tmp_path):
         models = tmp_path / "m.yaml"
         models.write_text(f"models:\n  s:\n    base_url: {server.base_url}\n    model: s\n"
                           "    max_retries: 0\n    timeout_s: 5\n")
-        with_model = _reproduce("--quick", "--steps", "4000", "--out", str(out), "--model",
+        with_model = _reproduce("--quick", "--steps", "1000", "--out", str(out), "--model",
                                 "s", "--models", str(models), "--limit", "1")
     found = {f["id"]: f for f in with_model["findings"]}
     assert "X-llm-broadcast-redundancy" in found
@@ -94,7 +93,7 @@ def test_cross_quick_offline_then_with_a_model(tmp_path):
     with ScriptedServer(_reply) as server:
         models.write_text(f"models:\n  s:\n    base_url: {server.base_url}\n    model: s\n"
                           f"  t:\n    base_url: {server.base_url}\n    model: t\n")
-        both = _reproduce("--quick", "--steps", "4000", "--out", str(out), "--model",
+        both = _reproduce("--quick", "--steps", "1000", "--out", str(out), "--model",
                           "s,t", "--models", str(models), "--limit", "1")
         assert {r["model"] for r in server.requests} == {"t"}
     run = RunDir.open(out)
@@ -104,3 +103,12 @@ def test_cross_quick_offline_then_with_a_model(tmp_path):
     data = json.loads((out / "findings.json").read_text())
     pairs = next(i["data"] for i in data["items"] if i["ref"] == "Models, paired")["pairs"]
     assert set(pairs) == {"s - t"} and pairs["s - t"]["pairs"] > 0
+
+
+def test_interval_bars_take_an_end_a_rounding_error_inside_its_estimate():
+    from coordbench.reproduce.plots import interval_bars
+
+    # a correlation's interval over few points can end 1e-16 past its estimate
+    fig = interval_bars("r", {"panel": {"a": (0.5, 0.5 + 1e-16, 0.7), "b": (0.2, None, None),
+                                        "c": (None, None, None)}})
+    assert fig.caption == "r"

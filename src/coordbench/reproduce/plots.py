@@ -73,8 +73,10 @@ def interval_bars(caption: str, panels: Mapping[str, Mapping[str, tuple[Any, Any
         hi = _arr([bars[n][2] if bars[n][2] is not None else bars[n][0] for n in names])
         y = np.arange(len(names))
         ax.barh(y, np.nan_to_num(mean), color="C0", alpha=0.75)
-        ax.errorbar(np.nan_to_num(mean), y, xerr=[np.nan_to_num(mean - lo),
-                                                   np.nan_to_num(hi - mean)],
+        # an interval's end can sit a rounding error inside its estimate (a correlation's
+        # Fisher-z interval on few points): matplotlib refuses a negative error
+        ax.errorbar(np.nan_to_num(mean), y, xerr=[np.maximum(0, np.nan_to_num(mean - lo)),
+                                                   np.maximum(0, np.nan_to_num(hi - mean))],
                     fmt="none", ecolor="black", capsize=2, lw=1)
         ax.set_yticks(y, names, fontsize=8)
         ax.invert_yaxis()
