@@ -7,8 +7,8 @@ rules (`SHRINK`, `FEWER`): fewer episodes, rollouts, steps and seeds, never othe
 Model lines talk to a scripted OpenAI-compatible server on 127.0.0.1 named by the models.yaml
 the documents tell the reader to write; the bundled `smollm2` lines do too (the bundled
 model itself is played in tests/test_llm_real_model.py). `NOT_RUN` lists the few lines not
-run here and why; a document that gains or loses a line fails this test until the lists
-agree.
+run here and why, and `PLAYED_ELSEWHERE` the study lines a test of their own plays (checked:
+that test invokes the command); a document that loses such a line fails this test.
 """
 
 from __future__ import annotations
@@ -47,6 +47,16 @@ NOT_RUN = {
     ("llm.md", ".venv/bin/coordbench mecobench run --agents llm --model served --models "
                "served.yaml --limit 1 --max-steps 2 --no-cache --out runs/served"):
         "as above",
+}
+
+# lines whose command a test of its own plays at its size (or larger), so this test does
+# not play it again: (document, line) -> that test file, which must invoke the command
+PLAYED_ELSEWHERE = {
+    ("README.md", "coordbench reproduce stat --quick"): "test_reproduce_stat.py",
+    ("README.md", "coordbench reproduce cross --quick"): "test_reproduce_cross.py",
+    ("README.md", "coordbench reproduce cohub --quick"): "test_reproduce_cohub.py",
+    ("README.md", "coordbench reproduce metrics --quick"): "test_reproduce_metrics.py",
+    ("physical.md", "coordbench reproduce cohub --quick --json"): "test_reproduce_cohub.py",
 }
 
 # options rewritten on every line (pattern, replacement): the same command, less of it
@@ -91,8 +101,6 @@ FEWER = [
     ("coordbench reproduce stat", "--steps", "200"), ("coordbench reproduce stat", "--seeds", "0"),
     ("coordbench reproduce stat", "--methods", "vdn"),
     ("coordbench reproduce stat", "--regime", "baseline"),
-    ("coordbench reproduce cross", "--steps", "200"),
-    ("coordbench reproduce cohub", "--steps", "30"),
 ]
 
 
@@ -186,6 +194,12 @@ def models_yaml(base_url: str) -> str:
 def test_the_not_run_lines_are_in_the_documents():
     every = {(p.name, line) for p in DOCS for line in command_lines(p)}
     assert set(NOT_RUN) <= every, set(NOT_RUN) - every
+    assert set(PLAYED_ELSEWHERE) <= every, set(PLAYED_ELSEWHERE) - every
+    for (_, line), test_file in PLAYED_ELSEWHERE.items():
+        # the test named plays that very command (its words, in the CLI's list form)
+        words = line.split()[1:3]
+        text = (ROOT / "tests" / test_file).read_text()
+        assert f'"{words[0]}", "{words[1]}"' in text and '"--quick"' in text, (line, test_file)
     # every line runs somewhere: a coordbench command or a shell line of the documents
     assert all(shrunk(line).split()[0] in ("coordbench", "cp", "printf", "make")
                for doc_line in every - set(NOT_RUN) for line in [doc_line[1]]), every
@@ -199,26 +213,12 @@ def test_every_command_line_of_a_document_runs(doc, tmp_path, served_models, mon
     (tmp_path / ".venv").symlink_to(Path(sys.executable).parents[1])
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr("coordbench.llm.cache.DEFAULT_CACHE", tmp_path / "responses.sqlite")
-    # CoHuB's quick study trains and plays 3 tasks x 8 policies (minutes): here one task,
-    # 2 demonstrations, 5 steps, 1 rollout (tests/test_reproduce_cohub.py plays 2)
-    from coordbench.reproduce import cohub, cross, metrics
-    monkeypatch.setattr(cohub, "settings",
-                        lambda options: cohub.Settings(("CoCarry",), ("CoCarry",), 2, 5, 1, 1))
-    # the metrics and cross studies' quick samples, smaller (tests/test_reproduce_metrics.py
-    # and tests/test_reproduce_cross.py play them at the quick sizes)
-    monkeypatch.setattr(metrics, "sizes",
-                        lambda options: {"household": 4, "constructs": 24, "stat": 4})
-    monkeypatch.setattr(cross, "_stat_episodes", lambda key, options: 4)
-    whole = cross._condition
-    monkeypatch.setattr(cross, "_condition", lambda key, options, out: (
-        *whole(key, options, out)[:2], 8 if key.family == "constructs" else
-        whole(key, options, out)[2]))
     env = {**os.environ, "COLUMNS": "200"}
     # the bundled model's lines play the scripted server too (SHRINK)
     (tmp_path / "models.yaml").write_text(models_yaml(served_models.base_url))
     ran = 0
     for line in command_lines(path):
-        if (doc, line) in NOT_RUN:
+        if (doc, line) in NOT_RUN or (doc, line) in PLAYED_ELSEWHERE:
             continue
         if line.startswith("coordbench stat eval") and "--policy runs/train/" in line:
             # the checkpoint a training line above wrote, under the name it printed
