@@ -586,7 +586,7 @@ class ModelHarness:
         if schema is not None and spec.provider == "transformers":
             # an in-process model ends its reply at its first complete JSON object, as a
             # server constraining output to a schema does (a small model otherwise rambles
-            # on to max_tokens, at 60 ms a token on two cores)
+            # on to max_tokens, at 75 ms a token on two cores)
             generation["stop_at_json"] = True
         if self.seed is not None and spec.provider == "openai":
             generation.setdefault("seed", self.seed)

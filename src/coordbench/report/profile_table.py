@@ -109,10 +109,12 @@ def cell(m: dict[str, Any] | None) -> str:
     if m is None:
         return "n/a"
     if m.get("ci95") is None or m.get("lo") is None:
-        return _num(m["mean"]) + few(m.get("n"))
-    if m.get("interval") == "t-clipped":
-        return f"{_num(m['mean'])} [{_num(m['lo'])}, {_num(m['hi'])}]" + few(m.get("n"))
-    return f"{_num(m['mean'])} ± {_num(m['ci95'])}" + few(m.get("n"))
+        text = _num(m["mean"])
+    elif m.get("interval") == "t-clipped":
+        text = f"{_num(m['mean'])} [{_num(m['lo'])}, {_num(m['hi'])}]"
+    else:
+        text = f"{_num(m['mean'])} ± {_num(m['ci95'])}"
+    return text + few(m.get("n"))
 
 
 _HEAD = ["run", "suite", "condition", "n", *KEYS]

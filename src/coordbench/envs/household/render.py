@@ -141,14 +141,16 @@ def label_owners(views: list[list[tuple[float, int, str, tuple[float, float, flo
 
 
 def render_view(env: HouseholdEnv, agent: int, yaw_deg: float, label: str,
-                labelled: set[int] | None = None) -> Image.Image:
+                labelled: set[int] | None = None, shapes: list | None = None) -> Image.Image:
     """Return one labelled view of agent `agent` looking along `yaw_deg` (0 = +z), with
-    labels on the nodes in `labelled` (every node it shows when None)."""
+    labels on the nodes in `labelled` (every node it shows when None); `shapes`: the
+    view's `view_shapes`, when the caller has them already."""
     img = Image.new("RGB", (SIZE, SIZE), (205, 200, 190))
     draw = ImageDraw.Draw(img)
     horizon = SIZE / 2 - FOCAL * math.tan(PITCH)
     draw.rectangle([0, horizon, SIZE, SIZE], fill=(150, 130, 110))
-    shapes = view_shapes(env, agent, yaw_deg)
+    if shapes is None:
+        shapes = view_shapes(env, agent, yaw_deg)
     for _, _nid, cls, box in sorted(shapes):
         draw.rectangle(box, fill=_colour(cls), outline=(20, 20, 20))
     for spot, text, rect in label_layout(draw, shapes, labelled):
@@ -162,10 +164,11 @@ def render_view(env: HouseholdEnv, agent: int, yaw_deg: float, label: str,
 def render_agent(env: HouseholdEnv, agent: int) -> Image.Image:
     """Return the agent's four views in a 2x2 grid (512 x 512: front, right / back, left),
     each node labelled in one view only (`label_owners`)."""
-    owners = label_owners([view_shapes(env, agent, yaw) for _, yaw in VIEWS])
+    views = [view_shapes(env, agent, yaw) for _, yaw in VIEWS]
+    owners = label_owners(views)
     out = Image.new("RGB", (2 * SIZE, 2 * SIZE))
     for k, (label, yaw) in enumerate(VIEWS):
-        view = render_view(env, agent, yaw, label, owners[k])
+        view = render_view(env, agent, yaw, label, owners[k], views[k])
         out.paste(view, ((k % 2) * SIZE, (k // 2) * SIZE))
     draw = ImageDraw.Draw(out)  # the views' borders: no box reads as one across two views
     draw.rectangle([SIZE - 1, 0, SIZE, 2 * SIZE], fill=(30, 30, 30))

@@ -1047,17 +1047,17 @@ function drawHousehold(ep, s, box) {
   // a room's label: down its left side, within its height (the name alone where the zone
   // note finds no room)
   for (const [x, y, texts, room] of roomLabels) {
-    const h = 14, rows = [0, room[1], W, room[1] + room[3]];
-    const spot = texts.flatMap((text) => {
+    const h = 14, within = [0, room[1], W, room[3]];  // the room's height, any width
+    placing: for (const text of texts) {
       const w = text.length * 11 * 0.68 + 2;
-      const ys = [...Array(Math.max(0, Math.floor((room[3] - 3) / h))).keys()].map((k) => y + k * h);
-      return ys.filter((yy) => isFree(taken, [rows[0], rows[1], rows[2], rows[3] - rows[1]], x, yy, w, h))
-        .map((yy) => [text, yy, w]);
-    })[0];
-    if (!spot) continue;
-    taken.push([x, spot[1], spot[2], h]);
-    el("text", { x: x + 1, y: spot[1] + 10.5, "font-size": 11, "font-weight": 700,
-                 fill: "#455a64", class: "map-label", text: spot[0] }, svg);
+      for (let yy = y; yy + h <= room[1] + room[3]; yy += h) {
+        if (!isFree(taken, within, x, yy, w, h)) continue;
+        taken.push([x, yy, w, h]);
+        el("text", { x: x + 1, y: yy + 10.5, "font-size": 11, "font-weight": 700,
+                     fill: "#455a64", class: "map-label", text: text }, svg);
+        break placing;
+      }
+    }
   }
   labels.sort((a, b) => a[0] - b[0]);
   for (const [, g, x, y, text, size, attrs, gap] of labels) putLabel(g, taken, bounds, x, y, text, size, attrs, gap);
