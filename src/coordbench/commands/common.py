@@ -156,9 +156,11 @@ def errored_summary(run: Any, conditions: Sequence[str]) -> str | None:
         first = json.loads(lines.rsplit("\n", 1)[-1]).get("detail") or ""
     except (OSError, ValueError, AttributeError):
         pass
-    return (f"{len(keys)} episode{'s' * (len(keys) != 1)} failed for provider reasons and "
-            f"are not counted ({first[:160] or 'see the errors folder'}); they are kept in "
-            f"{run.path / 'errors'} and a rerun of this command replays them")
+    one = len(keys) == 1
+    return (f"{len(keys)} episode{'' if one else 's'} failed for provider reasons and "
+            f"{'is' if one else 'are'} not counted ({first[:160] or 'see the errors folder'}); "
+            f"{'it is' if one else 'they are'} kept in {run.path / 'errors'} and a rerun of "
+            f"this command replays {'it' if one else 'them'}")
 
 
 def command_line() -> str:
