@@ -57,7 +57,7 @@ def content(run_dir):
     out = {}
     for cond in rd.conditions:
         for tr in rd.load_episodes(cond):
-            events = [e.model_dump(exclude={"latency_s", "attempts"}) for e in tr.events]
+            events = [e.model_dump(exclude={"latency_s", "attempts", "tries"}) for e in tr.events]
             out[tr.header.episode_id] = events
     return out
 
@@ -203,6 +203,19 @@ def test_a_mix_of_faults_never_ends_a_run(tmp_path):
     (cond,) = rd.conditions
     assert len(rd.episode_keys(cond)) == 3 and rd.errored_keys(cond) == []
     assert runner.invoke(app, ["report", str(out)]).exit_code == 0
+    # every request the server saw is one attempt in the episodes' records: the faults
+    # retried away are there, each with its outcome and why
+    calls = [c for key in rd.episode_keys(cond)
+             for c in rd.load_episode(cond, key).steps(ModelCallEvent)]
+    tries = [a for c in calls for a in c.tries]
+    assert len(tries) == sum(c.attempts for c in calls) == len(server.served)
+    assert all(c.tries[-1].outcome == "ok" for c in calls)
+    # every fault that answers at once is a failed attempt; a slow, dripping or hanging one
+    # either answers in time or meets the 1 s deadline
+    late = [f for f in served if str(f).startswith(("slow", "drip", "hang"))]
+    assert sum(a.outcome not in ("ok", "timeout") for a in tries) == len(served) - len(late)
+    assert sum(a.outcome == "timeout" for a in tries) <= len(late)
+    assert all(a.why for a in tries if a.outcome != "ok")
 
 
 def test_a_dripping_server_meets_the_deadline():
@@ -351,6 +364,47 @@ def test_a_call_that_fails_with_and_without_its_schema_records_every_attempt():
     # 3 attempts with the schema, 1 without: the failure says both
     assert "asked again without the schema after" in str(e.value)
     assert "(after 3 attempts)" in str(e.value)
+
+
+def test_every_attempt_of_a_call_is_its_own_record_in_the_episode():
+    key = "sk-" + "q7" * 160  # longer than any cut of an error text
+    replies = [(429, {"error": {"message": f"slow down {key}"}}, {"Retry-After": "0"}),
+               (200, "<html>oops</html>", {}),
+               (500, {"error": {"message": f"boom for {key}"}}, {}),
+               (422, {"error": {"message": "schema not supported"}}, {}),
+               (200, {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
+                      "choices": [{"index": 0, "finish_reason": "stop", "message": {
+                          "role": "assistant", "content": "{}"}}],
+                      "usage": {"prompt_tokens": 1, "completion_tokens": 1,
+                                "total_tokens": 2}}, {})]
+
+    def handler(request):
+        status, body, headers = replies.pop(0)
+        if isinstance(body, str):
+            return httpx2.Response(status, text=body, headers=headers)
+        return httpx2.Response(status, json=body, headers=headers)
+
+    import os
+    os.environ["COORDBENCH_TEST_KEY_TRIES"] = key
+    try:
+        reg = Registry({"m": ModelSpec(alias="m", base_url="http://mock/v1", model="m",
+                                       max_retries=3, structured_output="json_schema",
+                                       api_key_env="COORDBENCH_TEST_KEY_TRIES")})
+        h = ModelHarness(reg, None, backoff_base=0.001, http_client=httpx2.AsyncClient(
+            transport=httpx2.MockTransport(handler)))
+        # with no episode open, the record the episode would get is the call's event
+        out = asyncio.run(h.complete("m", [{"role": "user", "content": "x"}],
+                                     who=(0, "agent", "act"), schema={"type": "object"}))
+    finally:
+        del os.environ["COORDBENCH_TEST_KEY_TRIES"]
+    assert out.error is None and out.attempts == 5 and not replies
+    event = ModelCallEvent.model_validate({**out.event, "t": 0})
+    assert [(a.outcome, a.with_schema) for a in event.tries] == [
+        ("throttled", True), ("malformed", True), ("transient", True), ("refused", True),
+        ("ok", False)]
+    assert all(a.wait_s > 0 for a in event.tries[:3]) and event.tries[3].wait_s == 0
+    assert "500" in event.tries[2].why and "[redacted]" in event.tries[2].why
+    assert key[:20] not in event.model_dump_json()
 
 
 def test_harness_stats_name_the_command_that_spent_the_tokens(tmp_path):

@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter
 from pydantic_core import PydanticSerializationError
 
-SCHEMA_VERSION = "1.6"
+SCHEMA_VERSION = "1.7"
 
 # JSON allows these raw inside strings, but str.splitlines() and many line readers break on
 # them; a model reply can hold any of them, so they are written escaped.
@@ -156,6 +156,18 @@ class MessageEvent(_Record):
     tokens: int = 0
 
 
+class CallTry(_Record):
+    """One attempt of a model call (schema 1.7): whether the request carried the JSON schema,
+    its latency, how it ended (ok, throttled, transient, malformed, timeout, permanent,
+    refused), why (the provider's error, redacted) and the backoff waited after it."""
+
+    with_schema: bool = False
+    latency_s: float = 0.0
+    outcome: str
+    why: str | None = None
+    wait_s: float = 0.0
+
+
 class ModelCallEvent(_Record):
     """One model call: who made it, for what, how it went. Never holds credentials."""
 
@@ -178,6 +190,8 @@ class ModelCallEvent(_Record):
     parse_error: str | None = None
     error: str | None = None
     structured: bool = False  # the request carried a JSON schema the server accepted (1.4)
+    # every attempt, the re-ask without the schema included (1.7); none for a cache hit
+    tries: list[CallTry] = []
     reply: str = ""
 
 

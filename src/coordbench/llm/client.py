@@ -160,6 +160,7 @@ class Completion:
     error: str | None = None
     provider_failed: bool = False  # the error is the provider's, not the reply's
     structured: bool = False  # the request carried a JSON schema the server accepted
+    tries: list[dict[str, Any]] = field(default_factory=list)  # one record per attempt
     event: dict[str, Any] | None = field(default=None, repr=False)  # its model_call record
 
     @property
@@ -176,7 +177,8 @@ class Completion:
                 "completion_tokens": self.completion_tokens,
                 "cached_tokens": self.cached_tokens, "cost": self.cost,
                 "finish_reason": self.finish_reason, "error": self.error,
-                "structured": self.structured, "reply": self.text[:4000]}
+                "structured": self.structured, "tries": self.tries,
+                "reply": self.text[:4000]}
 
 
 class Provider(ABC):
@@ -552,6 +554,7 @@ class ModelHarness:
             # whole time are on it, and a failure says what the schema attempt met
             retry.attempts += done.attempts
             retry.latency_s += done.latency_s
+            retry.tries = done.tries + retry.tries
             if retry.error is not None and done.error is not None:
                 retry.error = (f"{retry.error} (asked again without the schema after: "
                                f"{done.error})")[:600]
@@ -602,6 +605,7 @@ class ModelHarness:
             return self._open_circuit(alias, key)
         provider = self.provider(alias)
         attempts, error, provider_failed = 0, None, False
+        tries: list[dict[str, Any]] = []
         reply: tuple[str, int, int, int, str | None] | None = None
         start = time.perf_counter()
         # each attempt holds a place under the alias's cap; a retry waits for its backoff
@@ -622,6 +626,7 @@ class ModelHarness:
                 attempts += 1
                 self.stats.in_flight += 1
                 self.stats.max_in_flight = max(self.stats.max_in_flight, self.stats.in_flight)
+                began, outcome, why = time.perf_counter(), "ok", None
                 try:
                     # a deadline for the whole call, not an idle-read timeout: cancelling
                     # closes the request's connection
@@ -630,14 +635,19 @@ class ModelHarness:
                     cap.success()
                     break
                 except ReplyError as e:
-                    error = str(e)
+                    error, outcome, why = str(e), "refused", str(e)
                     break
                 except PermanentError as e:
                     error, provider_failed = str(e), True
+                    outcome, why = "permanent", error
                     break
                 except (TransientError, TimeoutError) as e:
                     error = (str(e) if isinstance(e, TransientError)
                              else f"no reply within the {spec.timeout_s:g} s deadline")
+                    outcome = ("throttled" if isinstance(e, Throttled) else "malformed"
+                               if isinstance(e, MalformedReply) else "timeout"
+                               if isinstance(e, TimeoutError) else "transient")
+                    why = error
                     if attempts > retries:
                         error = f"{error} (after {attempts} attempts)"
                         provider_failed = True
@@ -649,6 +659,7 @@ class ModelHarness:
                         delay = max(delay, min(e.retry_after or 0.0, 60.0))
                 finally:
                     self.stats.in_flight -= 1
+                    tries.append(self._try(alias, structured, began, outcome, why, delay))
             await asyncio.sleep(delay)
         latency = time.perf_counter() - start
         if provider_failed:
@@ -660,7 +671,8 @@ class ModelHarness:
             self.stats.failures += 1
             return Completion(text="", alias=alias, latency_s=latency, attempts=attempts,
                               request_hash=key, error=self.redact(alias, error or "no reply"),
-                              provider_failed=provider_failed, structured=structured)
+                              provider_failed=provider_failed, structured=structured,
+                              tries=tries)
         text, p, c, cached, reason = reply
         text = self.redact(alias, text)
         reason = self.redact(alias, reason)[:40] if reason is not None else None
@@ -677,12 +689,22 @@ class ModelHarness:
         done = Completion(text=text, alias=alias, prompt_tokens=p, completion_tokens=c,
                           cached_tokens=cached, finish_reason=reason, latency_s=latency,
                           attempts=attempts, request_hash=key, cost=cost,
-                          structured=structured)
+                          structured=structured, tries=tries)
         if self.cache is not None:
             self.cache.put(key, {"text": text, "alias": alias, "prompt_tokens": p,
                                  "completion_tokens": c, "cached_tokens": cached,
                                  "finish_reason": reason, "cost": cost})
         return done
+
+    def _try(self, alias: str, structured: bool, began: float, outcome: str,
+             why: str | None, wait_s: float) -> dict[str, Any]:
+        """Return one attempt's record: whether it carried the schema, how long it took, how
+        it ended (ok, throttled, transient, malformed, timeout, permanent, refused), why
+        (redacted before it is cut) and the backoff it waited before the next attempt."""
+        return {"with_schema": structured, "latency_s": round(time.perf_counter() - began, 4),
+                "outcome": outcome,
+                "why": None if why is None else self.redact(alias, why)[:300],
+                "wait_s": round(wait_s, 4)}
 
     def _open_circuit(self, alias: str, key: str) -> Completion:
         self.stats.failures += 1

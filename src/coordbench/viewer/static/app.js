@@ -484,8 +484,19 @@ function callHTML(ep, c, open) {
     `${c.finish_reason ? " · " + esc(c.finish_reason) : ""}${c.structured ? " · schema" : ""}` +
     `${c.parse_error ? `<div style="color:#8a1c1c">parse error: ${esc(c.parse_error)}</div>` : ""}` +
     `${c.error ? `<div style="color:#8a1c1c">error: ${esc(c.error)}</div>` : ""}` +
+    triesHTML(c) +
     promptHTML(ep, c) +
     `<details${open ? " open" : ""}><summary class="muted">reply</summary><pre>${esc(c.reply || "(empty)")}</pre></details></div>`;
+}
+
+function triesHTML(c) {
+  // every attempt of a call that needed more than one (schema 1.7)
+  const tries = c.tries || [];
+  if (tries.length < 2) return "";
+  const rows = tries.map((a, i) => `<li>${i + 1}. ${esc(a.outcome)}${a.with_schema ? " · schema" : ""}` +
+    ` · ${fmt(a.latency_s)} s${a.wait_s ? " · then waited " + fmt(a.wait_s) + " s" : ""}` +
+    `${a.why ? " · " + esc(a.why) : ""}</li>`).join("");
+  return `<details class="tries"><summary class="muted">${tries.length} attempts</summary><ul>${rows}</ul></details>`;
 }
 
 function physicalCallsHTML(ep, t) {
