@@ -58,6 +58,7 @@ bench: install-dev
 	$(BIN)/python benchmarks/llm_harness.py
 	$(BIN)/python benchmarks/adaptive_concurrency.py
 	$(BIN)/python benchmarks/harness_scale.py
+	$(BIN)/python benchmarks/ray_node_loss.py
 	$(BIN)/python benchmarks/crossplay.py
 	$(BIN)/python benchmarks/readme_lines.py
 	$(BIN)/python benchmarks/stat_train_speed.py --qmix-full

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any
 
-from coordbench.errors import ConfigError
+from coordbench.errors import ConfigError, CoordbenchError
 
 EXECUTORS = ("local", "process", "ray")
 LOOPBACK = "127.0.0.1"
@@ -105,15 +106,26 @@ class RayExecutor(Executor):
             self._ray.shutdown()
 
     def map(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> Iterator[Any]:
-        """Yield fn(item) for each item as its Ray task finishes."""
+        """Yield fn(item) for each item as its Ray task finishes.
+
+        A task lost with its node or worker process is run again on a live node, up to
+        LOST_RETRIES times (Ray's own retry of system failures; an exception the function
+        raises is not retried). Its results come back only when it ends, so a unit that is
+        run twice is counted once. A unit lost for good, or a cluster left without a CPU for
+        NO_CPU_WAIT_S, stops the map with one WorkersLost line once every other unit has
+        come back.
+        """
         ray = self._ray
-        remote = self._remote.setdefault(fn, ray.remote(num_cpus=1, max_retries=0)(fn))
+        remote = self._remote.setdefault(
+            fn, ray.remote(num_cpus=1, max_retries=LOST_RETRIES)(fn))
         source = iter(items)
         pending: list = []
         slots = 2 * max(self.workers, int(ray.cluster_resources().get("CPU", 1)))
+        lost: list[str] = []
+        no_cpu_since: float | None = None
 
         def top_up() -> None:
-            while len(pending) < slots:
+            while len(pending) < slots and not lost:
                 item = next(source, _END)
                 if item is _END:
                     return
@@ -121,13 +133,44 @@ class RayExecutor(Executor):
 
         top_up()
         while pending:
-            done, rest = ray.wait(pending, num_returns=1)
+            done, rest = ray.wait(pending, num_returns=1, timeout=WAIT_S)
+            if not done:  # nothing finished: is there still a node to run on?
+                if ray.cluster_resources().get("CPU", 0) >= 1:  # live nodes only
+                    no_cpu_since = None
+                elif no_cpu_since is None:
+                    no_cpu_since = time.monotonic()
+                elif time.monotonic() - no_cpu_since > NO_CPU_WAIT_S:
+                    for ref in pending:
+                        ray.cancel(ref, force=True)
+                    raise WorkersLost(f"the Ray cluster has had no CPU for {NO_CPU_WAIT_S:g} "
+                                      f"s with {len(pending)} units to play; what came back "
+                                      f"is saved: rerun the same command to play the rest")
+                continue
             pending[:] = rest
-            yield ray.get(done[0])
+            try:
+                result = ray.get(done[0])
+            except ray.exceptions.RayTaskError:
+                raise  # the function's own exception: a bug or bad input, not a lost node
+            except ray.exceptions.RayError as e:
+                first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+                lost.append(f"{type(e).__name__}: {first[:160]}")
+                continue
+            yield result
             top_up()
+        if lost:
+            raise WorkersLost(f"{len(lost)} work unit(s) were lost with their Ray node or "
+                              f"worker after {LOST_RETRIES} retries (last: {lost[-1]}); what "
+                              f"came back is saved: rerun the same command to play the rest")
 
 
 _END = object()
+LOST_RETRIES = 3  # runs of a task lost with its node or worker, beyond the first
+WAIT_S = 5.0  # how often the driver looks whether the cluster still has a CPU
+NO_CPU_WAIT_S = 60.0  # a cluster without a CPU this long will not run the rest
+
+
+class WorkersLost(CoordbenchError):
+    """Work units lost with the Ray nodes or workers that ran them (after Ray's retries)."""
 
 
 def _import_ray():
