@@ -1,13 +1,15 @@
 """Calls per second against a rate-limited provider: adaptive concurrency against fixed caps.
 
-Usage:  python benchmarks/adaptive_concurrency.py [--calls 400] [--limit 8] [--latency 0.1]
+Usage:  python benchmarks/adaptive_concurrency.py [--calls 960] [--limit 16] [--latency 0.5]
 Writes benchmarks/results/adaptive_concurrency.json and .md.
 
 coordbench's loopback server answers each call after `--latency` seconds and refuses with 429
 (Retry-After 0.1 s) any call beyond `--limit` at once, so its best rate is limit / latency
 calls per second. The same calls go through the model harness, side by side in one run:
-adaptive (ceiling 64), a fixed cap that is too high (64, adaptation off), and one that is too
-low (2).
+adaptive (ceiling 64), a fixed cap that is too high (64, adaptation off), one that is too
+low (2; a quarter of the calls, or it takes minutes) and one at the server's limit, as if it
+were known in advance (what any client can reach against this server: the best rate less
+the server's and client's own time per call).
 """
 
 from __future__ import annotations
@@ -31,9 +33,12 @@ from coordbench.llm.registry import ModelSpec, Registry  # noqa: E402
 
 def one_run(label: str, ceiling: int, adaptive: bool, calls: int, limit: int,
             latency: float) -> dict:
-    throttled = concurrency.AdaptiveCap.throttled
+    throttled, success = concurrency.AdaptiveCap.throttled, concurrency.AdaptiveCap.success
+    start = concurrency.START
     if not adaptive:  # a fixed cap: the 429s are retried, the cap never moves
         concurrency.AdaptiveCap.throttled = lambda self, retry_after=None: None
+        concurrency.AdaptiveCap.success = lambda self: None
+        concurrency.START = ceiling
     try:
         with ScriptedServer(lambda body: "ok", limit=limit, latency=latency,
                             retry_after=0.1) as server:
@@ -52,7 +57,8 @@ def one_run(label: str, ceiling: int, adaptive: bool, calls: int, limit: int,
             wall = time.perf_counter() - start
             refused = server.throttled
     finally:
-        concurrency.AdaptiveCap.throttled = throttled
+        concurrency.AdaptiveCap.throttled, concurrency.AdaptiveCap.success = throttled, success
+        concurrency.START = start
     rate = calls / wall
     cap = harness.stats.as_dict()["caps"]["m"]
     return {"label": label, "ceiling": ceiling, "adaptive": adaptive, "calls": calls,
@@ -63,13 +69,16 @@ def one_run(label: str, ceiling: int, adaptive: bool, calls: int, limit: int,
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--calls", type=int, default=400)
-    ap.add_argument("--limit", type=int, default=8)
-    ap.add_argument("--latency", type=float, default=0.1)
+    ap.add_argument("--calls", type=int, default=960)
+    ap.add_argument("--limit", type=int, default=16)
+    ap.add_argument("--latency", type=float, default=0.5)
     a = ap.parse_args()
     rows = [one_run("adaptive, ceiling 64", 64, True, a.calls, a.limit, a.latency),
             one_run("fixed 64 (too high)", 64, False, a.calls, a.limit, a.latency),
-            one_run("fixed 2 (too low)", 2, True, a.calls, a.limit, a.latency)]
+            # a quarter of the calls: at 2 at once the whole set would take minutes
+            one_run("fixed 2 (too low)", 2, False, a.calls // 4, a.limit, a.latency),
+            one_run(f"fixed {a.limit} (the server's limit, known in advance)", a.limit, False,
+                    a.calls, a.limit, a.latency)]
     best = a.limit / a.latency
     data = {"meta": {"python": platform.python_version(), "machine": platform.machine(),
                      "limit": a.limit, "latency_s": a.latency, "best_calls_per_s": best},

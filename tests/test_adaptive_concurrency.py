@@ -1,5 +1,6 @@
 """Adaptive concurrency: a model's max_connections is a ceiling; 429s and 503s cut the calls
-in flight, answered calls grow them back (AIMD)."""
+in flight, answered calls grow them back (slow start, then AIMD that holds under the limit
+at which the provider last refused)."""
 
 from __future__ import annotations
 
@@ -11,23 +12,39 @@ from coordbench.llm.loopback import ScriptedServer
 from coordbench.llm.registry import ModelSpec, Registry
 
 
-def test_the_limit_grows_by_one_per_window_and_is_cut_once_per_window():
-    async def run():
-        cap = AdaptiveCap(32, start=8)
-        for _ in range(8):
+def test_slow_start_then_one_call_a_window_holding_under_where_the_provider_refused():
+    from coordbench.llm.concurrency import HOLD_WINDOWS
+
+    async def window(cap):  # as many answered calls as the limit
+        for _ in range(cap.limit):
             async with cap:
                 cap.success()
-        assert cap.limit == 9  # a full window of answers: +1
+
+    async def run():
+        cap = AdaptiveCap(32)
+        assert cap.limit == 8  # nothing known of the provider yet
+        await window(cap)
+        assert cap.limit == 16  # slow start: doubles each window
         cap.throttled()
-        assert cap.limit == 6  # a throttle: cut to three quarters
+        assert cap.limit == 12  # the first throttle: cut to three quarters
         cap.throttled()
-        assert cap.limit == 6  # the same burst of 429s: no second cut
-        for _ in range(6):
+        assert cap.limit == 12  # the same burst of 429s: no second cut
+        for want in (13, 14, 15):
+            await window(cap)
+            assert cap.limit == want  # +1 a window
+        for _ in range(HOLD_WINDOWS):
+            await window(cap)
+            assert cap.limit == 15  # just under the refused 16: held
+        await window(cap)
+        assert cap.limit == 16  # then one probe above
+        cap.throttled()
+        assert cap.limit == 15  # a refused probe after calm windows: back by one
+        for _ in range(15):  # the next window is refused too: the limit is falling
             async with cap:
                 pass
         cap.throttled()
-        assert cap.limit == 4 and cap.low == 4 and cap.high == 9 and cap.throttles == 3
-        for _ in range(8):
+        assert cap.limit == 11 and cap.low == 8 and cap.high == 16 and cap.throttles == 4
+        for _ in range(12):
             for _ in range(cap.limit):  # a window of calls, then a throttle
                 async with cap:
                     pass

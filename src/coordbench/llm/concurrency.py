@@ -1,11 +1,18 @@
-"""Adaptive concurrency per model endpoint: additive increase, multiplicative decrease.
+"""Adaptive concurrency per model endpoint: slow start, then additive increase and
+multiplicative decrease that remembers where the provider refused.
 
 A model's `max_connections` is a ceiling, not a target: a rate-limited provider answers a
 burst at the ceiling with 429s (or 503s), each a retry that costs time. `AdaptiveCap` lets at
-most `limit` calls run at once and moves `limit` between 1 and the ceiling: +1 after `limit`
-calls in a row answered without a throttle (the window TCP congestion control uses), cut to
-three quarters on a throttle (at most once per window, so one burst of 429s is one cut). A
-throttled call waits at least its Retry-After before it tries again (the harness); once the
+most `limit` calls run at once and moves `limit` between 1 and the ceiling, one window (as
+many answered calls in a row as the limit) at a time, as TCP congestion control does:
+- slow start: from START calls (or the ceiling, if lower), the limit doubles each window
+  until the first throttle;
+- then +1 each window, except just under the limit at which the provider last refused:
+  there it holds HOLD_WINDOWS windows before it probes one call higher;
+- a throttle cuts the limit at most once per window: by one call when a probe after calm
+  windows is refused (the provider's limit has been found again), to three quarters
+  otherwise (a new or falling limit).
+A throttled call waits at least its Retry-After before it tries again (the harness); once the
 limit is down to one call, no call starts before that pause has passed.
 """
 
@@ -15,6 +22,9 @@ import asyncio
 import time
 from collections import deque
 
+START = 8  # calls at once before anything is known of the provider
+HOLD_WINDOWS = 8  # calm windows just under the last refused limit before a probe above it
+
 
 class AdaptiveCap:
     """At most `limit` calls at once (see the module docstring); an async context manager.
@@ -22,10 +32,13 @@ class AdaptiveCap:
 
     def __init__(self, ceiling: int, start: int | None = None) -> None:
         self.ceiling = max(1, int(ceiling))
-        self.limit = max(1, min(self.ceiling, start if start is not None else self.ceiling))
+        self.limit = max(1, min(self.ceiling, start if start is not None else START))
         self.low = self.high = self.limit  # the range it moved in
         self.active = 0
         self.throttles = 0
+        self._refused_at: int | None = None  # the limit at which the last cut happened
+        self._held = 0  # calm windows held just under it
+        self._calm = False  # a whole window answered since the last cut
         self._streak = 0
         self._since_cut = 0  # calls that started after the last decrease
         self._cuts = 0
@@ -67,25 +80,39 @@ class AdaptiveCap:
                 free -= 1
 
     def success(self) -> None:
-        """Count a call answered without a throttle (+1 to the limit after a full window)."""
+        """Count a call answered without a throttle; after a full window, grow the limit
+        (see the module docstring)."""
         self._streak += 1
-        if self._streak >= self.limit and self.limit < self.ceiling:
+        if self._streak < self.limit:
+            return
+        self._streak, self._calm = 0, True
+        if self.limit >= self.ceiling:
+            return
+        if self._refused_at is None:  # slow start
+            self.limit = min(self.ceiling, self.limit * 2)
+        elif self.limit + 1 < self._refused_at or self._held >= HOLD_WINDOWS:
             self.limit += 1
-            self.high = max(self.high, self.limit)
-            self._streak = 0
-            self._wake()
+            self._held = 0
+        else:  # just under where the provider refused: hold before probing above it
+            self._held += 1
+            return
+        self.high = max(self.high, self.limit)
+        self._wake()
 
     def throttled(self, retry_after: float | None = None) -> None:
-        """Count a throttle (429/503): cut the limit to three quarters, once per window of
-        calls; at a limit of one, pause new calls for `retry_after` seconds where the
-        provider gave one."""
+        """Count a throttle (429/503): cut the limit, at most once per window of calls (by
+        one when a probe after calm windows is refused, else to three quarters); at a limit
+        of one, pause new calls for `retry_after` seconds where the provider gave one."""
         self.throttles += 1
         self._streak = 0
         if retry_after is not None and retry_after > 0 and self.limit == 1:
             # at one call the limit cannot fall further: the provider's pause is kept
             self._pause_until = max(self._pause_until, time.monotonic() + min(retry_after, 60))
         if self._cuts == 0 or self._since_cut >= self.limit:
-            self.limit = max(1, self.limit * 3 // 4)
+            probe = (self._calm and self._refused_at is not None
+                     and self.limit >= self._refused_at - 1)
+            self._refused_at = self.limit
+            self.limit = max(1, self.limit - 1 if probe else self.limit * 3 // 4)
             self.low = min(self.low, self.limit)
-            self._since_cut = 0
+            self._since_cut, self._held, self._calm = 0, 0, False
             self._cuts += 1
