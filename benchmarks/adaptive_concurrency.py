@@ -34,11 +34,9 @@ from coordbench.llm.registry import ModelSpec, Registry  # noqa: E402
 def one_run(label: str, ceiling: int, adaptive: bool, calls: int, limit: int,
             latency: float) -> dict:
     throttled, success = concurrency.AdaptiveCap.throttled, concurrency.AdaptiveCap.success
-    start = concurrency.START
     if not adaptive:  # a fixed cap: the 429s are retried, the cap never moves
         concurrency.AdaptiveCap.throttled = lambda self, retry_after=None: None
         concurrency.AdaptiveCap.success = lambda self: None
-        concurrency.START = ceiling
     try:
         with ScriptedServer(lambda body: "ok", limit=limit, latency=latency,
                             retry_after=0.1) as server:
@@ -58,7 +56,6 @@ def one_run(label: str, ceiling: int, adaptive: bool, calls: int, limit: int,
             refused = server.throttled
     finally:
         concurrency.AdaptiveCap.throttled, concurrency.AdaptiveCap.success = throttled, success
-        concurrency.START = start
     rate = calls / wall
     cap = harness.stats.as_dict()["caps"]["m"]
     return {"label": label, "ceiling": ceiling, "adaptive": adaptive, "calls": calls,

@@ -21,8 +21,8 @@ def test_slow_start_then_one_call_a_window_holding_under_where_the_provider_refu
                 cap.success()
 
     async def run():
-        cap = AdaptiveCap(32)
-        assert cap.limit == 8  # nothing known of the provider yet
+        assert AdaptiveCap(32).limit == 32  # the ceiling: what the provider is said to take
+        cap = AdaptiveCap(32, start=8)
         await window(cap)
         assert cap.limit == 16  # slow start: doubles each window
         cap.throttled()

@@ -126,23 +126,6 @@ def test_table_and_training_bad_input_is_one_line(tmp_path):
     assert res.returncode == 2 and "is corrupt" in res.stderr
 
 
-@pytest.mark.xdist_group("ray")
-def test_ray_executor_runs_a_tiny_sweep(tmp_path):
-    pytest.importorskip("ray")
-    args = ["stat", "train", "--config", "3A-6T-5x3", "--algo", "iql", "--steps", "1000",
-            "--seeds", "0-1", "--num-envs", "16", "--eval-every", "1000", "--eval-episodes",
-            "3", "--executor", "ray", "--out", str(tmp_path), "--json"]
-    res = CliRunner().invoke(app, args)
-    assert res.exit_code == 0, res.output
-    payload = json.loads(res.stdout.strip().splitlines()[-1])
-    assert payload["final_return"]["n"] == 2
-    local = CliRunner().invoke(app, [*args[:-5], "--workers", "1", "--out",
-                                     str(tmp_path / "local"), "--json"])
-    # same seeds, same numbers on either executor
-    assert json.loads(local.stdout.strip().splitlines()[-1])["final_return"] == \
-        payload["final_return"]
-
-
 def test_table9_is_compared_with_the_convention_each_paper_cell_uses(tmp_path):
     from types import SimpleNamespace
 

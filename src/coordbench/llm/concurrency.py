@@ -5,8 +5,8 @@ A model's `max_connections` is a ceiling, not a target: a rate-limited provider 
 burst at the ceiling with 429s (or 503s), each a retry that costs time. `AdaptiveCap` lets at
 most `limit` calls run at once and moves `limit` between 1 and the ceiling, one window (as
 many answered calls in a row as the limit) at a time, as TCP congestion control does:
-- slow start: from START calls (or the ceiling, if lower), the limit doubles each window
-  until the first throttle;
+- it starts at the ceiling (what the user says the provider takes); started lower, it
+  doubles each window until the first throttle (slow start);
 - then +1 each window, except just under the limit at which the provider last refused:
   there it holds HOLD_WINDOWS windows before it probes one call higher;
 - a throttle cuts the limit at most once per window: by one call when a probe after calm
@@ -22,7 +22,6 @@ import asyncio
 import time
 from collections import deque
 
-START = 8  # calls at once before anything is known of the provider
 HOLD_WINDOWS = 8  # calm windows just under the last refused limit before a probe above it
 
 
@@ -32,7 +31,7 @@ class AdaptiveCap:
 
     def __init__(self, ceiling: int, start: int | None = None) -> None:
         self.ceiling = max(1, int(ceiling))
-        self.limit = max(1, min(self.ceiling, start if start is not None else START))
+        self.limit = max(1, min(self.ceiling, start if start is not None else self.ceiling))
         self.low = self.high = self.limit  # the range it moved in
         self.active = 0
         self.throttles = 0
