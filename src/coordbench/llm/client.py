@@ -206,11 +206,8 @@ class OpenAIProvider(Provider):
         if spec.base_url:
             kwargs["base_url"] = spec.base_url
         if http_client is not None:
-            self.clients = [AsyncOpenAI(**kwargs, http_client=http_client)]
-        else:
-            self.clients = [AsyncOpenAI(**kwargs, http_client=_pool(spec.max_connections))
-                            for _ in range(-(-spec.max_connections // POOL_SHARD))]
-        self._turn = 0
+            kwargs["http_client"] = http_client
+        self.client = AsyncOpenAI(**kwargs)
         self.model = spec.model
         self.secrets = [key] if spec.api_key_env and len(key) >= 4 else []
 
@@ -222,12 +219,9 @@ class OpenAIProvider(Provider):
     async def call(self, messages, generation):
         import openai
 
-        # calls take the clients in turn: each pool looks through its own connections only
-        self._turn = (self._turn + 1) % len(self.clients)
-        client = self.clients[self._turn]
         try:
-            resp = await client.chat.completions.create(model=self.model, messages=messages,
-                                                        **generation)
+            resp = await self.client.chat.completions.create(model=self.model, messages=messages,
+                                                             **generation)
         except openai.APIStatusError as e:
             if e.status_code in (429, 503):  # the provider's own signal to slow down
                 raise Throttled(f"HTTP {e.status_code}: {self.why(e)}", _retry_after(e)) \
@@ -245,22 +239,6 @@ class OpenAIProvider(Provider):
             # a body that is not the JSON it claims to be: a broken server or proxy
             raise TransientError(f"malformed response body: {self.why(e)}") from None
         return read_reply(resp)
-
-
-POOL_SHARD = 128  # connections a client's pool holds at most before calls use another
-
-
-def _pool(connections: int) -> Any:
-    """Return an HTTP client for the SDK that keeps every connection it may open alive (the
-    SDK's default keeps 100 of 1,000, so hundreds of calls in flight each open and close a
-    connection) and holds at most POOL_SHARD of them (its pool looks through every
-    connection for each request)."""
-    import httpx2
-    from openai import DefaultAsyncHttpxClient
-
-    n = max(1, min(connections, POOL_SHARD))
-    return DefaultAsyncHttpxClient(limits=httpx2.Limits(
-        max_connections=n, max_keepalive_connections=n, keepalive_expiry=30.0))
 
 
 MIN_KEY_PIECE = 12  # a piece of a key this long is redacted too (a server may echo it cut)
