@@ -137,3 +137,18 @@ def test_a_cancelled_call_never_keeps_a_place():
                 pass
 
     asyncio.run(run())
+
+
+def test_after_a_storm_the_cap_holds_only_just_under_the_refused_limit():
+    from coordbench.llm.concurrency import HOLD_WINDOWS
+
+    cap = AdaptiveCap(64, start=11)
+    cap.throttled()  # refused at 11: cut to 8
+    assert cap.limit == 8
+    windows = 0
+    while cap.limit < 64 and windows < 1000:
+        for _ in range(cap.limit):
+            cap.success()
+        windows += 1
+    # +1 a window from 8 to 64, with one hold of HOLD_WINDOWS at 10 (just under 11)
+    assert cap.limit == 64 and windows == (64 - 8) + HOLD_WINDOWS

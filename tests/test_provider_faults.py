@@ -428,3 +428,26 @@ def test_harness_stats_name_the_command_that_spent_the_tokens(tmp_path):
     assert [e["command"].split("--limit ")[1].split()[0] for e in entries] == ["1", "2"]
     # the manifest still names the command that created the run
     assert "--limit 1" in json.loads((out / "manifest.json").read_text())["command"]
+
+
+def test_the_breaker_opens_for_a_model_asked_with_a_schema():
+    seen = []
+
+    def down(request):
+        seen.append(request)
+        return httpx2.Response(500, json={"error": {"message": "down"}})
+
+    reg = Registry({"m": ModelSpec(alias="m", base_url="http://mock/v1", model="m",
+                                   max_retries=0, structured_output="json_schema")})
+    h = ModelHarness(reg, None, backoff_base=0.001, breaker=2, http_client=httpx2.AsyncClient(
+        transport=httpx2.MockTransport(down)))
+    stops = []
+    for _ in range(4):
+        with pytest.raises(ProviderFailed) as e:
+            asyncio.run(h.complete("m", [{"role": "user", "content": "x"}],
+                                   schema={"type": "object"}))
+        stops.append(e.value.stop_run)
+    # call 1: the schema attempt and the re-ask (one failure); call 2: the schema attempt
+    # opens the breaker, and no re-ask is sent; calls 3-4: nothing is sent
+    assert stops == [False, True, True, True] and len(seen) == 3
+    assert "circuit open" in str(e.value) and "asked again" not in str(e.value)

@@ -197,9 +197,10 @@ def test_units_lost_for_good_stop_the_map_in_one_line_after_the_rest_came_back()
     with pytest.raises(executors.WorkersLost, match=r"1 work unit\(s\) were lost .* "
                        r"after 3 retries \(last: NodeDiedError: Task failed because the "
                        r"node died \(-2\)\)"):
-        for x in _fake_executor(_FakeRay(lose={-2})).map(abs, [-1, -2, -3]):
+        # 4 places (2 workers, 2 CPUs): -1..-4 start, -5 when -1 ends, then -2 is lost
+        for x in _fake_executor(_FakeRay(lose={-2})).map(abs, range(-1, -9, -1)):
             got.append(x)
-    assert got == [1, 3]  # the units in flight came back; no new one was started after
+    assert got == [1, 3, 4, 5]  # the units under way came back; none started after the loss
 
 
 def test_a_cluster_left_without_a_cpu_stops_in_one_line(monkeypatch):
@@ -208,6 +209,6 @@ def test_a_cluster_left_without_a_cpu_stops_in_one_line(monkeypatch):
     monkeypatch.setattr(executors, "NO_CPU_WAIT_S", 0.2)
     monkeypatch.setattr(executors, "WAIT_S", 0.05)
     fake = _FakeRay(cpus=0)
-    with pytest.raises(executors.WorkersLost, match="no CPU for 0.2 s with 2 units to play"):
+    with pytest.raises(executors.WorkersLost, match="no CPU for 0.2 s with 2 units under way"):
         list(_fake_executor(fake).map(abs, [-1, -2]))
     assert len(fake.cancelled) == 2

@@ -541,14 +541,16 @@ class ModelHarness:
         done = await self._complete(alias, messages, max_tokens, schema)
         rejected = done.error is not None and done.error.startswith(
             tuple(f"HTTP {c}" for c in REJECTED))
-        if done.structured and (rejected or done.provider_failed):
+        if done.structured and (rejected or done.provider_failed) \
+                and self.failures_in_a_row < self.breaker:
             # servers refuse a schema they do not take in many ways (400, 422, even a 500):
             # ask once more without it (one attempt: an outage is not retried twice over);
-            # if that works, never send this model one again
+            # if that works, never send this model one again. Not once the breaker is open:
+            # that attempt would never be sent
             retry = await self._complete(alias, messages, max_tokens, None, retries=0)
             if retry.error is None:
                 self.schema_refused.add(alias)
-            elif retry.provider_failed and done.provider_failed:
+            elif retry.provider_failed and done.provider_failed and retry.attempts:
                 self.failures_in_a_row -= 1  # one call, one failure for the breaker
             # one call, one record: every attempt (with the schema and without) and the
             # whole time are on it, and a failure says what the schema attempt met
@@ -626,12 +628,13 @@ class ModelHarness:
                 attempts += 1
                 self.stats.in_flight += 1
                 self.stats.max_in_flight = max(self.stats.max_in_flight, self.stats.in_flight)
-                began, outcome, why = time.perf_counter(), "ok", None
+                began, outcome, why = time.perf_counter(), "cancelled", None
                 try:
                     # a deadline for the whole call, not an idle-read timeout: cancelling
                     # closes the request's connection
                     async with asyncio.timeout(spec.timeout_s):
                         reply = await provider.call(messages, generation)
+                    outcome = "ok"
                     cap.success()
                     break
                 except ReplyError as e:
@@ -648,14 +651,15 @@ class ModelHarness:
                                if isinstance(e, MalformedReply) else "timeout"
                                if isinstance(e, TimeoutError) else "transient")
                     why = error
+                    if isinstance(e, Throttled):  # fewer calls at once, the last try's too
+                        cap.throttled(e.retry_after)
                     if attempts > retries:
                         error = f"{error} (after {attempts} attempts)"
                         provider_failed = True
                         break
                     delay = min(self.backoff_cap, self.backoff_base * 2 ** (attempts - 1))
                     delay *= 0.5 + self._rng.random()
-                    if isinstance(e, Throttled):  # fewer calls at once, and its pause
-                        cap.throttled(e.retry_after)
+                    if isinstance(e, Throttled):  # and at least the provider's pause
                         delay = max(delay, min(e.retry_after or 0.0, 60.0))
                 finally:
                     self.stats.in_flight -= 1
@@ -699,7 +703,8 @@ class ModelHarness:
     def _try(self, alias: str, structured: bool, began: float, outcome: str,
              why: str | None, wait_s: float) -> dict[str, Any]:
         """Return one attempt's record: whether it carried the schema, how long it took, how
-        it ended (ok, throttled, transient, malformed, timeout, permanent, refused), why
+        it ended (ok, throttled, transient, malformed, timeout, permanent, refused; cancelled
+        for an attempt cut from outside, whose record the caller never gets), why
         (redacted before it is cut) and the backoff it waited before the next attempt."""
         return {"with_schema": structured, "latency_s": round(time.perf_counter() - began, 4),
                 "outcome": outcome,

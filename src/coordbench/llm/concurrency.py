@@ -89,7 +89,7 @@ class AdaptiveCap:
             return
         if self._refused_at is None:  # slow start
             self.limit = min(self.ceiling, self.limit * 2)
-        elif self.limit + 1 < self._refused_at or self._held >= HOLD_WINDOWS:
+        elif self.limit + 1 != self._refused_at or self._held >= HOLD_WINDOWS:
             self.limit += 1
             self._held = 0
         else:  # just under where the provider refused: hold before probing above it
@@ -108,8 +108,9 @@ class AdaptiveCap:
             # at one call the limit cannot fall further: the provider's pause is kept
             self._pause_until = max(self._pause_until, time.monotonic() + min(retry_after, 60))
         if self._cuts == 0 or self._since_cut >= self.limit:
+            # a probe: calm windows at or above the limit last refused
             probe = (self._calm and self._refused_at is not None
-                     and self.limit >= self._refused_at - 1)
+                     and self.limit >= self._refused_at)
             self._refused_at = self.limit
             self.limit = max(1, self.limit - 1 if probe else self.limit * 3 // 4)
             self.low = min(self.low, self.limit)

@@ -109,11 +109,12 @@ class RayExecutor(Executor):
         """Yield fn(item) for each item as its Ray task finishes.
 
         A task lost with its node or worker process is run again on a live node, up to
-        LOST_RETRIES times (Ray's own retry of system failures; an exception the function
-        raises is not retried). Its results come back only when it ends, so a unit that is
-        run twice is counted once. A unit lost for good, or a cluster left without a CPU for
-        NO_CPU_WAIT_S, stops the map with one WorkersLost line once every other unit has
-        come back.
+        LOST_RETRIES times (Ray's own retry of system failures: a worker that dies of the
+        unit itself, a crash or an out-of-memory kill, is retried too; an exception the
+        function raises is not). Its results come back only when it ends, so a unit that is
+        run twice is counted once. A unit lost for good (or failed in Ray itself), or a
+        cluster left without a CPU for NO_CPU_WAIT_S, stops the map with one WorkersLost
+        line once the units under way have come back; no new unit starts after it.
         """
         ray = self._ray
         remote = self._remote.setdefault(
@@ -143,8 +144,9 @@ class RayExecutor(Executor):
                     for ref in pending:
                         ray.cancel(ref, force=True)
                     raise WorkersLost(f"the Ray cluster has had no CPU for {NO_CPU_WAIT_S:g} "
-                                      f"s with {len(pending)} units to play; what came back "
-                                      f"is saved: rerun the same command to play the rest")
+                                      f"s with {len(pending)} units under way; what came "
+                                      f"back is saved: rerun the same command to play the "
+                                      f"rest")
                 continue
             pending[:] = rest
             try:
@@ -159,8 +161,9 @@ class RayExecutor(Executor):
             top_up()
         if lost:
             raise WorkersLost(f"{len(lost)} work unit(s) were lost with their Ray node or "
-                              f"worker after {LOST_RETRIES} retries (last: {lost[-1]}); what "
-                              f"came back is saved: rerun the same command to play the rest")
+                              f"worker, or failed in Ray, after {LOST_RETRIES} retries "
+                              f"(last: {lost[-1]}); what came back is saved: rerun the same "
+                              f"command to play the rest")
 
 
 _END = object()
