@@ -11,18 +11,17 @@ import subprocess
 import sys
 import time
 
-import psutil
 import pytest
 from typer.testing import CliRunner
 
 from coordbench.cli import app
 from coordbench.core.rundir import RunDir
 from coordbench.llm.loopback import ScriptedServer
+from tests.ray_sockets import LOOPBACK, ray_listen_ips
 from tests.scripted_team import household_reply
 from tests.test_provider_faults import content
 
 pytestmark = pytest.mark.xdist_group("ray")
-LOOPBACK = ("127.0.0.1", "::ffff:127.0.0.1", "::1")
 WAIT_S = 120  # every wait below is bounded
 FINISH_S = 300  # a busy machine (other tests beside this one) slows the node left
 
@@ -71,17 +70,7 @@ def _finish(proc: subprocess.Popen) -> str:
 
 
 def test_the_cluster_listens_on_loopback_only(cluster):
-    ips = []
-    for conn in psutil.net_connections(kind="inet"):
-        if conn.status != psutil.CONN_LISTEN or not conn.pid:
-            continue
-        try:
-            proc = psutil.Process(conn.pid)
-            if "ray" in " ".join(proc.cmdline()) or proc.name().startswith(
-                    ("raylet", "gcs_server")):
-                ips.append(conn.laddr.ip)
-        except psutil.Error:
-            continue
+    ips = ray_listen_ips()
     assert ips and all(ip in LOOPBACK for ip in ips), ips
     assert {n.node_ip_address for n in cluster.list_all_nodes()} == {"127.0.0.1"}
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-import psutil
 import pytest
 
 from coordbench.core.rundir import RunDir
@@ -12,6 +11,7 @@ from coordbench.core.trajectory import ModelCallEvent
 from coordbench.errors import ConfigError, RunDirError
 from coordbench.runner import Limits, run_condition, run_conditions
 from tests.fake_suite import SUITE, FakeSpec, double
+from tests.ray_sockets import LOOPBACK, ray_listen_ips
 
 # Ray starts one local instance at a time: every test of this file runs in one xdist worker
 pytestmark = pytest.mark.xdist_group("ray")
@@ -96,25 +96,11 @@ def test_a_local_ray_instance_listens_on_loopback_only():
     pytest.importorskip("ray")
     from coordbench.runner.executors import RayExecutor
 
-    def ray_sockets() -> list[str]:
-        found = []
-        for c in psutil.net_connections(kind="inet"):
-            if c.status != psutil.CONN_LISTEN or not c.pid:
-                continue
-            try:
-                proc = psutil.Process(c.pid)
-                cmd = " ".join(proc.cmdline())
-            except psutil.Error:
-                continue
-            if "ray" in cmd or proc.name().startswith(("raylet", "gcs_server", "ray::")):
-                found.append(c.laddr.ip)
-        return found
-
     with RayExecutor(1) as ex:
         assert sorted(ex.map(double, [1, 2])) == [2, 4]
-        ips = ray_sockets()
+        ips = ray_listen_ips()
     assert ips, "no listening Ray socket was found"
-    assert all(ip in ("127.0.0.1", "::ffff:127.0.0.1", "::1") for ip in ips), ips
+    assert all(ip in LOOPBACK for ip in ips), ips
 
 
 def test_bad_executors_and_unreachable_clusters_are_one_line(tmp_path, monkeypatch):
