@@ -374,7 +374,7 @@ def test_a_call_that_fails_with_and_without_its_schema_records_every_attempt():
     assert "(after 3 attempts)" in str(e.value)
 
 
-def test_every_attempt_of_a_call_is_its_own_record_in_the_episode():
+def test_every_attempt_of_a_call_is_its_own_record_in_the_episode(monkeypatch):
     key = "sk-" + "q7" * 160  # longer than any cut of an error text
     replies = [(429, {"error": {"message": f"slow down {key}"}}, {"Retry-After": "0"}),
                (200, "<html>oops</html>", {}),
@@ -392,19 +392,15 @@ def test_every_attempt_of_a_call_is_its_own_record_in_the_episode():
             return httpx2.Response(status, text=body, headers=headers)
         return httpx2.Response(status, json=body, headers=headers)
 
-    import os
-    os.environ["COORDBENCH_TEST_KEY_TRIES"] = key
-    try:
-        reg = Registry({"m": ModelSpec(alias="m", base_url="http://mock/v1", model="m",
-                                       max_retries=3, structured_output="json_schema",
-                                       api_key_env="COORDBENCH_TEST_KEY_TRIES")})
-        h = ModelHarness(reg, None, backoff_base=0.001, http_client=httpx2.AsyncClient(
-            transport=httpx2.MockTransport(handler)))
-        # with no episode open, the record the episode would get is the call's event
-        out = asyncio.run(h.complete("m", [{"role": "user", "content": "x"}],
-                                     who=(0, "agent", "act"), schema={"type": "object"}))
-    finally:
-        del os.environ["COORDBENCH_TEST_KEY_TRIES"]
+    monkeypatch.setenv("COORDBENCH_TEST_KEY_TRIES", key)
+    reg = Registry({"m": ModelSpec(alias="m", base_url="http://mock/v1", model="m",
+                                   max_retries=3, structured_output="json_schema",
+                                   api_key_env="COORDBENCH_TEST_KEY_TRIES")})
+    h = ModelHarness(reg, None, backoff_base=0.001, http_client=httpx2.AsyncClient(
+        transport=httpx2.MockTransport(handler)))
+    # with no episode open, the record the episode would get is the call's event
+    out = asyncio.run(h.complete("m", [{"role": "user", "content": "x"}],
+                                 who=(0, "agent", "act"), schema={"type": "object"}))
     assert out.error is None and out.attempts == 5 and not replies
     event = ModelCallEvent.model_validate({**out.event, "t": 0})
     assert [(a.outcome, a.with_schema) for a in event.tries] == [
