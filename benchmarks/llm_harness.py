@@ -27,8 +27,9 @@ import time
 from pathlib import Path
 
 from coordbench.llm.cache import ResponseCache
-from coordbench.llm.client import ModelHarness, Provider
+from coordbench.llm.client import ModelHarness
 from coordbench.llm.loopback import ScriptedServer
+from coordbench.llm.providers import Provider
 from coordbench.llm.registry import ModelSpec, Registry
 
 

@@ -23,14 +23,14 @@ from coordbench.envs.household.engine import HouseholdEnv
 from coordbench.envs.household.task import task_from_dict
 from coordbench.metrics import constructs as C
 from coordbench.suites.constructs.episode import ConstructSpec, run_construct
-from coordbench.suites.constructs.families import FAMILIES
 from coordbench.suites.constructs.instances import V1_SHA256, fingerprint, select, v1
+from coordbench.suites.constructs.task_families import TASK_FAMILIES
 
 W = Action("wait")
 
 
 def build(family, team, seed=0):
-    raw = FAMILIES[family][1](random.Random(seed), team, 0)
+    raw = TASK_FAMILIES[family][1](random.Random(seed), team, 0)
     task = task_from_dict(raw, family)
     return raw, task, HouseholdEnv(task, team, 0)
 

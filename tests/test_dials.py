@@ -6,7 +6,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from coordbench.agents.dials import Dials, Faults, parse_dials, profile
+from coordbench.agents.team.dials import Dials, Faults, parse_dials, profile
 from coordbench.cli import app
 from coordbench.core.trajectory import HouseholdStepEvent, MessageEvent
 from coordbench.errors import ConfigError
@@ -250,7 +250,7 @@ def test_stat_dial_draws_follow_the_seed_where_the_layout_ignores_it():
 
 
 def test_dial_labels_keep_close_rates_apart_and_restriction_keeps_types():
-    from coordbench.agents.dials import restricted
+    from coordbench.agents.team.dials import restricted
 
     assert Dials(perception=0.1, memory=8).label() == "perception0.1-memory8"
     assert Dials(perception=0.1234567).label() != Dials(perception=0.1234568).label()

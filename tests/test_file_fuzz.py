@@ -119,13 +119,13 @@ def test_mutated_mecobench_task_files_are_refused_or_played(tmp_path, example_ta
 def test_mutated_construct_instance_files_are_refused_or_played(tmp_path):
     from coordbench.metrics.constructs import episode_metrics
     from coordbench.suites.constructs.episode import ConstructSpec, run_construct
-    from coordbench.suites.constructs.families import CONSTRUCTS, FAMILIES
     from coordbench.suites.constructs.instances import TEAMS, generate
     from coordbench.suites.constructs.suite import load_instance_file
+    from coordbench.suites.constructs.task_families import CONSTRUCTS, TASK_FAMILIES
 
     # one gated instance per construct and team size (as the v1 set draws them): every
     # construct's fields get mutated, without generating all 900
-    base = [generate(next(f for f, (c, _, teams) in FAMILIES.items()
+    base = [generate(next(f for f, (c, _, teams) in TASK_FAMILIES.items()
                           if c == construct and team in teams), team, 0)
             for construct in CONSTRUCTS for team in TEAMS]
     counts: Counter[str] = Counter()

@@ -84,17 +84,17 @@ def _demo_hashes(out: Path) -> dict[str, str]:
     return hashes
 
 
-FAMILIES = {"stat": STAT, "mecobench": MECO, "constructs": CONS, "physical": PHYS}
+TASK_FAMILIES = {"stat": STAT, "mecobench": MECO, "constructs": CONS, "physical": PHYS}
 
 
 def _golden() -> dict:
     return json.loads(GOLDEN.read_text()) if GOLDEN.is_file() else {}
 
 
-@pytest.mark.parametrize("family", [*FAMILIES, "demos"])
+@pytest.mark.parametrize("family", [*TASK_FAMILIES, "demos"])
 def test_trajectories_match_the_pinned_hashes(tmp_path, family):
     got = (_demo_hashes(tmp_path / "demos") if family == "demos"
-           else _run_all(tmp_path / "run", FAMILIES[family]))
+           else _run_all(tmp_path / "run", TASK_FAMILIES[family]))
     assert got, "the golden run wrote nothing"
     if os.environ.get("COORDBENCH_WRITE_GOLDEN"):
         golden = _golden()

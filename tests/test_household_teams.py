@@ -4,7 +4,7 @@ import statistics
 
 import pytest
 
-from coordbench.agents.household.protocols import PROTOCOLS
+from coordbench.agents.team.protocols import PROTOCOLS
 from coordbench.envs.household.task import load_tasks
 from coordbench.metrics.household import episode_metrics
 from coordbench.suites.mecobench.episode import HouseholdSpec, run_case

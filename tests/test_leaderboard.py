@@ -5,7 +5,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from coordbench.agents.dials import Dials
+from coordbench.agents.team.dials import Dials
 from coordbench.cli import app
 from coordbench.core.rundir import RunDir
 from coordbench.report import leaderboard as L
@@ -82,7 +82,7 @@ def test_bad_leaderboard_input_is_one_line(runs, tmp_path):
 
 
 def test_repeated_seeds_give_pass_at_k_and_pass_hat_k(tmp_path):
-    from coordbench.agents.dials import Dials
+    from coordbench.agents.team.dials import Dials
 
     raws = RAWS[:6]
     spec = ConstructSpec("central", "rule", dials=Dials(protocol_violation=0.05))

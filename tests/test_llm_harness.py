@@ -138,7 +138,7 @@ def test_a_long_key_echoed_by_the_provider_is_redacted_before_it_is_cut(status, 
     import random
     import string
 
-    from coordbench.llm.client import MIN_KEY_PIECE, redact_secrets
+    from coordbench.llm.providers import MIN_KEY_PIECE, redact_secrets
 
     rnd = random.Random(7)
     key = "sk-" + "".join(rnd.choice(string.ascii_letters + string.digits) for _ in range(317))

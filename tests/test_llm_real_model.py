@@ -72,7 +72,7 @@ def test_a_deadline_stops_a_local_generation(monkeypatch):
     import threading
     import time
 
-    from coordbench.llm.client import TransformersProvider
+    from coordbench.llm.providers import TransformersProvider
     from coordbench.llm.registry import load_registry
 
     provider = TransformersProvider(load_registry(None).get("smollm2"))
@@ -109,8 +109,8 @@ def test_a_deadline_stops_a_local_generation(monkeypatch):
 
 
 def test_a_local_reply_ends_at_its_json_object_or_a_repeated_line():
-    from coordbench.llm.client import TransformersProvider, repeats_a_line
     from coordbench.llm.parse import extract_json
+    from coordbench.llm.providers import TransformersProvider, repeats_a_line
     from coordbench.llm.registry import load_registry
 
     assert repeats_a_line("go\nwait\n go \n") and not repeats_a_line("go\nwait\ngo")

@@ -5,7 +5,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from coordbench.agents.household.protocols import PROTOCOLS
+from coordbench.agents.team.protocols import PROTOCOLS
 from coordbench.cli import app
 from coordbench.core.rundir import RunDir
 from coordbench.core.trajectory import ModelCallEvent

@@ -6,7 +6,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from coordbench.agents.seats import Seat, parse_team
+from coordbench.agents.team.seats import Seat, parse_team
 from coordbench.cli import app
 from coordbench.core.rundir import RunDir
 from coordbench.core.trajectory import HouseholdStepEvent, ModelCallEvent

@@ -29,7 +29,7 @@ def _run(*args: str) -> dict:
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
-FAMILIES = {
+TASK_FAMILIES = {
     "mecobench": ["mecobench", "run", "--suite", "v1", "--team", "3", "--protocol",
                   "broadcast", "--limit", "4"],
     "constructs": ["constructs", "run", "--subset", "rep240", "--planner",
@@ -38,10 +38,10 @@ FAMILIES = {
 }
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", TASK_FAMILIES)
 def test_ray_and_local_give_the_same_runs(tmp_path, family):
     pytest.importorskip("ray")
-    cmd = FAMILIES[family]
+    cmd = TASK_FAMILIES[family]
     local = _run(*cmd, "--out", str(tmp_path / "local"))
     on_ray = _run(*cmd, "--out", str(tmp_path / "ray"), "--executor", "ray", "--workers", "2")
     assert on_ray == local

@@ -15,8 +15,9 @@ from typer.testing import CliRunner
 from coordbench.cli import app
 from coordbench.core.rundir import RunDir
 from coordbench.core.trajectory import ModelCallEvent
-from coordbench.llm.client import ModelHarness, read_reply
+from coordbench.llm.client import ModelHarness
 from coordbench.llm.loopback import SHAPES, ScriptedServer
+from coordbench.llm.providers import read_reply
 from coordbench.llm.registry import ModelSpec, Registry
 from coordbench.runner.episode import ProviderFailed
 from tests.scripted_team import household_reply

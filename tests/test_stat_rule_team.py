@@ -1,5 +1,5 @@
 """Rule-based STAT teams under the household protocols (`stat eval --policy rule`): the
-claiming minds of `agents.claims` on the task-allocation engine."""
+claiming minds of `agents.team.claims` on the task-allocation engine."""
 
 from __future__ import annotations
 

@@ -19,6 +19,11 @@ def _condition(suite: str, options: dict[str, Any]) -> tuple[Any, Any, int | Non
     f = family(suite)
     if f is None or f.condition is None:
         raise ConfigError(f"unknown suite {suite!r}; choose from {', '.join(names('condition'))}")
+    played = f.get("options")
+    if played is not None:  # the family's one description of its options checks them
+        from coordbench.runner.options import check_values
+
+        check_values(played.options, options)
     return f.get("condition")(options)
 
 

@@ -15,9 +15,18 @@ from rich.markup import escape
 
 from coordbench.commands import crossplay, models, reproduce, tables, view
 from coordbench.commands import play as play_commands
-from coordbench.commands.common import err, executor_option, out, play, workers_option
+from coordbench.commands.common import (
+    err,
+    executor_option,
+    out,
+    out_option,
+    play_plan,
+    seed_option,
+    workers_option,
+)
 from coordbench.core.provenance import VERSION as __version__
 from coordbench.errors import ConfigError, CoordbenchError
+from coordbench.suites.stat.options import EPISODES, LAYOUTS
 
 
 def _version(value: bool) -> None:
@@ -58,13 +67,18 @@ _GROUPS: set[str] = set()
 
 
 def add_family_commands() -> None:
-    """Serve each registered family's command group as `coordbench <command>` (once each)."""
+    """Serve each registered family's command group as `coordbench <command>`, and its run,
+    crossplay and play commands made from its options (once each)."""
+    from coordbench.commands.family_commands import add_family_commands as add_generated
     from coordbench.runner.family import families
 
     for f in families():
         if f.commands is not None and f.command and f.command not in _GROUPS:
             _GROUPS.add(f.command)
             app.add_typer(f.get("commands"), name=f.command)
+        if f.options is not None and f"options:{f.name}" not in _GROUPS:
+            _GROUPS.add(f"options:{f.name}")
+            add_generated(f, crossplay.app, play_commands.app)
 
 
 try:
@@ -83,19 +97,20 @@ app.command("reproduce")(reproduce.reproduce)
 
 @app.command()
 def run(
-    out_dir: Path | None = typer.Option(
-        None, "--out", help="Run directory (default: runs/default, or runs/default-<options> "
+    out_dir: Path | None = out_option(None, "Run directory (default: runs/default, or "
+                            "runs/default-<options> "
                             "when the options change what is played, so other plans never "
                             "share a folder)."),
     configs: str | None = typer.Option(None, help="STAT: comma-separated configurations "
                                        "(default: 3A-6T-5x3,5A-25T-50x30,9A-25T-50x30)."),
     policies: str | None = typer.Option(None, help="STAT: comma-separated scripted policies "
                                         "(default: random,greedy,matching,hungarian)."),
-    episodes: int | None = typer.Option(None, help="STAT: episodes per condition (default "
-                                                   "100 = the paper layouts)."),
-    layouts: str | None = typer.Option(None, help="STAT: paper | uniform (default paper)."),
-    seed: int | None = typer.Option(None, help="STAT: policy seed (and layout seed for "
-                                               "uniform layouts; default 0)."),
+    episodes: int | None = typer.Option(None, EPISODES.cli, help="STAT: episodes per condition "
+                                        "(default 100 = the paper layouts)."),
+    layouts: str | None = typer.Option(None, LAYOUTS.cli, help="STAT: paper | uniform "
+                                       "(default paper)."),
+    seed: int | None = seed_option("STAT: policy seed (and layout seed for uniform layouts; "
+                                   "default 0).", None),
     household: bool = typer.Option(True, help="Also run rule-based household teams (v1) and "
                                               "construct planners (rep240)."),
     physical: int | None = typer.Option(None, help="Physical suite: expert and noisy-expert "
@@ -117,11 +132,11 @@ def run(
     collaboration: the scripted experts, nominal and noisy, on all ten tasks. The plan is
     each family's `default_plan` in coordbench/runner/family.py; the options override it.
     """
-    from coordbench.commands.limits import MAX_EPISODES, MAX_SEED, MAX_WORKERS
     from coordbench.core.files import check_out_dir, check_range
+    from coordbench.core.limits import MAX_SEED, MAX_WORKERS
     from coordbench.suites.plan import expand, load_plan
 
-    check_range("--episodes", episodes, 1, MAX_EPISODES)
+    EPISODES.check(episodes)
     check_range("--seed", seed, 0, MAX_SEED)
     check_range("--physical", physical, 0, 1_000_000)
     check_range("--workers", workers, 1, MAX_WORKERS)
@@ -130,16 +145,36 @@ def run(
                                   layouts=layouts, seed=seed, household=household,
                                   physical=physical, cases=cases, families=only)
     check_out_dir(out_dir)
-    plan = load_plan()
+    plan = _overridden(load_plan(), {"configs": configs, "policies": policies,
+                                     "episodes": episodes, "layouts": layouts, "seed": seed},
+                       household, physical, cases, only)
+    items, labels = expand(plan)
+    if not items:
+        raise ConfigError("these options leave nothing to run (e.g. --families mecobench "
+                          "with --no-household)")
+    existed = (out_dir / "manifest.json").is_file()
+    started = time.time()
+    run_obj = play_plan(out_dir, items, labels=labels, executor=executor, workers=workers,
+                   report=False)
+    if existed and not _written_since(out_dir, started):
+        err.print(f"note: every episode of this plan was already in {out_dir}: nothing new "
+                  "was played (the tables are the saved ones; --out DIR for a fresh run)",
+                  highlight=False, soft_wrap=True)
+    _report(run_obj)
+
+
+def _overridden(plan: dict, stat: dict, household: bool, physical: int | None,
+                cases: int | None, only: str | None) -> dict:
+    """Return the default benchmark's plan with `coordbench run`'s options applied."""
     st = plan["stat"]
-    for key, value in (("configs", configs), ("policies", policies)):
-        if value is not None:
-            st[key] = [v.strip() for v in value.split(",") if v.strip()]
+    for key in ("configs", "policies"):
+        if stat[key] is not None:
+            st[key] = [v.strip() for v in stat[key].split(",") if v.strip()]
             if not st[key]:
                 raise ConfigError(f"--{key} names nothing: give a comma-separated list")
-    for key, value in (("episodes", episodes), ("layouts", layouts), ("seed", seed)):
-        if value is not None:
-            st[key] = value
+    for key in ("episodes", "layouts", "seed"):
+        if stat[key] is not None:
+            st[key] = stat[key]
     if not household:
         plan["mecobench"] = plan["constructs"] = None
     if physical is not None:
@@ -155,19 +190,7 @@ def run(
             raise ConfigError(f"--families: unknown family {', '.join(unknown) or repr(only)}; "
                               f"choose from {', '.join(plan)}")
         plan = {name: section for name, section in plan.items() if name in chosen}
-    items, labels = expand(plan)
-    if not items:
-        raise ConfigError("these options leave nothing to run (e.g. --families mecobench "
-                          "with --no-household)")
-    existed = (out_dir / "manifest.json").is_file()
-    started = time.time()
-    run_obj = play(out_dir, items, labels=labels, executor=executor, workers=workers,
-                   report=False)
-    if existed and not _written_since(out_dir, started):
-        err.print(f"note: every episode of this plan was already in {out_dir}: nothing new "
-                  "was played (the tables are the saved ones; --out DIR for a fresh run)",
-                  highlight=False, soft_wrap=True)
-    _report(run_obj)
+    return plan
 
 
 def default_run_dir(**options: object) -> Path:
@@ -228,7 +251,7 @@ def report(run_dir: Path = typer.Argument(..., help="A run or training directory
 
 
 @app.command()
-def schema(out_file: Path | None = typer.Option(None, "--out", help="Write to this file.")
+def schema(out_file: Path | None = out_option(None, "Write to this file.")
            ) -> None:
     """Print (or write) the JSON Schema of trajectory files."""
     from coordbench.core.atomic import write_atomic

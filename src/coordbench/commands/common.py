@@ -23,6 +23,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from coordbench.core.extras import need_av, need_torch  # noqa: F401 - the commands' import
 from coordbench.errors import ConfigError, CoordbenchError
 
 err = Console(stderr=True)
@@ -35,15 +36,6 @@ def executor_option(default: str = "local") -> Any:
     return typer.Option(default, help="local (this process) | process (a local process "
                                       "pool) | ray (RAY_ADDRESS, or a local instance on "
                                       "127.0.0.1)")
-
-
-def dial_option() -> Any:
-    """Return the repeatable --dial option (injected failures of rule minds)."""
-    return typer.Option(None, "--dial", metavar="NAME=VALUE",
-                        help="Make the rule minds fail (repeatable): perception, "
-                             "hallucination, message_loss, protocol_violation (rates in "
-                             "[0, 1]), memory (steps remembered; 0: all), message_cost "
-                             "(tokens per message). Recorded in each header's params.")
 
 
 def workers_option(default: int = 1) -> Any:
@@ -105,8 +97,7 @@ def check_model_limits(max_connections: int | None = None,
                        max_reply_tokens: int | None = None) -> None:
     """Check the model options' ranges (one clear error each); return None."""
     from coordbench.core.files import check_range
-
-    from .limits import MAX_CONNECTIONS, MAX_COST, MAX_REPLY_TOKENS, MAX_TOKENS
+    from coordbench.core.limits import MAX_CONNECTIONS, MAX_COST, MAX_REPLY_TOKENS, MAX_TOKENS
 
     check_range("--max-connections", max_connections, 1, MAX_CONNECTIONS)
     check_range("--max-tokens-per-episode", max_tokens_per_episode, 1, MAX_TOKENS)
@@ -310,8 +301,9 @@ def write_report(run: Any) -> Any:
     return rep
 
 
-def play(path: Path, plan: Sequence, *, quiet: bool = False, labels: Sequence[str] | None = None,
-         stats: Any = None, report: bool = True, **options: Any):
+def play_plan(path: Path, plan: Sequence, *, quiet: bool = False,
+              labels: Sequence[str] | None = None, stats: Any = None, report: bool = True,
+              **options: Any):
     """Run `plan` ((suite, spec[, limit]) items) into the run at `path`, then (with `report`)
     write the run's report files; return the run."""
     from coordbench.runner import check_executor, run_conditions
@@ -353,18 +345,48 @@ def positive(**values: int | None) -> None:
             raise ConfigError(f"--{name.replace('_', '-')} must be >= 1, got {v}")
 
 
-def need_av() -> None:
-    """Raise ConfigError unless PyAV (the video encoder) is installed."""
-    try:
-        import av  # noqa: F401
-    except ImportError:
-        raise ConfigError("videos need PyAV: pip install 'coordbench[video]'") from None
+# Flags many commands share, each declared once here (a command names its own help).
+def json_option(help: str = "Print one JSON object.") -> Any:
+    """Return the --json option."""
+    return typer.Option(False, "--json", help=help)
 
 
-def need_torch() -> None:
-    """Raise ConfigError unless PyTorch is installed."""
-    try:
-        import torch  # noqa: F401
-    except ImportError:
-        raise ConfigError("the learners need PyTorch: pip install 'coordbench[learn]' "
-                          "(torch==2.13.0, CPU)") from None
+def out_option(default: Any, help: str) -> Any:
+    """Return the --out option (a run directory, a folder or a file)."""
+    return typer.Option(default, "--out", help=help)
+
+
+def snapshot_option(what: str) -> Any:
+    """Return the --snapshot-every option of a training command (`what` is snapshotted)."""
+    return typer.Option(60.0, "--snapshot-every", help=f"Seconds between snapshots of {what} "
+                        "(a killed run continues from the last one; 0: none).")
+
+
+def seed_option(help: str = "Training seed.", default: int | None = 0) -> Any:
+    """Return the --seed option of a command that is not a family's run command."""
+    return typer.Option(default, "--seed", help=help)
+
+
+def steps_option(default: int | None, help: str) -> Any:
+    """Return the --steps option of a training command."""
+    return typer.Option(default, "--steps", help=help)
+
+
+def format_option(default: str, help: str) -> Any:
+    """Return the --format option of a command that writes tables."""
+    return typer.Option(default, "--format", help=help)
+
+
+def batch_option(default: int, help: str) -> Any:
+    """Return the --batch option."""
+    return typer.Option(default, "--batch", help=help)
+
+
+def episode_option(help: str, default: Any = None) -> Any:
+    """Return the --episode option (CONDITION/KEY of a saved episode)."""
+    return typer.Option(default, "--episode", help=help)
+
+
+def port_option(default: int, help: str) -> Any:
+    """Return the --port option of a server on 127.0.0.1 (the viewer, the play page)."""
+    return typer.Option(default, "--port", help=help)

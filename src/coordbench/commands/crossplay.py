@@ -15,17 +15,19 @@ from typing import Any
 
 import typer
 
+from coordbench.agents.team.seats import model_aliases
 from coordbench.errors import ConfigError
+from coordbench.runner.options import for_command
 
 from .common import emit_json, out
-from .limits import MAX_EPISODES, MAX_SEED, MAX_STEPS
 from .run_options import RunOptions, run_options
 
 app = typer.Typer(no_args_is_help=True, help="Cross-play: every ordered pair of partners "
                                              "over a team's seats.")
 
 PARTNER_HELP = ("NAME=SPEC, repeated: a seat spec as in --team (scripted:greedy, rule, "
-                "rule:reverse, llm:ALIAS, learned:CHECKPOINT, expert).")
+                "rule:reverse, llm:ALIAS, learned:CHECKPOINT, expert; physical: expert, "
+                "scripted:expert_noisy, learned:CHECKPOINT, llm:ALIAS).")
 MAX_PARTNERS = 12
 
 
@@ -33,7 +35,7 @@ def parse_partners(items: list[str] | None, allowed: tuple[str, ...], family: st
                    ) -> list[tuple[str, Any]]:
     """Return [(name, Seat)] of `--partner NAME=SPEC` items; ConfigError (one line) names a
     malformed item, a repeated name, or a spec this family's seats do not take."""
-    from coordbench.agents.seats import parse_seat
+    from coordbench.agents.team.seats import parse_seat
 
     if not items:
         raise ConfigError("give at least one --partner NAME=SPEC")
@@ -88,7 +90,7 @@ def play_matrix(family: str, partners: list[tuple[str, Any]], seats: int, metric
             plan.setdefault(name, (suite, spec, limit))
             labels.setdefault(name, f"{a} + {b}")
     save(run_dir(out_dir), design)
-    run = opts.play(out_dir, list(plan.values()), settings=settings, resources=resources,
+    run = opts.play_plan(out_dir, list(plan.values()), settings=settings, resources=resources,
                     labels=list(labels.values()))
     m = matrix(run, design)
     from coordbench.report.crossplay_report import console_tables, matrix_json
@@ -102,195 +104,45 @@ def play_matrix(family: str, partners: list[tuple[str, Any]], seats: int, metric
     out.print(f"run directory: {run.path}  (report: {run.path / 'report.html'})")
 
 
-@app.command("stat")
-@run_options()
-def crossplay_stat(
-    partner: list[str] = typer.Option(None, "--partner", help=PARTNER_HELP),
-    config: str = typer.Option(..., help="STAT config name, e.g. 3A-6T-10x6."),
-    episodes: int = typer.Option(100, help="Episodes per cell (layouts 0..N-1)."),
-    layouts: str = typer.Option("paper", help="paper (seeds s*1000+i) | uniform"),
-    seed: int = typer.Option(0, help="Policy seed (and layout seed for uniform layouts)."),
-    episode_limit: int = typer.Option(700, help="Truncate episodes at this many steps."),
-    protocol: str = typer.Option("none", help="How seats played by minds talk (none | "
-                                              "broadcast | leader | shared_memory); "
-                                              "allocators and learned policies do not."),
-    metric: str = typer.Option("return", help="The matrix's metric (any STAT metric, e.g. "
-                                              "conflict_rate)."),
-    out_dir: Path | None = typer.Option(None, "--out", help="Run directory (resumable)."),
-    opts: RunOptions = RunOptions(),
-) -> None:
-    """Cross-play on STAT: allocators, rule minds, models and learned policies from
-    separate runs, paired seat by seat."""
-    from coordbench.core.files import check_range
-    from coordbench.crossplay.cells import stat_cell
-    from coordbench.envs.stat.config import get_config
-    from coordbench.runner import ModelResources
-    from coordbench.suites.stat.suite import SEAT_KINDS, SUITE
+def crossplay_command(family: Any) -> Callable[..., Any]:
+    """Return `coordbench crossplay <family>`: the family's options for what is played, the
+    partners and the matrix's metric."""
+    from .option_params import opts_param, out_param, param, with_options, without
 
-    check_range("--episodes", episodes, 1, MAX_EPISODES)
-    check_range("--seed", seed, 0, MAX_SEED)
-    check_range("--episode-limit", episode_limit, 1, MAX_STEPS)
-    opts.check(out_dir)
-    partners = parse_partners(partner, SEAT_KINDS, "STAT")
-    n = get_config(config).agents
-    _check_metric("stat", metric, "STAT")
+    played = family.get("options")
+    seats = family.get("seats")
 
-    def cell(seats: tuple[Any, ...]) -> tuple[Any, Any]:
-        return SUITE, stat_cell(config, seats, layouts, seed, episode_limit, protocol)
+    def body(values: dict[str, Any], partner: list[str] | None, metric: str | None,
+             out_dir: Path | None, opts: RunOptions) -> None:
+        from .option_params import check_metric
 
-    aliases = {s.arg for _, s in partners if s.kind == "llm"}
-    settings = opts.harness(aliases, seed) if aliases else None
-    play_matrix("stat", partners, n, metric, cell,
-                out_dir or Path("runs") / "crossplay" / f"stat-{config}", opts, settings,
-                ModelResources(settings, opts.max_reply_tokens) if aliases else None,
-                limit=episodes)
+        opts.check(out_dir)
+        partners = parse_partners(partner, seats.kinds, seats.label)
+        played.check_partners([s for _, s in partners])
+        n = played.team_size(values, "crossplay")
+        metric = metric or played.metric
+        check_metric(family, metric)
 
+        def cell(team: tuple[Any, ...]) -> tuple[Any, Any]:
+            return played.cell(values, team)
 
-@app.command("constructs")
-@run_options(without=("max_reply_tokens",))
-def crossplay_constructs(
-    partner: list[str] = typer.Option(None, "--partner", help=PARTNER_HELP),
-    subset: str = typer.Option("rep240", help="all (900 instances) | rep240"),
-    construct: str | None = typer.Option(None, help="D1 | D2 | D3 | D4 (default: all)."),
-    team: int = typer.Option(2, help="Team size: 2 | 3 | 4 (the instances played)."),
-    protocol: str = typer.Option("broadcast", help="none | broadcast | discuss | leader | "
-                                                   "shared_memory"),
-    limit: int | None = typer.Option(None, help="Play only the first K instances."),
-    seed: int = typer.Option(0, help="Episode seed."),
-    metric: str = typer.Option("SR", help="The matrix's metric (SR, CS, ...)."),
-    out_dir: Path | None = typer.Option(None, "--out", help="Run directory (resumable)."),
-    opts: RunOptions = RunOptions(),
-) -> None:
-    """Cross-play on the coordination constructs: rule minds (and their variants) and
-    models, one mind per seat under a protocol."""
-    from coordbench.core.files import check_range
-    from coordbench.crossplay.cells import construct_cell
-    from coordbench.suites.constructs.suite import SUITE
+        played.check_team(values, *cell((partners[0][1],) * n), n)
+        aliases = model_aliases([s for _, s in partners])
+        settings = opts.harness(aliases, played.seed(values)) if aliases else None
+        play_matrix(family.name, partners, n, metric, cell,
+                    out_dir or played.out(values, "crossplay"), opts, settings,
+                    played.resources(values, settings, opts.max_reply_tokens, None),
+                    limit=played.episodes(values))
 
-    check_range("--limit", limit, 1, MAX_EPISODES)
-    check_range("--seed", seed, 0, MAX_SEED)
-    if team not in (2, 3, 4):
-        raise ConfigError(f"--team must be 2, 3 or 4, got {team}")
-    if subset not in ("all", "rep240"):
-        raise ConfigError(f"--subset must be all or rep240, not {subset!r}")
-    if construct is not None and construct not in ("D1", "D2", "D3", "D4"):
-        raise ConfigError(f"--construct must be one of D1, D2, D3, D4, not {construct!r}")
-    opts.check(out_dir)
-    partners = parse_partners(partner, ("llm", "rule"), "construct")
-    _check_metric("constructs", metric, "construct")
-
-    def cell(seats: tuple[Any, ...]) -> tuple[Any, Any]:
-        return SUITE, construct_cell(seats, protocol, seed, subset, construct, team, limit)
-
-    aliases = {s.arg for _, s in partners if s.kind == "llm"}
-    settings = opts.harness(aliases, seed) if aliases else None
-    play_matrix("constructs", partners, team, metric, cell,
-                out_dir or Path("runs") / "crossplay" / f"constructs-{subset}-team{team}",
-                opts, settings, settings)
-
-
-@app.command("mecobench")
-@run_options()
-def crossplay_mecobench(
-    partner: list[str] = typer.Option(None, "--partner", help=PARTNER_HELP),
-    tasks: Path | None = typer.Option(None, help="A MECoBench task file (JSON)."),
-    suite: str | None = typer.Option(None, help="A built-in instance set, e.g. v1."),
-    structure: str = typer.Option("parallel", help="parallel | sequential"),
-    team: int = typer.Option(2, help="Team size (sequential: 2)."),
-    protocol: str = typer.Option("broadcast", help="none|broadcast|discuss|leader|"
-                                                   "shared_memory"),
-    prior: str = typer.Option("full", help="full|no_appearance|no_location|none|noisy"),
-    limit: int | None = typer.Option(None, help="Play only the first K cases."),
-    seed: int = typer.Option(0, help="Base seed; case k uses seed + k."),
-    max_steps: int | None = typer.Option(None, help="Cap team steps (short smoke runs)."),
-    metric: str = typer.Option("SR", help="The matrix's metric (SR, CR, AUC, ...)."),
-    out_dir: Path | None = typer.Option(None, "--out", help="Run directory (resumable)."),
-    opts: RunOptions = RunOptions(),
-) -> None:
-    """Cross-play on household teams: rule minds and models, one per seat."""
-    from coordbench.core.files import check_range
-    from coordbench.crossplay.cells import household_cell
-    from coordbench.suites.mecobench.instances import check_playable
-    from coordbench.suites.mecobench.suite import SUITE, MecobenchResources
-
-    check_range("--limit", limit, 1, MAX_EPISODES)
-    check_range("--seed", seed, 0, MAX_SEED)
-    check_range("--max-steps", max_steps, 1, MAX_STEPS)
-    check_range("--team", team, 1, 5)
-    opts.check(out_dir)
-    partners = parse_partners(partner, ("llm", "rule"), "MECoBench")
-    _check_metric("mecobench", metric, "MECoBench")
-
-    def cell(seats: tuple[Any, ...]) -> tuple[Any, Any]:
-        return SUITE, household_cell(seats, structure, protocol, prior, seed,
-                                     str(tasks) if tasks else None, suite)
-
-    cases = SUITE.cases(cell((partners[0][1],) * team)[1], limit)
-    check_playable([c.data[1] for c in cases], team, prior)
-    aliases = {s.arg for _, s in partners if s.kind == "llm"}
-    settings = opts.harness(aliases, seed) if aliases else None
-    play_matrix("mecobench", partners, team, metric, cell,
-                out_dir or Path("runs") / "crossplay" / f"mecobench-{structure}-team{team}",
-                opts, settings, MecobenchResources(settings, opts.max_reply_tokens,
-                                                   max_steps=max_steps), limit=limit)
-
-
-@app.command("physical")
-@run_options()
-def crossplay_physical(
-    partner: list[str] = typer.Option(None, "--partner", help=PARTNER_HELP + " Physical: "
-                                      "expert, scripted:expert_noisy, learned:CHECKPOINT "
-                                      "(per-robot policies from separate runs), llm:ALIAS."),
-    task: str = typer.Option(..., help="A physical task with 2+ robots, e.g. Handover."),
-    rollouts: int = typer.Option(100, help="Rollouts per cell (seeds 1..N)."),
-    metric: str = typer.Option("success", help="The matrix's metric (success, p1, p2, p3, "
-                                               "...)."),
-    out_dir: Path | None = typer.Option(None, "--out", help="Run directory (resumable)."),
-    opts: RunOptions = RunOptions(),
-) -> None:
-    """Cross-play on the physical suite: experts, learned robots from separate runs and
-    models, robot by robot."""
-    from coordbench.core.files import check_range
-    from coordbench.crossplay.cells import physical_cell
-    from coordbench.envs.physical.tasks import get_task
-    from coordbench.runner import ModelResources
-    from coordbench.suites.physical.suite import SUITE
-
-    check_range("--rollouts", rollouts, 1, MAX_EPISODES)
-    opts.check(out_dir)
-    partners = parse_partners(partner, ("llm", "scripted", "learned"), "physical")
-    kinds = {s.kind == "llm" for _, s in partners}
-    if len(kinds) > 1:
-        raise ConfigError("crossplay physical pairs models with models, or experts and "
-                          "checkpoints with each other: a model makes the team "
-                          "skill-controlled, where an expert is another agent (the skill "
-                          "controller's suggestion) and a learned robot cannot sit")
-    n = get_task(task).n_robots
-    _check_metric("physical", metric, "physical")
-
-    def cell(seats: tuple[Any, ...]) -> tuple[Any, Any]:
-        return SUITE, physical_cell(seats, task)
-
-    aliases = {s.arg for _, s in partners if s.kind == "llm"}
-    settings = opts.harness(aliases) if aliases else None
-    play_matrix("physical", partners, n, metric, cell,
-                out_dir or Path("runs") / "crossplay" / f"physical-{task}", opts, settings,
-                ModelResources(settings, opts.max_reply_tokens) if aliases else None,
-                limit=rollouts)
-
-
-# episode metrics a family's summary neither leads with nor gives an interval kind
-_MORE = {"stat": ("return", "length"), "mecobench": ("steps",),
-         "physical": ("drops", "robot_collisions", "partner_lag_s")}
-
-
-def _check_metric(name: str, metric: str, label: str) -> None:
-    """Raise ConfigError unless `metric` is one of family `name`'s episode metrics."""
-    from coordbench.runner.family import family
-
-    f = family(name)
-    assert f is not None
-    known = {*(f.get("kinds") or {}), *f.headline_metrics(), *_MORE.get(name, ())}
-    if metric not in known:
-        raise ConfigError(f"--metric {metric!r}: not a metric of {label} episodes; choose "
-                          f"from {', '.join(sorted(known))}")
+    own = [param("partner", list[str] | None,
+                  typer.Option(None, "--partner", help=PARTNER_HELP)),
+           param("metric", str | None,
+                  typer.Option(None, "--metric",
+                               help=f"The matrix's metric (default {played.metric}; "
+                                          "any episode metric of the family).")),
+           out_param(), opts_param()]
+    command = with_options(for_command(played.options, "crossplay"), "crossplay", own, body,
+                           f"crossplay_{family.name}",
+                           f"Cross-play on {family.title or family.name}: every ordered pair "
+                           "of partners over the team's seats.")
+    return run_options(without=without(played))(command)

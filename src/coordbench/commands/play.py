@@ -18,18 +18,17 @@ from typing import Any
 
 import typer
 
+from coordbench.agents.team.seats import model_aliases
 from coordbench.errors import ConfigError
+from coordbench.runner.options import for_command
 
-from .common import out
-from .limits import MAX_EPISODES, MAX_SEED, MAX_STEPS
+from .common import out, port_option
 from .run_options import RunOptions, run_options
 
 app = typer.Typer(no_args_is_help=True, help="A person in a seat: play one seat of an "
                                              "episode in the browser.")
 
 SEAT_HELP = "The seat the person plays: agent_0, agent_1, ..."
-TEAM_HELP = ("Who sits in the other seats, as --team elsewhere (the person's seat is human; "
-             "default: rule minds), e.g. agent_0=human,agent_1=llm:A.")
 PORT_HELP = "Port on 127.0.0.1 (0: any free port)."
 TIMEOUT_HELP = "Seconds the team waits for a decision (default: no limit)."
 GONE_HELP = "Seconds without a word from the page before it counts as closed."
@@ -40,7 +39,7 @@ def seats_for(seat: str, team: str | None, n: int, allowed: tuple[str, ...], fam
     """Return the team's seats: `team`'s (its person's seat `human` or left to us), or
     `default` everywhere but the person's seat; ConfigError names a seat that is not in the
     team or a team spec that gives the person's seat to another agent."""
-    from coordbench.agents.seats import Seat, parse_team
+    from coordbench.agents.team.seats import Seat, parse_team
 
     m = re.fullmatch(r"agent_([0-9]{1,4})", seat.strip())
     if not m:
@@ -71,10 +70,20 @@ def seats_for(seat: str, team: str | None, n: int, allowed: tuple[str, ...], fam
     return tuple(seats)
 
 
+def with_person(team: str | None, seat: str) -> str | None:
+    """Return `team` with the person's seat added as `human` where a team spec leaves it
+    out (`--seat agent_0 --team agent_1=...,agent_2=...`)."""
+    seat = seat.strip()
+    if (team is None or "=" not in team or not re.fullmatch(r"agent_[0-9]{1,4}", seat)
+            or re.search(rf"(^|,)\s*{seat}\s*=", team)):
+        return team
+    return f"{team},{seat}=human"
+
+
 def serve_and_play(k: int, port: int, decision_timeout: float | None, gone_after: float,
-                   play: Callable[[Any], Any]) -> Any:
-    """Serve the page for seat `k`, print its URL, run `play(session)`, stop the server;
-    return what `play` returned."""
+                   play_session: Callable[[Any], Any]) -> Any:
+    """Serve the page for seat `k`, print its URL, run `play_session(session)`, stop the server;
+    return what `play_session` returned."""
     from coordbench.play.server import make_server, url_of
     from coordbench.play.session import SeatSession
 
@@ -88,7 +97,7 @@ def serve_and_play(k: int, port: int, decision_timeout: float | None, gone_after
     thread.start()
     print(url_of(server, session), flush=True)  # noqa: T201 - the one line a person opens
     try:
-        return play(session)
+        return play_session(session)
     finally:
         session.stop("the session is over")
         server.shutdown()
@@ -108,196 +117,51 @@ def _one_at_a_time(opts: RunOptions) -> RunOptions:
     return dataclasses.replace(opts, in_flight=1)
 
 
-def _team_size(team: str, low: int, high: int) -> tuple[int, str | None]:
-    """Return (the team's size, the team spec or None for a plain size); ConfigError for a
-    size out of [low, high]."""
-    from coordbench.core.files import check_range
+def play_command(family: Any) -> Callable[..., Any]:
+    """Return `coordbench play <family>`: the family's options for what is played, the
+    person's seat and the page's options."""
+    from .option_params import opts_param, out_param, param, with_options, without
 
-    plain = re.fullmatch(r"\s*[0-9]{1,3}\s*", team) is not None
-    n = int(team) if plain else len(team.split(","))
-    check_range("--team", n, low, high)
-    return n, None if plain else team
+    played = family.get("options")
+    seats_of = family.get("seats")
 
+    def body(values: dict[str, Any], seat: str, port: int, decision_timeout: float | None,
+             page_timeout: float, out_dir: Path | None, opts: RunOptions) -> None:
+        from coordbench.agents.team.seats import parse_seat
+        from coordbench.core.files import check_range
 
-@app.command("stat")
-@run_options(without=("as_json",))
-def play_stat(
-    seat: str = typer.Option(..., help=SEAT_HELP),
-    config: str = typer.Option("3A-6T-5x3", help="STAT config name."),
-    team: str | None = typer.Option(None, help=TEAM_HELP + " STAT seats also take "
-                                    "scripted:NAME and learned:CHECKPOINT."),
-    episodes: int = typer.Option(1, help="Episodes in the session (layouts 0..N-1)."),
-    layouts: str = typer.Option("paper", help="paper | uniform"),
-    seed: int = typer.Option(0, help="Policy seed."),
-    episode_limit: int = typer.Option(700, help="Truncate episodes at this many steps."),
-    protocol: str = typer.Option("broadcast", help="none | broadcast | leader | "
-                                                   "shared_memory"),
-    port: int = typer.Option(0, help=PORT_HELP),
-    decision_timeout: float | None = typer.Option(None, "--decision-timeout",
-                                                  help=TIMEOUT_HELP),
-    page_timeout: float = typer.Option(10.0, "--page-timeout", help=GONE_HELP),
-    out_dir: Path | None = typer.Option(None, "--out", help="Run directory (resumable)."),
-    opts: RunOptions = RunOptions(),
-) -> None:
-    """Play one seat of STAT episodes: the map, and the tasks your seat may pick."""
-    from coordbench.agents.seats import Seat
-    from coordbench.core.files import check_range
-    from coordbench.envs.stat.config import get_config
-    from coordbench.runner import ModelResources
-    from coordbench.suites.stat.suite import LLM, RULE, SEAT_KINDS, SUITE, StatEvalSpec
+        check_range("--port", port, 0, 65535)
+        opts.check(out_dir)
+        if "team" in values:
+            values = dict(values, team=with_person(values["team"], seat))
+        n = played.team_size(values, "play")
+        default = parse_seat(seats_of.others, seats_of.kinds, seats_of.label, "play")
+        seats = seats_for(seat, values.get("team"), n, seats_of.partner_kinds, seats_of.label,
+                          default)
+        suite, spec = played.cell(values, seats)
+        played.check_team(values, suite, spec, n)
+        aliases = model_aliases(seats)
+        settings = opts.harness(aliases, played.seed(values)) if aliases else None
+        limit = played.episodes(values)
+        item = (suite, spec) if limit is None else (suite, spec, limit)
+        _session(opts, (seat, port, decision_timeout, page_timeout),
+                 out_dir or played.out(values, "play"), item, settings,
+                 lambda s: played.resources(values, settings, opts.max_reply_tokens, s),
+                 played.label(values, "play"), suite.condition(spec))
 
-    check_range("--episodes", episodes, 1, MAX_EPISODES)
-    check_range("--seed", seed, 0, MAX_SEED)
-    check_range("--episode-limit", episode_limit, 1, MAX_STEPS)
-    check_range("--port", port, 0, 65535)
-    opts.check(out_dir)
-    seats = seats_for(seat, team, get_config(config).agents, SEAT_KINDS, "STAT", Seat(RULE))
-    aliases = {s.arg for s in seats if s.kind == "llm"}
-    spec = StatEvalSpec(config, LLM if aliases else RULE, layouts, seed, episode_limit,
-                        protocol=protocol, seats=seats)
-    settings = opts.harness(aliases, seed) if aliases else None
-    path = out_dir or Path("runs") / "play" / f"stat-{config}"
-
-    _session(opts, (seat, port, decision_timeout, page_timeout), path, (SUITE, spec, episodes),
-             settings, lambda s: ModelResources(settings, opts.max_reply_tokens, seat=s),
-             f"play {config}", spec.condition)
-
-
-@app.command("mecobench")
-@run_options(without=("as_json",))
-def play_mecobench(
-    seat: str = typer.Option(..., help=SEAT_HELP),
-    team: str = typer.Option("2", help="Team size, or " + TEAM_HELP),
-    tasks: Path | None = typer.Option(None, help="A MECoBench task file (JSON)."),
-    suite: str | None = typer.Option(None, help="A built-in instance set, e.g. v1."),
-    structure: str = typer.Option("parallel", help="parallel | sequential"),
-    protocol: str = typer.Option("broadcast", help="none|broadcast|discuss|leader|"
-                                                   "shared_memory"),
-    prior: str = typer.Option("full", help="full|no_appearance|no_location|none|noisy"),
-    limit: int | None = typer.Option(1, help="Cases in the session (the first K)."),
-    seed: int = typer.Option(0, help="Base seed; case k uses seed + k."),
-    max_steps: int | None = typer.Option(None, help="Cap team steps."),
-    images: bool = typer.Option(False, "--images", help="Render your seat's views."),
-    port: int = typer.Option(0, help=PORT_HELP),
-    decision_timeout: float | None = typer.Option(None, "--decision-timeout",
-                                                  help=TIMEOUT_HELP),
-    page_timeout: float = typer.Option(10.0, "--page-timeout", help=GONE_HELP),
-    out_dir: Path | None = typer.Option(None, "--out", help="Run directory (resumable)."),
-    opts: RunOptions = RunOptions(),
-) -> None:
-    """Play one seat of household episodes: the observation, the teammates' messages, a
-    message box, and your legal actions as buttons."""
-    from coordbench.agents.seats import Seat
-    from coordbench.core.files import check_range
-    from coordbench.suites.mecobench.episode import SEAT_KINDS, HouseholdSpec
-    from coordbench.suites.mecobench.instances import check_playable
-    from coordbench.suites.mecobench.suite import SUITE, MecobenchResources, mecobench_condition
-
-    check_range("--limit", limit, 1, MAX_EPISODES)
-    check_range("--seed", seed, 0, MAX_SEED)
-    check_range("--max-steps", max_steps, 1, MAX_STEPS)
-    check_range("--port", port, 0, 65535)
-    opts.check(out_dir)
-    n, spec_text = _team_size(team, 1, 5)
-    seats = seats_for(seat, spec_text, n, SEAT_KINDS, "MECoBench", Seat("rule"))
-    aliases = {s.arg for s in seats if s.kind == "llm"}
-    spec = HouseholdSpec(structure, n, protocol, "llm" if aliases else "rule", prior, seed,
-                         seats=seats)
-    cond = mecobench_condition(str(tasks) if tasks else None, suite, spec)
-    cases = SUITE.cases(cond, limit)
-    check_playable([c.data[1] for c in cases], n, prior)
-    settings = opts.harness(aliases, seed) if aliases else None
-    path = out_dir or Path("runs") / "play" / f"mecobench-{structure}"
-
-    _session(opts, (seat, port, decision_timeout, page_timeout), path, (SUITE, cond, limit),
-             settings, lambda s: MecobenchResources(settings, opts.max_reply_tokens, seat=s,
-                                                    images=images, max_steps=max_steps),
-             f"play {structure}", SUITE.condition(cond))
-
-
-@app.command("constructs")
-@run_options(without=("as_json", "max_reply_tokens"))
-def play_constructs(
-    seat: str = typer.Option(..., help=SEAT_HELP),
-    team: str = typer.Option("2", help="Team size (2 | 3 | 4), or " + TEAM_HELP),
-    subset: str = typer.Option("rep240", help="all | rep240"),
-    construct: str | None = typer.Option(None, help="D1 | D2 | D3 | D4 (default: all)."),
-    protocol: str = typer.Option("broadcast", help="none | broadcast | discuss | leader | "
-                                                   "shared_memory"),
-    limit: int | None = typer.Option(1, help="Instances in the session (the first K)."),
-    seed: int = typer.Option(0, help="Episode seed."),
-    port: int = typer.Option(0, help=PORT_HELP),
-    decision_timeout: float | None = typer.Option(None, "--decision-timeout",
-                                                  help=TIMEOUT_HELP),
-    page_timeout: float = typer.Option(10.0, "--page-timeout", help=GONE_HELP),
-    out_dir: Path | None = typer.Option(None, "--out", help="Run directory (resumable)."),
-    opts: RunOptions = RunOptions(),
-) -> None:
-    """Play one seat of construct instances: the instance, the teammates' messages, a
-    message box, and the menu entries your seat may take."""
-    from coordbench.agents.seats import Seat
-    from coordbench.core.files import check_range
-    from coordbench.runner import ModelResources
-    from coordbench.suites.constructs.episode import ConstructSpec
-    from coordbench.suites.constructs.suite import SUITE, ConstructCondition
-
-    check_range("--limit", limit, 1, MAX_EPISODES)
-    check_range("--seed", seed, 0, MAX_SEED)
-    check_range("--port", port, 0, 65535)
-    opts.check(out_dir)
-    n, spec_text = _team_size(team, 2, 4)
-    seats = seats_for(seat, spec_text, n, ("llm", "rule"), "construct", Seat("rule"))
-    aliases = {s.arg for s in seats if s.kind == "llm"}
-    spec = ConstructSpec("decentralized", "llm" if aliases else "rule", seed=seed,
-                         protocol=protocol, seats=seats)
-    cond = ConstructCondition(spec, subset, construct, n, limit)
-    SUITE.cases(cond)
-    settings = opts.harness(aliases, seed) if aliases else None
-    path = out_dir or Path("runs") / "play" / f"constructs-{subset}"
-
-    _session(opts, (seat, port, decision_timeout, page_timeout), path, (SUITE, cond),
-             settings, lambda s: ModelResources(settings, None, seat=s), "play constructs",
-             SUITE.condition(cond))
-
-
-@app.command("physical")
-@run_options(without=("as_json",))
-def play_physical(
-    seat: str = typer.Option(..., help=SEAT_HELP + " (agent_K is robotK)"),
-    task: str = typer.Option("Handover", help="A physical task with 2+ robots."),
-    team: str | None = typer.Option(None, help="Who drives the other robots: "
-                                    "agent_0=human,agent_1=llm:A (default: the skill "
-                                    "controller's own suggestion, scripted:expert)."),
-    rollouts: int = typer.Option(1, help="Episodes in the session (seeds 1..N)."),
-    port: int = typer.Option(0, help=PORT_HELP),
-    decision_timeout: float | None = typer.Option(None, "--decision-timeout",
-                                                  help=TIMEOUT_HELP),
-    page_timeout: float = typer.Option(10.0, "--page-timeout", help=GONE_HELP),
-    out_dir: Path | None = typer.Option(None, "--out", help="Run directory (resumable)."),
-    opts: RunOptions = RunOptions(),
-) -> None:
-    """Play one robot of a physical task through its skill library (move to, grasp, hand
-    over, wait for the partner...): each skill then runs as a model's choice would."""
-    from coordbench.agents.seats import Seat
-    from coordbench.core.files import check_range
-    from coordbench.envs.physical.tasks import get_task
-    from coordbench.runner import ModelResources
-    from coordbench.suites.physical.suite import LLM, SUITE, PhysicalSpec
-
-    check_range("--rollouts", rollouts, 1, MAX_EPISODES)
-    check_range("--port", port, 0, 65535)
-    opts.check(out_dir)
-    n = get_task(task).n_robots
-    seats = seats_for(seat, team, n, ("llm", "scripted"), "physical",
-                      Seat("scripted", "expert"))
-    spec = PhysicalSpec(task, LLM, seats=seats)
-    aliases = {s.arg for s in seats if s.kind == "llm"}
-    settings = opts.harness(aliases) if aliases else None
-    path = out_dir or Path("runs") / "play" / f"physical-{task}"
-
-    _session(opts, (seat, port, decision_timeout, page_timeout), path, (SUITE, spec, rollouts),
-             settings, lambda s: ModelResources(settings, opts.max_reply_tokens, seat=s),
-             f"play {task}", SUITE.condition(spec))
+    own = [param("seat", str, typer.Option(..., "--seat", help=SEAT_HELP)),
+           param("port", int, port_option(0, PORT_HELP)),
+           param("decision_timeout", float | None,
+                  typer.Option(None, "--decision-timeout", help=TIMEOUT_HELP)),
+           param("page_timeout", float,
+                  typer.Option(10.0, "--page-timeout", help=GONE_HELP)),
+           out_param(), opts_param()]
+    command = with_options(for_command(played.options, "play"), "play", own, body,
+                           f"play_{family.name}",
+                           f"Play one seat of {family.title or family.name} episodes in the "
+                           "browser: what your seat sees, the teammates' messages and your "
+                           "legal actions.")
+    return run_options(without=without(played, "as_json"))(command)
 
 
 def _session(opts: RunOptions, page: tuple[str, int, float | None, float], path: Path,
@@ -309,11 +173,11 @@ def _session(opts: RunOptions, page: tuple[str, int, float | None, float], path:
     local = _one_at_a_time(opts)
     seat, port, decision_timeout, page_timeout = page
 
-    def play(session: Any) -> Any:
-        return local.play(path, [item], settings=settings, quiet=True,
+    def play_session(session: Any) -> Any:
+        return local.play_plan(path, [item], settings=settings, quiet=True,
                           resources=resources(session), labels=[label])
 
-    _said(serve_and_play(_seat_index(seat), port, decision_timeout, page_timeout, play),
+    _said(serve_and_play(_seat_index(seat), port, decision_timeout, page_timeout, play_session),
           condition)
 
 

@@ -21,6 +21,7 @@ from .common import (
     cost_limit_option,
     executor_option,
     fail_fast_option,
+    json_option,
     max_connections_option,
     max_reply_tokens_option,
     max_tokens_per_episode_option,
@@ -53,10 +54,10 @@ class RunOptions:
         directory `out` among them; the model registry is read even where the team does not
         use it, so a typo fails now."""
         from coordbench.core.files import check_out_dir, check_out_file, check_range
+        from coordbench.core.limits import MAX_IN_FLIGHT, MAX_WORKERS
         from coordbench.llm.registry import load_registry
 
         from .common import check_model_limits
-        from .limits import MAX_IN_FLIGHT, MAX_WORKERS
 
         check_range("--workers", self.workers, 1, MAX_WORKERS)
         check_range("--in-flight", self.in_flight, 1, MAX_IN_FLIGHT)
@@ -85,14 +86,14 @@ class RunOptions:
         return Limits(self.cost_limit, self.max_tokens_per_episode, fail_fast=self.fail_fast,
                       breaker=self.breaker)
 
-    def play(self, out: Path, plan: Sequence, *, labels: Sequence[str], settings: Any = None,
+    def play_plan(self, out: Path, plan: Sequence, *, labels: Sequence[str], settings: Any = None,
              resources: Any = None, **options: Any) -> Any:
         """Play `plan` into the run at `out` on the chosen executor, with progress unless
         --json, the limits, and (for a model-driven team, `settings`) the harness counters on
         the bars; return the run."""
-        from .common import local_stats, play
+        from .common import local_stats, play_plan
 
-        return play(out, plan, labels=labels, executor=self.executor,
+        return play_plan(out, plan, labels=labels, executor=self.executor,
                     workers=self.workers, in_flight=self.in_flight, resources=resources,
                     limits=self.limits(), stats=local_stats(settings, self.executor),
                     **options)
@@ -113,7 +114,7 @@ def _declarations() -> dict[str, tuple[Any, Any]]:
         "breaker": (int, breaker_option()),
         "executor": (str, executor_option()),
         "workers": (int, workers_option()),
-        "as_json": (bool, typer.Option(False, "--json", help="Print one JSON object.")),
+        "as_json": (bool, json_option()),
     }
 
 

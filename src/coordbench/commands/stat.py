@@ -3,28 +3,66 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
 from coordbench.core.files import check_in_dir, check_out_dir, check_out_file, check_range
+from coordbench.core.limits import MAX_EPISODES, MAX_WORKERS
 from coordbench.core.stats import few
 from coordbench.errors import ConfigError
+from coordbench.suites.stat.options import CONFIG
 
 from .common import (
-    dial_option,
+    batch_option,
     emit_json,
     err,
     executor_option,
+    format_option,
+    json_option,
     need_torch,
     out,
+    out_option,
     say_err,
+    snapshot_option,
+    steps_option,
     workers_option,
     write_report,
 )
-from .limits import MAX_EPISODES, MAX_SEED, MAX_STEPS, MAX_WORKERS
-from .run_options import RunOptions, run_options
 
 app = typer.Typer(no_args_is_help=True, help="STAT: spatial task allocation at scale.")
+
+
+# Flags `stat train`, `stat tune` and `stat speed` share, each declared once here.
+def config_option(default: Any, help: str) -> Any:
+    """Return the --config option of a STAT command that is not `stat eval` (the flag is
+    the family's: `suites/stat/options.py`)."""
+    return typer.Option(default, CONFIG.cli, help=help)
+
+
+def algo_option(help: str) -> Any:
+    """Return the --algo option (a MARL method)."""
+    return typer.Option(..., "--algo", help=help)
+
+
+def seeds_option(default: str | None, help: str) -> Any:
+    """Return the --seeds option (training seeds, e.g. 0-4)."""
+    return typer.Option(default, "--seeds", help=help)
+
+
+def utd_option(help: str) -> Any:
+    """Return the --utd option (transitions replayed per transition collected)."""
+    return typer.Option(8.0, "--utd", help=help)
+
+
+def eval_every_option() -> Any:
+    """Return the --eval-every option."""
+    return typer.Option(10_000, "--eval-every", help="Environment steps between evaluations.")
+
+
+def eval_episodes_option(help: str) -> Any:
+    """Return the --eval-episodes option."""
+    return typer.Option(20, "--eval-episodes", help=help)
 
 
 @app.command("configs")
@@ -43,87 +81,19 @@ def stat_configs() -> None:
     out.print(table)
 
 
-@app.command("eval")
-@run_options()
-def stat_eval(
-    config: str = typer.Option(..., help="STAT config name, e.g. 5A-25T-50x30."),
-    policy: str = typer.Option(..., help="random | greedy | matching | hungarian | "
-                                         "greedy_obs | hungarian_obs | nearest_obs | "
-                                         "greedy_mem | nearest_mem | "
-                                         "rule (minds under --protocol) | "
-                                         "llm (with --model) | PATH (a checkpoint of "
-                                         "`stat train`)"),
-    episodes: int = typer.Option(100, help="Number of episodes (layouts 0..N-1)."),
-    layouts: str = typer.Option("paper", help="paper (seeds s*1000+i) | uniform"),
-    seed: int = typer.Option(0, help="Policy seed (and layout seed for uniform layouts)."),
-    episode_limit: int = typer.Option(700, help="Truncate episodes at this many steps."),
-    model: str | None = typer.Option(None, help="Model alias of every agent (policy llm)."),
-    protocol: str = typer.Option("none", help="policies llm and rule: none | broadcast | "
-                                              "leader | shared_memory"),
-    dial: list[str] | None = dial_option(),
-    team: str | None = typer.Option(None, help="Who sits where (policies rule and llm): "
-                                               "agent_0=llm:A,agent_1=rule,... (one seat "
-                                               "per agent of the configuration)."),
-    out_dir: Path | None = typer.Option(None, "--out", help="Run directory (resumable)."),
-    opts: RunOptions = RunOptions(),
-) -> None:
-    """Evaluate a scripted allocator, a checkpoint or a model-driven team; mean and 95% CI
-    of every diagnostic over episodes (--json: one object of metrics)."""
-    from coordbench.core.stats import summarize
-    from coordbench.metrics.stat import KINDS
-    from coordbench.report.format import estimate_json
-    from coordbench.report.stat_report import collect, console_table
-    from coordbench.runner import ModelResources
-    from coordbench.suites.stat.suite import LLM, SUITE, StatEvalSpec, condition_metrics
-
-    check_range("--episodes", episodes, 1, MAX_EPISODES)
-    check_range("--seed", seed, 0, MAX_SEED)
-    check_range("--episode-limit", episode_limit, 1, MAX_STEPS)
-    opts.check(out_dir)
-    from coordbench.agents.dials import parse_dials
-
-    seats = None
-    if team is not None:
-        from coordbench.agents.seats import parse_team
-
-        parsed = parse_team(team, ("llm", "rule"), "STAT")
-        if isinstance(parsed, int):
-            raise ConfigError("stat eval's team size is the configuration's: --team names "
-                              "the seats (agent_0=llm:A,agent_1=rule,...)")
-        seats = parsed
-        if policy == "rule" and any(s.kind == "llm" for s in seats):
-            policy = LLM  # a team with a model seat is model-driven
-    spec = StatEvalSpec(config, policy, layouts, seed, episode_limit, model, protocol,
-                        parse_dials(dial), seats)
-    aliases = {model} if seats is None else {s.arg for s in seats if s.kind == "llm"}
-    settings = opts.harness(aliases, seed) if policy == LLM else None
-    run = opts.play(out_dir or Path("runs") / "stat-eval" / spec.condition, [(SUITE, spec)],
-                    limit=episodes, settings=settings,
-                    resources=ModelResources(settings, opts.max_reply_tokens)
-                    if policy == LLM else None,
-                    labels=[f"{config} {policy}" + (f" {model} {protocol}" if model else "")])
-    if opts.as_json:
-        summary = summarize(condition_metrics(run, spec.condition, episodes), KINDS)
-        emit_json({k: estimate_json(e) for k, e in summary.items()})
-        return
-    out.print(console_table(collect(run, [spec.condition], episodes),
-                            title=f"STAT {config} {policy}"))
-    out.print(f"run directory: {run.path}  (report: {run.path / 'report.html'})")
-
-
 @app.command("train")
 def stat_train(
-    config: str = typer.Option(..., help="STAT config name."),
-    algo: str = typer.Option(..., help="dqn | fdqn | vdn | qmix | qtran | iql | coma | "
+    config: str = config_option(..., "STAT config name."),
+    algo: str = algo_option("dqn | fdqn | vdn | qmix | qtran | iql | coma | "
                                             "mappo | ippo"),
-    steps: int | None = typer.Option(None, help="Environment steps (default: the paper's)."),
-    seeds: str = typer.Option("0-4", help="Training seeds, e.g. 0-4."),
-    utd: float = typer.Option(8.0, help="Transitions replayed per transition collected "
+    steps: int | None = steps_option(None, "Environment steps (default: the paper's)."),
+    seeds: str = seeds_option("0-4", "Training seeds, e.g. 0-4."),
+    utd: float = utd_option("Transitions replayed per transition collected "
                                         "(off-policy methods; the paper's learners: ~32)."),
     num_envs: int | None = typer.Option(None, help="Environments stepped together "
                                                    "(default 32; coma 8)."),
-    eval_every: int = typer.Option(10_000, help="Environment steps between evaluations."),
-    eval_episodes: int = typer.Option(20, help="Greedy episodes per evaluation "
+    eval_every: int = eval_every_option(),
+    eval_episodes: int = eval_episodes_option("Greedy episodes per evaluation "
                                                "(paper layouts seed*1000+i)."),
     arch: str = typer.Option("mlp", help="Agent network: mlp (the paper's) | pair "
                                          "(task-equivariant, same observation; not dqn/fdqn) "
@@ -143,11 +113,9 @@ def stat_train(
                                 "Runs are filed as METHOD+mem."),
     executor: str = executor_option("process"),
     workers: int = workers_option(2),
-    out_dir: Path = typer.Option(Path("runs/train"), "--out", help="Results directory."),
-    snapshot_every: float = typer.Option(60.0, "--snapshot-every", help="Seconds between "
-                                         "snapshots of a seed in training (a killed sweep "
-                                         "continues from the last one; 0: none)."),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    out_dir: Path = out_option(Path("runs/train"), "Results directory."),
+    snapshot_every: float = snapshot_option("a seed in training"),
+    as_json: bool = json_option(),
 ) -> None:
     """Train a cooperative MARL method on STAT over seeds (one seed per worker); final and
     max return with CIs."""
@@ -193,23 +161,23 @@ def stat_train(
 
 @app.command("tune")
 def stat_tune(
-    config: str = typer.Option(..., help="STAT config name (the paper tunes on one per size "
+    config: str = config_option(..., "STAT config name (the paper tunes on one per size "
                                          "class: 3A-6T-5x3, 5A-25T-25x15, 5A-25T-50x30)."),
-    algo: str = typer.Option(..., help="Method to tune (as for `stat train`)."),
+    algo: str = algo_option("Method to tune (as for `stat train`)."),
     lrs: str = typer.Option("3e-4,1e-3", help="Learning rates of the grid (the paper's)."),
     eps_fracs: str = typer.Option("0.2,0.4", help="Epsilon-decay fractions of the grid "
                                                   "(the paper's; ignored by mappo/ippo)."),
-    steps: int | None = typer.Option(None, help="Environment steps per run (default: the "
+    steps: int | None = steps_option(None, "Environment steps per run (default: the "
                                                 "paper's)."),
-    seeds: str = typer.Option("0-2", help="Training seeds per grid point."),
-    utd: float = typer.Option(8.0, help="Transitions replayed per transition collected."),
-    eval_every: int = typer.Option(10_000, help="Environment steps between evaluations."),
-    eval_episodes: int = typer.Option(20, help="Greedy episodes per evaluation."),
+    seeds: str = seeds_option("0-2", "Training seeds per grid point."),
+    utd: float = utd_option("Transitions replayed per transition collected."),
+    eval_every: int = eval_every_option(),
+    eval_episodes: int = eval_episodes_option("Greedy episodes per evaluation."),
     executor: str = executor_option("process"),
     workers: int = workers_option(2),
-    out_dir: Path = typer.Option(Path("runs/tune"), "--out", help="Directory: one resumable "
+    out_dir: Path = out_option(Path("runs/tune"), "Directory: one resumable "
                                  "sub-directory per grid point, and tune.json."),
-    as_json: bool = typer.Option(False, "--json", help="Print the tuning record as JSON."),
+    as_json: bool = json_option("Print the tuning record as JSON."),
 ) -> None:
     """Run the paper's hyperparameter grid (its Appendix D) and select by mean evaluation
     return over the final 20% of checkpoints; writes OUT/tune.json with the chosen settings."""
@@ -249,7 +217,6 @@ def stat_tune(
 
 def _floats(flag: str, text: str) -> list[float]:
     """Return the comma-separated numbers of a grid option (one-line ConfigError)."""
-    from coordbench.errors import ConfigError
 
     try:
         vals = [float(x) for x in text.split(",") if x.strip()]
@@ -268,7 +235,7 @@ def _pm(e: dict) -> str:
 @app.command("table")
 def stat_table(
     dirs: list[Path] = typer.Argument(..., help="Directories of training results."),
-    fmt: str = typer.Option("md", "--format", help="md | csv"),
+    fmt: str = format_option("md", "md | csv"),
     plots: Path | None = typer.Option(None, help="Also write learning-curve PNGs here."),
     references: bool = typer.Option(True, "--references/--no-references",
                                     help="Add scripted allocators as reference rows."),
@@ -312,15 +279,15 @@ def stat_table(
 
 @app.command("speed")
 def stat_speed(
-    config: str = typer.Option("5A-25T-50x30", help="STAT config name."),
-    batch: int = typer.Option(4096, help="Number of environments stepped together."),
+    config: str = config_option("5A-25T-50x30", "STAT config name."),
+    batch: int = batch_option(4096, "Number of environments stepped together."),
     seconds: float = typer.Option(5.0, help="Measurement time."),
     no_obs: bool = typer.Option(False, "--no-obs", help="Skip building observation vectors."),
     threads: int | None = typer.Option(None, help="Threads for observations (default: all)."),
     sections: bool = typer.Option(
         False, "--sections", help="Split step()'s time per env step into masks, observations "
         "and the rest (one thread unless --threads)."),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    as_json: bool = json_option(),
 ) -> None:
     """Measure joint environment steps per second under random valid actions."""
     from dataclasses import asdict
@@ -329,7 +296,6 @@ def stat_speed(
 
     from coordbench.envs.stat.config import get_config
     from coordbench.envs.stat.speed import MAX_BATCH, measure_sections, measure_speed
-    from coordbench.errors import ConfigError
 
     check_range("--batch", batch, 1, MAX_BATCH)
     check_range("--seconds", seconds, 0, 3600, low_open=True)

@@ -10,13 +10,13 @@ import typer
 
 from coordbench.errors import ConfigError
 
-from .common import err, out
+from .common import err, format_option, json_option, out, out_option
 
 
 def export(
     run_dir: Path = typer.Argument(..., help="A run directory."),
-    fmt: str = typer.Option("csv", "--format", help="csv | parquet"),
-    out_dir: Path = typer.Option(..., "--out", help="Folder for the tables (created)."),
+    fmt: str = format_option("csv", "csv | parquet"),
+    out_dir: Path = out_option(..., "Folder for the tables (created)."),
 ) -> None:
     """Write a run's episodes, steps, model calls, messages and conditions as tables
     (<table>.csv or <table>.parquet), recomputed from its trajectories."""
@@ -39,8 +39,8 @@ def export(
 
 def table(
     run_dirs: list[Path] = typer.Argument(..., help="Run directories to compare."),
-    fmt: str = typer.Option("md", "--format", help="md | csv | html"),
-    out_file: Path | None = typer.Option(None, "--out", help="Write to this file instead of "
+    fmt: str = format_option("md", "md | csv | html"),
+    out_file: Path | None = out_option(None, "Write to this file instead of "
                                                              "printing."),
     by: str | None = typer.Option(None, "--by", help="model: a leaderboard, models as rows, "
                                                      "with paired differences against "
@@ -48,7 +48,7 @@ def table(
     reference: str | None = typer.Option(None, "--reference", metavar="MODEL",
                                          help="With --by model: the model the others are "
                                               "paired against (default: the first)."),
-    as_json: bool = typer.Option(False, "--json", help="With --by model: print a JSON list, "
+    as_json: bool = json_option("With --by model: print a JSON list, "
                                                        "one object per model."),
 ) -> None:
     """Compare conditions across runs, for every family: one table per suite, each headline
@@ -104,10 +104,10 @@ def _write(out_file: Path | None, text: str) -> None:
 
 def profile(
     run_dirs: list[Path] = typer.Argument(..., help="Run directories (any families)."),
-    fmt: str = typer.Option("md", "--format", help="md | csv | html"),
-    as_json: bool = typer.Option(False, "--json", help="Print a JSON list: one object per "
+    fmt: str = format_option("md", "md | csv | html"),
+    as_json: bool = json_option("Print a JSON list: one object per "
                                                        "condition."),
-    out_file: Path | None = typer.Option(None, "--out", help="Write to this file instead of "
+    out_file: Path | None = out_option(None, "Write to this file instead of "
                                                              "printing."),
 ) -> None:
     """The coordination profile of every condition of the runs, across families: redundancy,

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import typer
 
-from coordbench.commands.common import err, out
+from coordbench.commands.common import episode_option, err, out, port_option
 from coordbench.errors import ConfigError
 
 
 def view(
     run_dir: Path = typer.Argument(..., help="A run directory (or a folder of runs)."),
-    port: int = typer.Option(8765, "--port", help="Port on 127.0.0.1 (0 picks a free one)."),
-    episode: str | None = typer.Option(None, "--episode", help="CONDITION/KEY (the header's "
+    port: int = port_option(8765, "Port on 127.0.0.1 (0 picks a free one)."),
+    episode: str | None = episode_option("CONDITION/KEY (the header's "
                                        "episode_id) of the episode to export."),
     export_file: Path | None = typer.Option(None, "--export", help="Write that episode to "
                                             "this HTML file (one file, opens offline) and "

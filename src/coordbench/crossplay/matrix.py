@@ -160,11 +160,3 @@ def matrix(run: RunDir, design: Crossplay, metric: str | None = None) -> Matrix:
         gap[name] = welch_gap(own, other)
     return Matrix(design, metric, cells, self_play, cross_play, gap)
 
-
-def open_matrix(path: Path | str, metric: str | None = None) -> Matrix:
-    """Return the matrix of the crossplay run at `path`; RunDirError if it is none."""
-    run = RunDir.open(path)
-    design = load(run.path)
-    if design is None:
-        raise RunDirError(f"{run.path} is not a crossplay run (no {FILE})")
-    return matrix(run, design, metric)

@@ -18,8 +18,8 @@ from coordbench.metrics.constructs import (
     correlation_matrix,
     episode_metrics,
 )
-from coordbench.suites.constructs.families import CONSTRUCTS
 from coordbench.suites.constructs.suite import HEADLINE
+from coordbench.suites.constructs.task_families import CONSTRUCTS
 
 from .format import estimate_json
 from .section import Section
@@ -210,3 +210,22 @@ def section(run: RunDir, conditions: list[str]) -> Section:
                          "termination": termination_shares(trajs),
                          "failure_shares": failure_shares(trajs)}
     return Section("coordination constructs", text, tables, results)
+
+
+def run_summary(run: RunDir, plan: Any, values: dict[str, Any]) -> tuple[dict, list]:
+    """Return `constructs run`'s --json object (SR, CS, legal_rate overall and per construct,
+    the termination and failure shares, the number of instances) and its console table."""
+    from coordbench.suites.constructs.suite import SUITE
+
+    ctx = plan.context
+    trajs = episodes(run, SUITE.condition(ctx["cond"]), ctx["cases"])
+    overall, per = summarize_trajectories(trajs)
+    payload: dict[str, Any] = {k: estimate_json(overall[k]) for k in HEADLINE if k in overall}
+    payload["per_construct"] = {c: {k: estimate_json(d[k]) for k in HEADLINE if k in d}
+                                for c, d in per.items()}
+    payload.update(outcomes(trajs))
+    payload["instances"] = ctx["cases"]
+    protocol, planner = ctx["protocol"], ctx["planner"]
+    how = planner if protocol is None else f"{planner} under {protocol}"
+    return payload, [console_table(f"constructs: {how}, {ctx['agents']}, "
+                                   f"{values['observation']}", per)]

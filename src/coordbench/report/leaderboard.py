@@ -59,7 +59,7 @@ def model_of(spec: dict[str, Any]) -> str:
             who += f":{Path(str(spec['checkpoint'])).stem}"
     dials = spec.get("dials")
     if isinstance(dials, dict) and any(dials.values()):
-        from coordbench.agents.dials import Dials
+        from coordbench.agents.team.dials import Dials
 
         who += f"[{Dials(**dials).label()}]"
     return who

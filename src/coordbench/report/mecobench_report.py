@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.table import Table
 
-from coordbench.agents.household.protocols import get_protocol
+from coordbench.agents.team.protocols import get_protocol
 from coordbench.analyses.household import tag_table
 from coordbench.core.rundir import RunDir
 from coordbench.core.stats import Estimate, summarize
@@ -147,3 +149,28 @@ def section(run: RunDir, conditions: list[str]) -> Section:
                    {cond: {"suite": "mecobench", "spec": spec,
                            "metrics": {k: estimate_json(e) for k, e in s.items()}}
                     for cond, spec, s in results})
+
+
+def run_summary(run: RunDir, plan: Any, values: dict[str, Any]) -> tuple[dict, list]:
+    """Return `mecobench run`'s --json object ({"cases", metric: estimate}) and its console
+    table (a line instead when every episode errored)."""
+    from coordbench.metrics.household import KINDS
+    from coordbench.suites.mecobench.suite import SUITE
+
+
+    ctx = plan.context
+    summary = summarize(condition_values(run, SUITE.condition(ctx["cond"]), ctx["cases"]),
+                        KINDS)
+    payload = {"cases": ctx["cases"], **{k: estimate_json(e) for k, e in summary.items()}}
+    if not summary:  # every episode errored (provider failures, said as the command ends)
+        return payload, ["no finished episode to summarize"]
+    who = ctx["agents"] if ctx["seats"] is None else "mixed"
+    table = Table(title=f"MECoBench {values['structure']}, team {values['team']}, "
+                        f"{values['protocol']}, {who}, {values['prior']}")
+    table.add_column("metric")
+    table.add_column("mean ± 95% CI", justify="right")
+    table.add_column("n", justify="right")
+    for k in (*HEADLINE, "tokens_per_step", "protocol_failures", "duplicate_grabs",
+              "wrong_class_grabs", "hallucinated_completion", "steps"):
+        table.add_row(k, fmt(summary[k]), str(summary[k].n))
+    return payload, [table]

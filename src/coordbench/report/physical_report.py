@@ -130,3 +130,40 @@ def section(run: RunDir, conditions: list[str]) -> Section:
                          + f" | {pct(ps['collaborative'])} | {pct(ps['non_collaborative'])} |")
     tables = [console_table("physical collaboration", rows)] if rows else []
     return Section("physical collaboration", "\n".join(lines) + "\n", tables, results)
+
+
+def run_summary(run: RunDir, plan: Any, values: dict[str, Any]) -> tuple[dict, list]:
+    """Return `physical eval`'s --json object ({task: success and phase rates, the
+    phase-level rates with --phase-level, the errored episodes of a model-driven team}) and
+    its console lines."""
+    from coordbench.suites.physical.suite import LLM, SUITE
+
+    ctx = plan.context
+    main = {s.task: (s, n) for _, s, n in plan.items if s.protocol == "main"}
+    payload: dict[str, Any] = {}
+    for name in ctx["names"]:
+        spec, n = main[name]
+        cond = SUITE.condition(spec)
+        # episodes a provider failure errored (or the cost limit cut) are not results
+        saved = set(run.episode_keys(cond))
+        trs = [run.load_episode(cond, c.key) for c in SUITE.cases(spec, n) if c.key in saved]
+        entry = main_json(main_summary(trs)) if trs else {}
+        if ctx["policy"] == LLM:
+            entry["errored"] = len(run.errored_keys(cond))
+        if values["phase_level"]:
+            by_phase = {s.phase: [run.load_episode(SUITE.condition(s), c.key)
+                                  for c in SUITE.cases(s, k)]
+                        for _, s, k in plan.items if s.task == name and s.phase}
+            entry["phase_level"] = phase_json(phase_summary(name, by_phase))
+        payload[name] = entry
+    shown: list[Any] = [console_table(
+        f"physical: {ctx['shown']}, seeds 1..{values['rollouts']}",
+        {(name, ctx["shown"]): e for name, e in payload.items() if "success" in e})]
+    for name, e in payload.items():
+        if "phase_level" in e:
+            pl = e["phase_level"]
+            shown.append(f"{name} phase level: " + ", ".join(
+                f"{k} {pct(v)}" for k, v in pl["phases"].items()) +
+                f"; collaborative {pct(pl['collaborative'])}, non-collaborative "
+                f"{pct(pl['non_collaborative'])}")
+    return payload, shown

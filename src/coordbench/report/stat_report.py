@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from rich.table import Table
 
@@ -142,3 +143,13 @@ def section(run: RunDir, conditions: list[str], episodes: int | None = None) -> 
                    {r.condition: {"suite": "stat", "spec": r.spec,
                                   "metrics": {k: estimate_json(e) for k, e in r.summary.items()}}
                     for r in results})
+
+
+def run_summary(run: RunDir, plan: Any, values: dict[str, Any]) -> tuple[dict, list]:
+    """Return `stat eval`'s --json object ({metric: estimate}) and its console table."""
+    spec, episodes = plan.context["spec"], values["episodes"]
+    summary = summarize(condition_metrics(run, spec.condition, episodes), KINDS)
+    payload = {k: estimate_json(e) for k, e in summary.items()}
+    table = console_table(collect(run, [spec.condition], episodes),
+                          title=f"STAT {values['config']} {plan.context['policy']}")
+    return payload, [table]

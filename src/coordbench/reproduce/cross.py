@@ -4,7 +4,7 @@ STAT instances (docs/cross-family.md).
 
 No single paper makes these claims; each finding names the family paper whose claim it
 carries to the other families. Offline, rule minds play every protocol row (the claiming minds
-of `agents/claims.py` in STAT and on constructs, the household rule minds in homes), STAT's
+of `agents/team/claims.py` in STAT and on constructs, the household rule minds in homes), STAT's
 scripted allocators and a learned team (MAPPO with the task-equivariant pair network, trained
 first by `prepare`) play the allocation rows; with `--model M` the model also plays a team
 under every protocol in each family.
@@ -49,7 +49,7 @@ from .study import (
 
 PAPER = "cross"
 TITLE = "Across families (household, constructs, STAT)"
-FAMILIES = ("household", "constructs", "stat")
+TASK_FAMILIES = ("household", "constructs", "stat")
 PROTOCOLS = ("none", "broadcast", "discuss", "leader", "shared_memory")
 STAT_PROTOCOLS = ("none", "broadcast", "leader", "shared_memory")
 STAT_CONFIGS = ("3A-6T-5x3", "5A-25T-50x30", "9A-25T-50x30")
@@ -122,7 +122,7 @@ def _condition(key: Key, options: Options, out: Path) -> tuple[Any, Any, int | N
         from coordbench.suites.mecobench.suite import SUITE as HS
         from coordbench.suites.mecobench.suite import mecobench_condition
 
-        from .mecobench import quick_tasks
+        from .mecobench_design import quick_tasks
 
         spec = HouseholdSpec("parallel", int(key.where), key.protocol, key.who, "full",
                              options.seed if key.who == "llm" else 0,
@@ -231,7 +231,7 @@ def _protocol_item(ep: Episodes, who: str) -> Item:
     rows, data = [], {}
     reds: dict[str, dict[str, Any]] = {}
     progress: dict[str, Any] = {}
-    for family in FAMILIES:
+    for family in TASK_FAMILIES:
         ks = _protocol_keys(family, who)
         base = ep(ks[0])
         for k in ks:
@@ -284,7 +284,7 @@ def _protocol_item(ep: Episodes, who: str) -> Item:
     return Item(f"protocols-{who}", title, "MECoBench compares protocols in homes only",
                 table(header, rows), figs, findings=findings, data=data,
                 note="Rule minds in STAT and on constructs coordinate by claims "
-                     "(agents/claims.py); household rule minds by their own messages. "
+                     "(agents/team/claims.py); household rule minds by their own messages. "
                      "STAT has no discuss.")
 
 

@@ -1,7 +1,7 @@
 """`coordbench reproduce metrics`: does each metric detect what it names?
 
 Every family's rule minds are played with one failure injected at a time (the dials of
-`agents.dials`) at rates from 0 to 0.5, on the same cases at every rate. For each injected
+`agents.team.dials`) at rates from 0 to 0.5, on the same cases at every rate. For each injected
 failure the metric that names it must move with the rate (its least-squares slope on the
 rate has the named sign, with the whole 95% interval on that side of 0), and where it is a
 direct count of the failure it must give the injected rate back (the injected rate inside
@@ -110,7 +110,7 @@ def sizes(options: Options) -> dict[str, int]:
 
 
 def _dials(probe: Probe, rate: float):
-    from coordbench.agents.dials import Dials
+    from coordbench.agents.team.dials import Dials
 
     return Dials(**{probe.failure: rate})
 

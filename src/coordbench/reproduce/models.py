@@ -215,9 +215,11 @@ def mostly(verdicts: Sequence[bool | None]) -> bool | None:
     return None
 
 
-def combined_study(module: ModuleType, run: RunDir, each: list[Options], out: Path) -> Study:
-    """Return the study of one or several models (see the module docstring); each finding
-    names the models it was judged on."""
+def combined_study(module: ModuleType, run: RunDir, each: list[Options], out: Path,
+                   compare: Any = None) -> Study:
+    """Return the study of one or several models (see the module docstring; `compare`: the
+    paper's model comparisons, None where it has none); each finding names the models it
+    was judged on."""
     firsts = _firsts(each)
     k = each[0].repeats
     extra: list[Item] = []
@@ -234,7 +236,6 @@ def combined_study(module: ModuleType, run: RunDir, each: list[Options], out: Pa
         return study
     models = [str(o.model) for o in firsts]
     items: list[Item] = []
-    compare = getattr(module, "compare", None)
     if compare is not None:
         items += compare(run, firsts, out)
         for f in (f for item in items for f in item.findings):

@@ -28,7 +28,7 @@ class Options:
     seeds: tuple[int, ...] | None = None
     steps: int | None = None
     # who plays the offline rows: "rule" (coordbench's rule minds) or a dials profile of
-    # imperfect rule minds (agents.dials.PROFILES)
+    # imperfect rule minds (agents.team.dials.PROFILES)
     offline_agents: str = "rule"
     # a folder of the paper's own task files (mecobench) or instance files (cocobench) to
     # play instead of coordbench's generated sets
@@ -48,7 +48,7 @@ class Options:
     def dials(self, allowed: Sequence[str]):
         """Return the dials of the offline rule minds (None: the plain rule minds), those of
         the profile a family's minds can fail by."""
-        from coordbench.agents.dials import profile, restricted
+        from coordbench.agents.team.dials import profile, restricted
 
         if self.offline_agents == "rule":
             return None
@@ -58,7 +58,7 @@ class Options:
         """Return how a study's preamble names its offline `minds` (e.g. "rule teams")."""
         if self.offline_agents == "rule":
             return f"coordbench's {minds} (offline; no model)"
-        from coordbench.agents.dials import profile
+        from coordbench.agents.team.dials import profile
 
         return (f"coordbench's {minds} made imperfect (offline profile "
                 f"`{self.offline_agents}`: {profile(self.offline_agents).label()}; each "

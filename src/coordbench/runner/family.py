@@ -35,7 +35,9 @@ class Family:
     `picture(run, condition, trajectory)`; `warm` `warm(spec)` (the viewer prepares a
     condition's replay off the request path); `profile` `profile(trajectory)`; `kinds` the
     {metric: estimate kind} of its episode metrics (`core.stats.estimate`); `commands` the
-    typer app served as ``coordbench <command>``.
+    typer app served as ``coordbench <command>``; `options` what it plays
+    (`runner.played.Played`), `seats` who may sit (`runner.played.Seats`) and `summary` its
+    run command's output: from these three, its run, crossplay and play commands are made.
     """
 
     name: str
@@ -52,6 +54,12 @@ class Family:
     kinds: str | None = None
     commands: str | None = None
     command: str | None = None
+    # what is played (runner.played.Played), who may sit (runner.played.Seats), and the run
+    # command's summary `summary(run, plan, values) -> (json payload, console renderables)`:
+    # from these the family's run, crossplay and play commands are generated
+    options: str | None = None
+    seats: str | None = None
+    summary: str | None = None
     # metrics a summary leads with, for a family without a Suite (e.g. training runs)
     headline: tuple[str, ...] = ()
     # condition-name prefixes of manifests written before suites were recorded
@@ -169,6 +177,8 @@ register(Family(
     condition=f"{_S}.stat.suite:api_condition", report=f"{_R}.stat_report:section",
     figures=f"{_R}.figures:stat_figures", replay=f"{_V}.stat:picture",
     profile=f"{_P}:stat_profile", kinds=f"{_M}.stat:KINDS", commands=f"{_C}.stat:app",
+    options=f"{_S}.stat.options:PLAYED", seats=f"{_S}.stat.options:FAMILY_SEATS",
+    summary=f"{_R}.stat_report:run_summary",
     command="stat",
     prefixes=("stat_",)))
 register(Family(
@@ -181,7 +191,9 @@ register(Family(
     condition=f"{_S}.mecobench.suite:api_condition", report=f"{_R}.mecobench_report:section",
     figures=f"{_R}.figures:mecobench_figures", replay=f"{_V}.mecobench:picture",
     warm=f"{_V}.mecobench:warm", profile=f"{_P}:household_profile",
-    kinds=f"{_M}.household:KINDS", commands=f"{_C}.mecobench:app", command="mecobench",
+    kinds=f"{_M}.household:KINDS", commands=f"{_C}.mecobench:app",
+    options=f"{_S}.mecobench.options:PLAYED", seats=f"{_S}.mecobench.options:FAMILY_SEATS",
+    summary=f"{_R}.mecobench_report:run_summary", command="mecobench",
     prefixes=("mecobench_",)))
 register(Family(
     "constructs", "CoCoBench coordination constructs", suite=f"{_S}.constructs.suite:SUITE",
@@ -191,7 +203,9 @@ register(Family(
     condition=f"{_S}.constructs.suite:api_condition",
     report=f"{_R}.constructs_report:section", figures=f"{_R}.figures:constructs_figures",
     replay=f"{_V}.constructs:picture", profile=f"{_P}:construct_profile",
-    kinds=f"{_M}.constructs:KINDS", commands=f"{_C}.constructs:app", command="constructs",
+    kinds=f"{_M}.constructs:KINDS", commands=f"{_C}.constructs:app",
+    options=f"{_S}.constructs.options:PLAYED", seats=f"{_S}.constructs.options:FAMILY_SEATS",
+    summary=f"{_R}.constructs_report:run_summary", command="constructs",
     prefixes=("constructs_",)))
 register(Family(
     "physical", "CoHuB physical collaboration", suite=f"{_S}.physical.suite:SUITE",
@@ -200,7 +214,9 @@ register(Family(
     condition=f"{_S}.physical.suite:api_condition", report=f"{_R}.physical_report:section",
     figures=f"{_R}.figures:physical_figures", replay=f"{_V}.physical:picture",
     profile=f"{_P}:physical_profile", kinds=f"{_M}.physical:KINDS",
-    commands=f"{_C}.physical:app", command="physical",
+    commands=f"{_C}.physical:app",
+    options=f"{_S}.physical.options:PLAYED", seats=f"{_S}.physical.options:FAMILY_SEATS",
+    summary=f"{_R}.physical_report:run_summary", command="physical",
     prefixes=("physical_",)))
 register(Family(
     "stat_train", "STAT training", report=f"{_R}.stat_train_report:section",

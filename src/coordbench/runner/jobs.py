@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -129,7 +129,3 @@ def _write(root: Path, job: Job, output: JobOutput) -> None:
         write_atomic_bytes(root / rel, output.files[rel])
     JobContext(str(root), job.key).snapshot_path.unlink(missing_ok=True)
 
-
-def done_jobs(root: Path, jobs: Iterable[Job]) -> Iterator[Job]:
-    """Yield the jobs of `jobs` that have finished in `root`."""
-    return (j for j in jobs if is_done(root, j))

@@ -36,16 +36,21 @@ class Case:
     data: Any = None
 
 
-@dataclass(frozen=True)
-class PlayContext:
-    """What a worker needs beyond the spec and the cases: where the run lives (images are
-    stored there), the family's run-wide resources (e.g. model-harness settings), the limits,
-    and how many model-driven episodes may be in flight at once."""
+class HarnessSource(Protocol):
+    """What a worker turns into a model harness (`llm.harness_for`): the harness's settings,
+    which pickle to any worker, or a harness already made in this process."""
 
-    run_path: str
-    resources: Any = None
-    limits: Limits = field(default_factory=Limits)
-    in_flight: int = 8
+
+class SeatSession(Protocol):
+    """The person's seat of `coordbench play` (`play.session.SeatSession`), as an episode
+    sees it: the seat it serves and the one verb that asks the person."""
+
+    seat: int
+
+    async def ask(self, episode: str, t: int, phase: str, view: dict[str, Any],
+                  choices: list[dict[str, Any]] | None = None, free_text: bool = False
+                  ) -> tuple[Any, float]:
+        """Return (the answer, seconds the person took) to a question."""
 
 
 @dataclass(frozen=True)
@@ -54,14 +59,41 @@ class ModelResources:
     model-harness settings (or a ModelHarness when played in this process) and a per-reply
     token cap. A family that needs more (MECoBench: rendered views, a step cap) extends it."""
 
-    harness: Any = None
+    harness: HarnessSource | None = None
     max_reply_tokens: int | None = None
-    # the person's seat of `coordbench play` (play.session.SeatSession); None elsewhere
-    seat: Any = None
+    # the person's seat of `coordbench play`; None elsewhere
+    seat: SeatSession | None = None
 
     def identity(self) -> dict[str, Any]:
         """Return the options that change the episodes (recorded with each condition)."""
         return {"max_reply_tokens": self.max_reply_tokens}
+
+
+# A family's run-wide resources: ModelResources (or a family's extension of it), the
+# harness's settings alone (the construct family's form), or None
+Resources = ModelResources | HarnessSource | None
+
+
+def harness_source(resources: Resources) -> HarnessSource | None:
+    """Return the harness settings (or harness) `resources` carry (None: none)."""
+    return resources.harness if isinstance(resources, ModelResources) else resources
+
+
+def seat_session(resources: Resources) -> SeatSession | None:
+    """Return the person's seat session `resources` carry (None: no person plays)."""
+    return resources.seat if isinstance(resources, ModelResources) else None
+
+
+@dataclass(frozen=True)
+class PlayContext:
+    """What a worker needs beyond the spec and the cases: where the run lives (images are
+    stored there), the family's run-wide resources (e.g. model-harness settings), the limits,
+    and how many model-driven episodes may be in flight at once."""
+
+    run_path: str
+    resources: Resources = None
+    limits: Limits = field(default_factory=Limits)
+    in_flight: int = 8
 
 
 Played = tuple[Case, Trajectory]

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from coordbench.agents.household.protocols import maybe_await
+from coordbench.agents.team.protocols import maybe_await
 from coordbench.core.trajectory import ActionRecord, Conflict, HouseholdStepEvent, MessageEvent
 from coordbench.envs.household.actions import WAIT, Action
 from coordbench.envs.household.engine import HouseholdEnv

@@ -10,13 +10,13 @@ from typing import Any
 
 from coordbench.envs.household.menu import menu
 
-from ..human import image_urls
+from ..team.human import image_urls
 
 NOTHING = "nothing left to do"
 
 
 class ConstructPresenter:
-    """The construct seat's view and legal menu entries (see `agents.human.Presenter`)."""
+    """The construct seat's view and legal menu entries (see `agents.team.human.Presenter`)."""
 
     def __init__(self, catalog: list[tuple[int, Any]], render: Callable[[Any], str]) -> None:
         self.catalog, self.render = catalog, render

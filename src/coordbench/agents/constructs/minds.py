@@ -1,11 +1,11 @@
 """Construct teams under the household protocols: one mind per agent (rule-based or
 model-driven), orchestrated by the same protocol registry as MECoBench's teams
-(`agents.household.protocols`), so the protocol effect can be compared across the two suites.
+(`agents.team.protocols`), so the protocol effect can be compared across the two suites.
 
 Each step every agent gets a `ConstructView` (the instance as the decentralized planners see
 it); the protocol runs its communicate phase over the minds, then every mind picks its own
 action. Rule minds are the decentralized rule agents (`planners.RuleAgent`) as claiming minds
-(`agents.claims`: "TAKE <id>", a lower agent index keeping priority, as under
+(`agents.team.claims`: "TAKE <id>", a lower agent index keeping priority, as under
 `decentralized_comm`); under `none` they are exactly the `decentralized` planner.
 
 Model minds talk with the household phases' prompts (construct wording, `llm.prompts`) and
@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
-from coordbench.agents.claims import ClaimMind, rule_variant
-from coordbench.agents.dials import Dials, Faults
 from coordbench.agents.household.llm import LlmMind
-from coordbench.agents.household.protocols import (
+from coordbench.agents.team.claims import ClaimMind, rule_variant
+from coordbench.agents.team.dials import Dials, Faults
+from coordbench.agents.team.protocols import (
     Decision,
     Message,
     ProtocolTeam,
@@ -188,7 +188,7 @@ class ProtocolPlanners:
             return ConstructLlmMind(agent=i, harness=self.harness, alias=str(seat.arg),
                                     role=spec.role(i), catalog=catalog)
         if seat.kind == "human":
-            from coordbench.agents.human import human_mind
+            from coordbench.agents.team.human import human_mind
 
             from .human import ConstructPresenter
 

@@ -12,9 +12,9 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from coordbench.agents.claims import free_for
-from coordbench.agents.dials import Dials, Faults
-from coordbench.agents.household.protocols import Message
+from coordbench.agents.team.claims import free_for
+from coordbench.agents.team.dials import Dials, Faults
+from coordbench.agents.team.protocols import Message
 from coordbench.envs.household.actions import Action
 from coordbench.envs.household.engine import REACH, HouseholdEnv
 from coordbench.envs.household.menu import catalog, construct_nodes
@@ -41,7 +41,7 @@ class RuleAgent:
     comm: bool
     claims: dict[int, int] = field(default_factory=dict)  # object -> teammate
     intent: int | None = None
-    convention: str = "lower"  # whose claim keeps an object (agents.claims.free_for)
+    convention: str = "lower"  # whose claim keeps an object (agents.team.claims.free_for)
 
     def read(self, messages: list[tuple[int, str]]) -> None:
         """Take teammates' last-round intents ("TAKE <id>") from the broadcast board."""

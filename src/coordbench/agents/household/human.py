@@ -12,11 +12,11 @@ from typing import Any
 from coordbench.envs.household.actions import Action
 from coordbench.envs.household.observe import Observation, render_text
 
-from ..human import image_urls
+from ..team.human import image_urls
 
 
 class HouseholdPresenter:
-    """The household seat's view and legal actions (see `agents.human.Presenter`)."""
+    """The household seat's view and legal actions (see `agents.team.human.Presenter`)."""
 
     def view(self, obs: Observation) -> dict[str, Any]:
         """Return the observation's text and, where rendered, its view."""

@@ -22,7 +22,7 @@ from coordbench.llm.client import Completion, ModelHarness
 from coordbench.llm.parse import extract_json, parse_action
 from coordbench.runner.episode import current_recorder
 
-from .protocols import Decision, Message
+from ..team.protocols import Decision, Message
 
 
 def agent_number(value: Any) -> int | None:

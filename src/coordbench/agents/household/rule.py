@@ -15,7 +15,7 @@ an agent that sees images would. It learns the truth on picking the object up: i
 where it was (a wrong grab, then a correction), says so ("CORRECTION 471 is waterglass"), and
 looks on.
 
-With `faults` (`agents.dials`), a mind fails as its dials say: it misreads a seen object's
+With `faults` (`agents.team.dials`), a mind fails as its dials say: it misreads a seen object's
 class or room, believes its claimed object placed and declares the task done (saying DONE
 about it), misses teammates' messages, forgets what it saw or heard more than k steps ago, or
 produces a decision that cannot be parsed. Without faults (or with every dial at 0) nothing
@@ -38,8 +38,8 @@ from coordbench.envs.household.actions import WAIT, Action
 from coordbench.envs.household.engine import REACH
 from coordbench.envs.household.observe import GoalStatus, Observation
 
-from ..dials import Faults
-from .protocols import Decision, Message
+from ..team.dials import Faults
+from ..team.protocols import Decision, Message
 
 STORAGE = frozenset({"fridge", "stove", "dishwasher", "microwave", "cabinet", "kitchencabinet",
                      "bookshelf", "nightstand", "closet", "desk", "bathroomcabinet"})
@@ -79,7 +79,7 @@ class RuleMind:
     revealed: set[int] = field(default_factory=set)  # misidentified objects, seen up close
     origin: dict[int, tuple[str, int]] = field(default_factory=dict)  # obj -> (relation, on)
     corrections: list[str] = field(default_factory=list)  # to say in the next message
-    faults: Faults | None = None  # injected failures (agents.dials); None: none
+    faults: Faults | None = None  # injected failures (agents.team.dials); None: none
     _last_step: int = -1
     _last_action: Action | None = None
     _stamps: dict[str, dict[Any, int]] = field(default_factory=dict)

@@ -12,7 +12,7 @@ from coordbench.envs.stat.observe import StatObservation, render_text
 
 
 class StatPresenter:
-    """The STAT seat's view and legal picks (see `agents.human.Presenter`)."""
+    """The STAT seat's view and legal picks (see `agents.team.human.Presenter`)."""
 
     def view(self, obs: StatObservation) -> dict[str, Any]:
         """Return the observation's text and its map."""

@@ -19,7 +19,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from coordbench.agents.household.llm import LlmMind
-from coordbench.agents.household.protocols import Decision, Message, check_supported
+from coordbench.agents.team.protocols import Decision, Message, check_supported
 from coordbench.envs.stat.config import IDLE, SELECT0
 from coordbench.envs.stat.observe import StatObservation, render_text
 from coordbench.llm import prompts

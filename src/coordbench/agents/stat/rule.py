@@ -1,6 +1,6 @@
 """Rule-based STAT agents under the household protocols (`stat eval --policy rule --protocol
 P`): each agent with a choice goes for its nearest free task, and the protocol decides what it
-knows of its teammates' picks (`agents.claims`).
+knows of its teammates' picks (`agents.team.claims`).
 
 Under `none` agents pick alone, so two agents whose nearest free task is the same both pick it
 (the conflict rule keeps the nearest one and idles the other for the step). Under a talking
@@ -9,7 +9,7 @@ allocator does centrally: the two play the same actions (a test checks it). When
 task is claimed the agent still picks its nearest (the mask makes it pick), as `greedy` does.
 Agents with no choice take their one action and stay silent.
 
-With dials (`agents.dials`) a mind misreads where the tasks are (it picks a task it can
+With dials (`agents.team.dials`) a mind misreads where the tasks are (it picks a task it can
 choose at random, not its nearest) at the perception rate, and misses teammates' messages at
 the message-loss rate.
 """
@@ -19,8 +19,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from coordbench.agents.claims import ClaimMind
-from coordbench.agents.dials import Faults
+from coordbench.agents.team.claims import ClaimMind
+from coordbench.agents.team.dials import Faults
 from coordbench.envs.stat.config import IDLE, SELECT0
 from coordbench.envs.stat.observe import StatObservation
 

@@ -4,7 +4,7 @@
 own run: another seed, another method): every step each distinct policy computes the joint
 action of the batch, and seat i takes its own policy's pick for agent i. In a team that
 also seats minds, `SeatPolicyMind` stands in for such a seat under the protocol: silent, it
-plays the pick its policy made for it this step.
+plays the pick its policy made for it this step, which its observation carries (`pick`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from coordbench.agents.household.protocols import Decision, Message
+from coordbench.agents.team.protocols import Decision, Message
 from coordbench.envs.stat.config import IDLE
 
 from .scripted import get_policy, is_checkpoint
@@ -42,11 +42,10 @@ class SeatPolicies:
 @dataclass
 class SeatPolicyMind:
     """A policy's seat in a team of minds: silent under every protocol; it acts with the
-    pick its policy made for it this step (`next`)."""
+    pick its policy made for it this step (its observation's `pick`)."""
 
     agent: int
     role: str = "agent"
-    next: int = IDLE
 
     def speak(self, obs: Any, phase: str, inbox: list[Message], rnd: int) -> None:
         """Return None: a policy does not talk."""
@@ -62,4 +61,6 @@ class SeatPolicyMind:
 
     def act(self, obs: Any, inbox: list[Message]) -> Decision:
         """Return the policy's pick for this seat (the forced action where there is one)."""
-        return Decision(obs.forced_action if obs.forced_action is not None else int(self.next))
+        if obs.forced_action is not None:
+            return Decision(obs.forced_action)
+        return Decision(IDLE if obs.pick is None else int(obs.pick))

@@ -38,7 +38,9 @@ class StatObservation:
 
     `choices` are the tasks it may select now (empty when its action is forced);
     `forced_action` is that action (IDLE, MOVE, EXECUTE or a lone SELECT) or None when it
-    has a choice; `extra` carries what a protocol or a mind adds (no images on STAT)."""
+    has a choice; `extra` carries what a protocol or a mind adds (no images on STAT);
+    `pick` is, for a seat an allocator or learned policy plays in a team of minds, the
+    action its policy chose this step."""
 
     agent: int
     n_agents: int
@@ -55,6 +57,7 @@ class StatObservation:
     choices: list[int]
     forced_action: int | None
     extra: dict[str, Any] = field(default_factory=dict)
+    pick: int | None = None
 
     @property
     def completed(self) -> int:

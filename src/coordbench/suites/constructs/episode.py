@@ -26,15 +26,15 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from coordbench.agents.claims import checked_variant
 from coordbench.agents.constructs.learned import LearnedPlanners
 from coordbench.agents.constructs.llm import LlmPlanners
 from coordbench.agents.constructs.minds import ProtocolPlanners, check_protocol
 from coordbench.agents.constructs.oracle import OraclePlanners
 from coordbench.agents.constructs.planners import RULE_DIALS, RulePlanners
-from coordbench.agents.dials import Dials, check_applicable, dials_from, with_message_cost
-from coordbench.agents.household.protocols import maybe_await, message_events
-from coordbench.agents.seats import Seat
+from coordbench.agents.team.claims import checked_variant
+from coordbench.agents.team.dials import Dials, check_applicable, dials_from, with_message_cost
+from coordbench.agents.team.protocols import maybe_await, message_events
+from coordbench.agents.team.seats import Seat
 from coordbench.core.trajectory import (
     ActionRecord,
     AgentSpec,
@@ -72,9 +72,9 @@ class ConstructSpec:
     # a planner reply that cannot be parsed or is illegal: "end" the episode as a protocol
     # failure (the paper's protocol), or "skip" (the agent idles; coordbench's earlier rule)
     on_protocol_failure: str = "end"
-    # injected failures of the rule planners (agents.dials); None: none, nothing recorded
+    # injected failures of the rule planners (agents.team.dials); None: none, nothing recorded
     dials: Dials | None = None
-    # a mixed team: each seat's mind (agents.seats; llm:ALIAS or rule) under `protocol`;
+    # a mixed team: each seat's mind (agents.team.seats; llm:ALIAS or rule) under `protocol`;
     # None: every seat is `agents`
     seats: tuple[Seat, ...] | None = None
 

@@ -24,7 +24,7 @@ from coordbench.errors import ConfigError
 from coordbench.metrics.constructs import construct_score
 
 from .episode import ConstructSpec, load_instance, run_construct
-from .families import CONSTRUCTS, FAMILIES
+from .task_families import CONSTRUCTS, TASK_FAMILIES
 
 TEAMS = (2, 3, 4)
 PER_CELL = 75
@@ -92,7 +92,7 @@ def v1_plan() -> list[tuple[str, int, int]]:
     plan = []
     for construct in CONSTRUCTS:
         for team in TEAMS:
-            fams = [f for f, (c, _, teams) in FAMILIES.items() if c == construct
+            fams = [f for f, (c, _, teams) in TASK_FAMILIES.items() if c == construct
                     and team in teams]
             plan += [(fams[k % len(fams)], team, k) for k in range(PER_CELL)]
     return plan
@@ -100,7 +100,7 @@ def v1_plan() -> list[tuple[str, int, int]]:
 
 def generate(family: str, team: int, index: int) -> dict[str, Any]:
     """Return the first seeded draw of an instance that passes every gate."""
-    builder = FAMILIES[family][1]
+    builder = TASK_FAMILIES[family][1]
     for attempt in range(MAX_ATTEMPTS):
         rng = random.Random(f"coordbench-constructs-v1/{family}/{team}/{index}/{attempt}")
         raw, why = with_references(builder(rng, team, index))
@@ -139,7 +139,7 @@ def select(subset: str = "all", construct: str | None = None, team: int | None =
     for family, t, k in v1_plan():
         if limit is not None and len(out) >= limit:
             break
-        c = FAMILIES[family][0]
+        c = TASK_FAMILIES[family][0]
         if subset == "rep240" and k >= REP_PER_CELL:
             continue
         if (construct is None or c == construct) and (team is None or t == team):

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from coordbench.agents.dials import dials_suffix
-from coordbench.agents.seats import has_human, team_label
+from coordbench.agents.team.dials import dials_suffix
+from coordbench.agents.team.seats import has_human, team_label
 from coordbench.core.provenance import file_digest
 from coordbench.core.rundir import safe_name
 from coordbench.core.trajectory import Trajectory
@@ -18,7 +18,7 @@ from coordbench.errors import ConfigError
 from coordbench.llm.client import harness_for
 from coordbench.metrics.constructs import episode_metrics
 from coordbench.runner import Case, PlayContext, play_concurrently
-from coordbench.runner.suite import Played
+from coordbench.runner.suite import Played, harness_source
 
 from .episode import ConstructSpec, arun_construct, load_instance
 from .instances import select
@@ -134,7 +134,7 @@ class ConstructSuite:
         store = ImageStore(Path(ctx.run_path)) if ps.observation == "image" else None
         cond = self.condition(spec)
         # a plan of several families shares one resources object that carries the harness
-        source = getattr(ctx.resources, "harness", ctx.resources)
+        source = harness_source(ctx.resources)
         harness = harness_for(source) if ps.agents == "llm" else None
 
         async def one(case: Case) -> Trajectory:

@@ -6,11 +6,18 @@ import asyncio
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from coordbench.agents.claims import checked_variant, rule_variant
-from coordbench.agents.dials import Dials, Faults, check_applicable, dials_from, with_message_cost
 from coordbench.agents.household.llm import LlmMind
 from coordbench.agents.household.oracle import OracleTeam
-from coordbench.agents.household.protocols import (
+from coordbench.agents.household.rule import RuleMind
+from coordbench.agents.team.claims import checked_variant, rule_variant
+from coordbench.agents.team.dials import (
+    Dials,
+    Faults,
+    check_applicable,
+    dials_from,
+    with_message_cost,
+)
+from coordbench.agents.team.protocols import (
     PROTOCOLS,
     Mind,
     ProtocolSpec,
@@ -18,8 +25,7 @@ from coordbench.agents.household.protocols import (
     get_protocol,
     message_events,
 )
-from coordbench.agents.household.rule import RuleMind
-from coordbench.agents.seats import Seat
+from coordbench.agents.team.seats import Seat, has_model
 from coordbench.core.trajectory import ActionRecord, AgentSpec, MessageEvent, Trajectory
 from coordbench.envs.household.actions import CONFLICT_SETS, Action, Outcome
 from coordbench.envs.household.engine import HouseholdEnv
@@ -50,9 +56,9 @@ class HouseholdSpec:
     model: str | None = None  # model alias of every agent (agents=llm)
     leader_model: str | None = None  # alias of agent 0 under leader protocols
     conflict_set: str = "paper"  # same-step contention: paper (grab/open) | with_close
-    # injected failures of the rule minds (agents.dials); None: none, nothing recorded
+    # injected failures of the rule minds (agents.team.dials); None: none, nothing recorded
     dials: Dials | None = None
-    # a mixed team: each seat's agent (agents.seats; llm:ALIAS or rule), in seat order;
+    # a mixed team: each seat's agent (agents.team.seats; llm:ALIAS or rule), in seat order;
     # None: every seat is `agents`
     seats: tuple[Seat, ...] | None = None
 
@@ -63,7 +69,7 @@ class HouseholdSpec:
             object.__setattr__(self, "seats", seats)
             if len(seats) != self.team:
                 raise ConfigError(f"--team names {len(seats)} seats for a team of {self.team}")
-            kind = "llm" if any(s.kind == "llm" for s in seats) else "rule"
+            kind = "llm" if has_model(seats) else "rule"
             if self.agents != kind:
                 raise ConfigError(f"a mixed team's --agents is {kind}, not {self.agents}")
             if self.model or self.leader_model:
@@ -137,7 +143,7 @@ def seat_mind(spec: HouseholdSpec, protocol: ProtocolSpec, i: int, seat: Seat, c
                        max_tokens=max_reply_tokens)
     if seat.kind == "human":
         from coordbench.agents.household.human import HouseholdPresenter
-        from coordbench.agents.human import human_mind
+        from coordbench.agents.team.human import human_mind
 
         return human_mind(resources, i, HouseholdPresenter(), "mecobench", protocol.role(i),
                           episode)

@@ -10,8 +10,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from coordbench.agents.dials import dials_suffix
-from coordbench.agents.seats import has_human, team_label
+from coordbench.agents.team.dials import dials_suffix
+from coordbench.agents.team.seats import has_human, team_label
 from coordbench.core.rundir import RunDir, safe_name
 from coordbench.core.trajectory import Trajectory
 from coordbench.envs.household.render import ImageStore

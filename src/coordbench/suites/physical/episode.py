@@ -24,7 +24,7 @@ from coordbench.agents.physical.skills import (
     RobotView,
     SkillRobot,
 )
-from coordbench.agents.seats import Seat
+from coordbench.agents.team.seats import Seat
 from coordbench.core.trajectory import (
     AgentSpec,
     MessageEvent,

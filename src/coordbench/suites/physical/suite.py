@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from coordbench.agents.human import seat_session
 from coordbench.agents.physical.expert import ExpertPolicy
 from coordbench.agents.physical.llm import CONTROLLERS, make_controller
 from coordbench.agents.physical.seats import SeatPolicies
-from coordbench.agents.seats import Seat, team_label
+from coordbench.agents.team.human import seat_session
+from coordbench.agents.team.seats import Seat, has_model, team_label
 from coordbench.core.provenance import file_digest
 from coordbench.core.rundir import RunDir, safe_name
 from coordbench.core.trajectory import Trajectory
@@ -245,7 +245,7 @@ class PhysicalSuite:
         res = ctx.resources or ModelResources()
         cond = self.condition(spec)
 
-        models = spec.seats is None or any(x.kind == "llm" for x in spec.seats)
+        models = spec.seats is None or has_model(spec.seats)
         person = spec.human()
         session = None if person is None else seat_session(res, person, "physical")
 

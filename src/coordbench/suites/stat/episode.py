@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from coordbench.agents.dials import with_message_cost
-from coordbench.agents.household.protocols import ProtocolTeam, message_events
 from coordbench.agents.stat.seats import SeatPolicies
+from coordbench.agents.team.dials import with_message_cost
+from coordbench.agents.team.protocols import ProtocolTeam, message_events
 from coordbench.core.trajectory import AgentSpec, Conflict, StatStepEvent, Trajectory
 from coordbench.envs.stat.config import IDLE, SELECT0
 from coordbench.envs.stat.layouts import layout_seed, make_layouts
@@ -96,7 +96,7 @@ async def arun_team_episode(spec, k: int, episode_id: str, minds: list[Any],
                 if policies is not None:  # the allocators' and learned seats' picks
                     picks = policies(env, rng)[0]
                     for i in seated:
-                        minds[i].next = int(picks[i])
+                        obs[i].pick = int(picks[i])
                 decisions, transcript = await team.act(obs)
                 rec.emit(*message_events(t, with_message_cost(transcript, spec.dials)))
                 rec.flush_calls()

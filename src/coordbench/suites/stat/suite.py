@@ -16,22 +16,22 @@ from typing import Any
 
 import numpy as np
 
-from coordbench.agents.claims import checked_variant, rule_variant
-from coordbench.agents.dials import (
+from coordbench.agents.stat.human import StatPresenter
+from coordbench.agents.stat.llm import StatLlmMind, check_protocol
+from coordbench.agents.stat.rule import STAT_RULE_DIALS, StatRuleMind
+from coordbench.agents.stat.scripted import get_policy, is_checkpoint
+from coordbench.agents.stat.seats import SeatPolicies, SeatPolicyMind
+from coordbench.agents.team.claims import checked_variant, rule_variant
+from coordbench.agents.team.dials import (
     Dials,
     Faults,
     check_applicable,
     dials_from,
     dials_suffix,
 )
-from coordbench.agents.household.protocols import get_protocol
-from coordbench.agents.human import human_mind
-from coordbench.agents.seats import Seat, team_label
-from coordbench.agents.stat.human import StatPresenter
-from coordbench.agents.stat.llm import StatLlmMind, check_protocol
-from coordbench.agents.stat.rule import STAT_RULE_DIALS, StatRuleMind
-from coordbench.agents.stat.scripted import get_policy, is_checkpoint
-from coordbench.agents.stat.seats import SeatPolicies, SeatPolicyMind
+from coordbench.agents.team.human import human_mind
+from coordbench.agents.team.protocols import get_protocol
+from coordbench.agents.team.seats import Seat, has_model, team_label
 from coordbench.core.provenance import file_digest
 from coordbench.core.rundir import RunDir, safe_name
 from coordbench.core.trajectory import (
@@ -84,9 +84,9 @@ class StatEvalSpec:
     episode_limit: int = 700
     model: str | None = None  # policy "llm": the model alias of every agent
     protocol: str = "none"  # policies llm and rule: how the team talks (STAT_PROTOCOLS)
-    # policy rule: injected failures of the minds (agents.dials); None: none, nothing recorded
+    # policy rule: injected failures of the minds (agents.team.dials); None: none, nothing recorded
     dials: Dials | None = None
-    # a mixed team: each seat's mind (agents.seats; llm:ALIAS or rule); None: every seat is
+    # a mixed team: each seat's mind (agents.team.seats; llm:ALIAS or rule); None: every seat is
     # the policy's
     seats: tuple[Seat, ...] | None = None
 
@@ -260,7 +260,7 @@ class StatSuite:
         key = dial_key(spec, k)
         seats = spec.seats or tuple(Seat(spec.policy, spec.model) if spec.policy == LLM
                                     else Seat(RULE) for _ in range(spec.cfg().agents))
-        harness = harness_for(res.harness) if any(x.kind == "llm" for x in seats) else None
+        harness = harness_for(res.harness) if has_model(seats) else None
         minds: list[Any] = []
         for i, seat in enumerate(seats):
             if seat.kind == "llm":

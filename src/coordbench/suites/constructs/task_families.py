@@ -275,7 +275,7 @@ def cross_zone_handoff(rng, team, index):
 
 
 Builder = Callable[[random.Random, int, int], dict[str, Any]]
-FAMILIES: dict[str, tuple[str, Builder, tuple[int, ...]]] = {
+TASK_FAMILIES: dict[str, tuple[str, Builder, tuple[int, ...]]] = {
     "store_groceries": ("D1", store_groceries, (2, 3, 4)),
     "sort_and_store": ("D1", sort_and_store, (2, 3, 4)),
     "tidy_drawers": ("D1", tidy_drawers, (2, 3, 4)),

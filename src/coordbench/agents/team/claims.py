@@ -14,7 +14,7 @@ speak in index order never contend:
   tells each agent "TAKE <id>; LEAVE <ids taken by others>".
 - shared_memory: a board {"claims": {id: agent}} that agents rewrite in index order.
 
-With `faults` (`agents.dials`) a mind misses teammates' messages at the message-loss rate
+With `faults` (`agents.team.dials`) a mind misses teammates' messages at the message-loss rate
 and makes a decision that cannot be parsed at the protocol-violation rate; the family's
 `choose` applies the dials that are its own (perception, hallucination).
 """
@@ -26,8 +26,8 @@ import re
 from abc import ABC, abstractmethod
 from typing import Any
 
-from coordbench.agents.dials import Faults
-from coordbench.agents.household.protocols import Decision, Message
+from coordbench.agents.team.dials import Faults
+from coordbench.agents.team.protocols import Decision, Message
 from coordbench.errors import ConfigError
 
 _TAKE = re.compile(r"TAKE (\d+)")
@@ -69,7 +69,7 @@ CONVENTIONS = ("lower", "reverse")
 def checked_variant(arg: str | None, where: str, allowed: Any, who: str) -> tuple[str, Any]:
     """Return `rule_variant(arg, where)`, refusing (one line, naming the seat) a dial the
     family's rule minds cannot fail by."""
-    from coordbench.agents.dials import check_applicable
+    from coordbench.agents.team.dials import check_applicable
 
     convention, dials = rule_variant(arg, where)
     try:
@@ -82,7 +82,7 @@ def checked_variant(arg: str | None, where: str, allowed: Any, who: str) -> tupl
 def rule_variant(arg: str | None, where: str) -> tuple[str, Any]:
     """Return (claim convention, dials or None) of a rule seat's argument (`reverse`,
     `perception=0.2`, joined by `+`); ConfigError names a part that is neither."""
-    from coordbench.agents.dials import parse_dials
+    from coordbench.agents.team.dials import parse_dials
 
     convention, items = "lower", []
     for part in (p.strip() for p in (arg or "").split("+") if p.strip()):

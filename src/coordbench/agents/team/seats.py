@@ -86,3 +86,19 @@ def team_label(seats: Sequence[Seat]) -> str:
 def has_human(seats: Sequence[Seat] | None) -> bool:
     """Return whether a person plays one of `seats` (the episode waits on a page)."""
     return any(s.kind == "human" for s in seats or ())
+
+
+def one_partner(seats: Sequence[Seat]) -> Seat | None:
+    """Return the one agent every seat holds (that partner's self-play), None for a mixed
+    team."""
+    return seats[0] if seats and all(s == seats[0] for s in seats) else None
+
+
+def model_aliases(seats: Sequence[Seat] | None) -> set[str]:
+    """Return the model aliases of the seats models play (empty: no model plays)."""
+    return {str(s.arg) for s in seats or () if s.kind == "llm"}
+
+
+def has_model(seats: Sequence[Seat] | None) -> bool:
+    """Return whether a model plays one of `seats` (the team is model-driven)."""
+    return any(s.kind == "llm" for s in seats or ())

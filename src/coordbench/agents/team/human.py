@@ -21,7 +21,7 @@ from coordbench.core.trajectory import HumanDecisionEvent
 from coordbench.errors import ConfigError
 from coordbench.runner.episode import current_recorder
 
-from .household.protocols import Decision, Message
+from .protocols import Decision, Message
 
 
 class Presenter(Protocol):
@@ -121,7 +121,9 @@ class HumanMind:
 def seat_session(resources: Any, agent: int, family: str) -> Any:
     """Return the play session serving seat `agent` (`resources.seat`, set by `coordbench
     play`); ConfigError where none does (a human seat outside `play`)."""
-    session = getattr(resources, "seat", None)
+    from coordbench.runner.suite import seat_session as session_of
+
+    session = session_of(resources)
     if session is None or session.seat != agent:
         raise ConfigError(f"seat agent_{agent} is human: play it with `coordbench play "
                           f"{family} --seat agent_{agent}`")
