@@ -135,23 +135,57 @@ def local_stats(settings, executor: str):
 PENDING_FAILURES: list[str] = []
 
 
+def errored_details(run: Any, conditions: Sequence[str]) -> list[str]:
+    """Return why each errored episode of `conditions` errored (its end detail; "" where the
+    record cannot be read), in condition and key order."""
+    out = []
+    for cond in conditions:
+        for key in run.errored_keys(cond):
+            try:
+                text = run.errored_path(cond, key).read_text(encoding="utf-8").rstrip("\n")
+                out.append(str(json.loads(text.rsplit("\n", 1)[-1]).get("detail") or ""))
+            except (OSError, ValueError, AttributeError):
+                out.append("")
+    return out
+
+
+def _plural(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
 def errored_summary(run: Any, conditions: Sequence[str]) -> str | None:
-    """Return the one-line summary of the episodes of `conditions` whose last attempt a
-    provider failure errored (None if there are none)."""
-    keys = [(c, k) for c in conditions for k in run.errored_keys(c)]
-    if not keys:
+    """Return the one-line summary of the errored episodes of `conditions` (a provider
+    failure, a person who left the play page, or cut short when the run stopped), None if
+    there are none."""
+    from coordbench.runner.episode import CUT_SHORT, PROVIDER_FAILURE, SEAT_LEFT
+
+    details = errored_details(run, conditions)
+    if not details:
         return None
-    first = ""
-    try:
-        lines = run.errored_path(*keys[0]).read_text(encoding="utf-8").rstrip("\n")
-        first = json.loads(lines.rsplit("\n", 1)[-1]).get("detail") or ""
-    except (OSError, ValueError, AttributeError):
-        pass
-    one = len(keys) == 1
-    return (f"{len(keys)} episode{'' if one else 's'} failed for provider reasons and "
-            f"{'is' if one else 'are'} not counted ({first[:160] or 'see the errors folder'}); "
-            f"{'it is' if one else 'they are'} kept in {run.path / 'errors'} and a rerun of "
-            f"this command replays {'it' if one else 'them'}")
+    kinds = [("failed for provider reasons", PROVIDER_FAILURE),
+             ("ended when the person left the play page", SEAT_LEFT),
+             ("were cut short when the run stopped", CUT_SHORT)]
+    parts = []
+    for what, prefix in kinds:
+        mine = [d for d in details if d.startswith(prefix)]
+        if mine:
+            shown = mine[0][len(prefix):][:160]
+            parts.append(f"{len(mine)} {what} ({shown})")
+    n = len(details)
+    why = "; ".join(parts) or "see the errors folder"
+    return (f"{_plural(n, 'episode errored', 'episodes errored')} and "
+            f"{'is' if n == 1 else 'are'} not counted: {why}"
+            f"; {'it is' if n == 1 else 'they are'} kept in {run.path / 'errors'} and a rerun "
+            f"of this command replays {'it' if n == 1 else 'them'}")
+
+
+def errored_json(run: Any, conditions: Sequence[str]) -> dict[str, Any]:
+    """Return what a --json object says of the errored episodes of `conditions`:
+    {"errored_episodes": N, "errored_reason": the first one's} ({} where none errored)."""
+    details = errored_details(run, conditions)
+    if not details:
+        return {}
+    return {"errored_episodes": len(details), "errored_reason": details[0][:300]}
 
 
 def command_line() -> str:

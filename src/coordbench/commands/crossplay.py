@@ -19,7 +19,7 @@ from coordbench.agents.team.seats import model_aliases
 from coordbench.errors import ConfigError
 from coordbench.runner.options import for_command
 
-from .common import emit_json, out
+from .common import emit_json, errored_json, out
 from .run_options import RunOptions, run_options
 
 app = typer.Typer(no_args_is_help=True, help="Cross-play: every ordered pair of partners "
@@ -96,7 +96,7 @@ def play_matrix(family: str, partners: list[tuple[str, Any]], seats: int, metric
     from coordbench.report.crossplay_report import console_tables, matrix_json
 
     if opts.as_json:  # the contract's {"mean", "ci95", "n"} estimates (emit_json)
-        emit_json({**matrix_json(m), "run": str(run.path)})
+        emit_json({**matrix_json(m), "run": str(run.path), **errored_json(run, list(plan))})
         return
 
     for table in console_tables(m):

@@ -17,7 +17,7 @@ import typer
 
 from coordbench.runner.options import for_command
 
-from .common import emit_json, out
+from .common import emit_json, errored_json, out
 from .option_params import opts_param, out_param, with_options, without
 from .run_options import RunOptions, run_options
 
@@ -39,7 +39,8 @@ def run_command(family: Any) -> Callable[..., Any]:
                         resources=plan.resources(settings, opts.max_reply_tokens))
         payload, shown = family.get("summary")(run, plan, values)
         if opts.as_json:
-            emit_json(payload)
+            emit_json({**payload, **errored_json(run, [item[0].condition(item[1])
+                                                      for item in plan.items])})
             return
         for thing in shown:
             out.print(thing)

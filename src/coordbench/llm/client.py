@@ -110,6 +110,7 @@ class HarnessStats:
     cache_hits: int = 0
     retries: int = 0
     failures: int = 0
+    cut: int = 0  # calls cut before they ended (their episode or the run stopped)
     in_flight: int = 0
     max_in_flight: int = 0
     prompt_tokens: int = 0
@@ -142,11 +143,13 @@ class _Call:
     alias: str
     structured: bool
     retries: int
+    request_hash: str = ""
     attempts: int = 0
     reply: tuple[str, int, int, int, str | None] | None = None
     error: str | None = None
     provider_failed: bool = False
     tries: list[dict[str, Any]] = field(default_factory=list)
+    cut: bool = False  # cut from outside while an attempt was in flight
 
 
 class ModelHarness:
@@ -228,7 +231,67 @@ class ModelHarness:
         reply, sent as structured output where the server takes it.
         """
         slot = reserve_model_call() if who is not None else None
-        done = await self._complete(alias, messages, max_tokens, schema)
+        calls: list[_Call] = []  # this call's attempts so far, should it be cut
+        try:
+            done = await self._asked(alias, messages, max_tokens, schema, calls)
+        except asyncio.CancelledError:
+            # cut from outside (its episode stopped, or the run did): the attempts it made
+            # were sent and may be billed, so they are on the record all the same
+            if who is not None and any(c.tries for c in calls):
+                cut = self._cut(alias, calls)
+                record_model_call(cut.record(*who), slot, self._prompt(alias, messages))
+            raise
+        if who is not None:
+            done.event = record_model_call(done.record(*who), slot,
+                                           self._prompt(alias, messages))
+        if done.provider_failed:
+            open_now = self.failures_in_a_row >= self.breaker
+            raise ProviderFailed(f"{alias}: {done.error}", stop_run=open_now)
+        return done
+
+    def _prompt(self, alias: str, messages: list[dict[str, Any]]) -> str:
+        """Return the request's prompt as the JSON text kept beside the run (redacted)."""
+        return self.redact(alias, json.dumps(
+            {"model": self.spec(alias).model, "messages": images_as_files(messages)},
+            ensure_ascii=False))
+
+    def _cut(self, alias: str, calls: list[_Call]) -> Completion:
+        """Return the record of a call cut before it ended: every attempt it made (the
+        tokens and cost of a reply that came as it was cut are counted: they are billed)."""
+        tries = [t for c in calls for t in c.tries]
+        self.stats.cut += 1
+        p = c = cached = 0
+        cost = 0.0
+        last = calls[-1]
+        if last.reply is not None:
+            _, p, c, cached, _ = last.reply
+            cost = self.spec(alias).cost(p, c)
+            self._account(alias, p, c, cost)
+        return Completion(text="", alias=alias, attempts=sum(x.attempts for x in calls),
+                          latency_s=sum(t["latency_s"] + t["wait_s"] for t in tries),
+                          request_hash=calls[0].request_hash, prompt_tokens=p,
+                          completion_tokens=c, cached_tokens=cached, cost=cost,
+                          error="cut: the episode stopped before the reply was used",
+                          structured=calls[0].structured, tries=tries)
+
+    def _account(self, alias: str, p: int, c: int, cost: float) -> None:
+        """Count a reply's tokens and cost, in total and per alias."""
+        self.stats.prompt_tokens += p
+        self.stats.completion_tokens += c
+        self.stats.cost += cost
+        row = self.stats.per_alias.setdefault(alias, {"calls": 0, "prompt_tokens": 0,
+                                                      "completion_tokens": 0, "cost": 0.0})
+        row["calls"] += 1
+        row["prompt_tokens"] += p
+        row["completion_tokens"] += c
+        row["cost"] += cost
+
+    async def _asked(self, alias: str, messages: list[dict[str, Any]],
+                     max_tokens: int | None, schema: dict[str, Any] | None,
+                     calls: list[_Call]) -> Completion:
+        """Return the call's Completion, asked once more without the schema where a server
+        refused it (see `complete`); `calls` gathers each attempt's record as it is made."""
+        done = await self._complete(alias, messages, max_tokens, schema, calls=calls)
         rejected = done.error is not None and done.error.startswith(
             tuple(f"HTTP {c}" for c in REJECTED))
         if done.structured and (rejected or done.provider_failed) \
@@ -237,7 +300,8 @@ class ModelHarness:
             # ask once more without it (one attempt: an outage is not retried twice over);
             # if that works, never send this model one again. Not once the breaker is open:
             # that attempt would never be sent
-            retry = await self._complete(alias, messages, max_tokens, None, retries=0)
+            retry = await self._complete(alias, messages, max_tokens, None, retries=0,
+                                         calls=calls)
             if retry.error is None:
                 self.schema_refused.add(alias)
             elif retry.provider_failed and done.provider_failed and retry.attempts:
@@ -251,21 +315,15 @@ class ModelHarness:
                 retry.error = (f"{retry.error} (asked again without the schema after: "
                                f"{done.error})")[:600]
             done = retry
-        if who is not None:
-            prompt = self.redact(alias, json.dumps(
-                {"model": self.spec(alias).model, "messages": images_as_files(messages)},
-                ensure_ascii=False))
-            done.event = record_model_call(done.record(*who), slot, prompt)
-        if done.provider_failed:
-            open_now = self.failures_in_a_row >= self.breaker
-            raise ProviderFailed(f"{alias}: {done.error}", stop_run=open_now)
         return done
 
     async def _complete(self, alias: str, messages: list[dict[str, Any]],
                         max_tokens: int | None, schema: dict[str, Any] | None = None,
-                        retries: int | None = None) -> Completion:
+                        retries: int | None = None, calls: list[_Call] | None = None
+                        ) -> Completion:
         """Return one call's Completion: from the cache, or from the provider's attempts
-        under the alias's cap and the circuit breaker, accounted and cached."""
+        under the alias's cap and the circuit breaker, accounted and cached (`calls`
+        gathers the call in progress, whose attempts a cut call's record keeps)."""
         spec = self.spec(alias)
         generation, structured = self._generation(spec, alias, max_tokens, schema)
         key = request_key(spec.model, spec.base_url, messages, generation)
@@ -275,7 +333,9 @@ class ModelHarness:
             return hit
         if self.failures_in_a_row >= self.breaker:
             return self._open_circuit(alias, key)
-        call = _Call(alias, structured, spec.max_retries if retries is None else retries)
+        call = _Call(alias, structured, spec.max_retries if retries is None else retries, key)
+        if calls is not None:
+            calls.append(call)
         start = time.perf_counter()
         if not await self._attempts(spec, messages, generation, call):
             return self._open_circuit(alias, key)
@@ -341,18 +401,21 @@ class ModelHarness:
                        messages: list[dict[str, Any]], generation: dict[str, Any],
                        cap: Any, call: _Call) -> float | None:
         """Make one attempt and record it; return the backoff before the next one (None:
-        the call is over, with a reply or an error)."""
+        the call is over, with a reply or an error). An attempt cut from outside (its episode
+        or the run stopped) still ends, by its deadline, and is recorded with how it ended:
+        the provider saw it, so the record says so; then the call stops (CancelledError)."""
         if call.attempts:
             self.stats.retries += 1
         call.attempts += 1
         self.stats.in_flight += 1
         self.stats.max_in_flight = max(self.stats.max_in_flight, self.stats.in_flight)
         began, outcome, why, delay = time.perf_counter(), "cancelled", None, None
+        cut = False
         try:
-            # a deadline for the whole call, not an idle-read timeout: cancelling closes the
-            # request's connection
-            async with asyncio.timeout(spec.timeout_s):
-                call.reply = await provider.call(messages, generation)
+            sent, cut = await self._send(spec, provider, messages, generation)
+            if sent is None:
+                raise TimeoutError
+            call.reply = sent.result()
             outcome = "ok"
             cap.success()
         except ReplyError as e:
@@ -365,8 +428,33 @@ class ModelHarness:
         finally:
             self.stats.in_flight -= 1
             call.tries.append(self._try(call.alias, call.structured, began, outcome, why,
-                                        delay or 0.0))
+                                        0.0 if cut else delay or 0.0))
+        if cut:
+            call.cut = True
+            raise asyncio.CancelledError
         return delay
+
+    async def _send(self, spec: ModelSpec, provider: Provider,
+                    messages: list[dict[str, Any]], generation: dict[str, Any]
+                    ) -> tuple[asyncio.Task | None, bool]:
+        """Return (the request's finished task, None when it met the call's deadline;
+        whether the call was cut while it was in flight). The deadline is for the whole
+        request, not an idle read: a request past it is cancelled, which closes its
+        connection."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + spec.timeout_s
+        task = asyncio.ensure_future(provider.call(messages, generation))
+        cut = False
+        while not task.done() and loop.time() < deadline:
+            try:
+                await asyncio.wait({task}, timeout=max(0.0, deadline - loop.time()))
+            except asyncio.CancelledError:
+                cut = True  # let the request in flight end: the provider has it already
+        if task.done():
+            return task, cut
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        return None, cut
 
     def _transient(self, spec: ModelSpec, e: Exception, cap: Any, call: _Call
                    ) -> tuple[str, str, float | None]:
@@ -410,15 +498,7 @@ class ModelHarness:
         text = self.redact(alias, text)
         reason = self.redact(alias, reason)[:40] if reason is not None else None
         cost = spec.cost(p, c)
-        self.stats.prompt_tokens += p
-        self.stats.completion_tokens += c
-        self.stats.cost += cost
-        row = self.stats.per_alias.setdefault(alias, {"calls": 0, "prompt_tokens": 0,
-                                                      "completion_tokens": 0, "cost": 0.0})
-        row["calls"] += 1
-        row["prompt_tokens"] += p
-        row["completion_tokens"] += c
-        row["cost"] += cost
+        self._account(alias, p, c, cost)
         if self.cache is not None:
             self.cache.put(key, {"text": text, "alias": alias, "prompt_tokens": p,
                                  "completion_tokens": c, "cached_tokens": cached,

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from coordbench.runner.episode import ProviderFailed
+from coordbench.runner.episode import SEAT_LEFT, ProviderFailed
 
 POLL_GONE_S = 10.0  # a page silent this long is gone (it asks again at least every 5 s)
 LEAVE_GRACE_S = 2.0  # a page that said it closes may come back this fast (a reload)
@@ -28,6 +28,8 @@ class SeatLeft(ProviderFailed):
     """The person's seat went unplayed (page closed, decision timeout, server stopped): the
     episode cannot be a result; it is recorded errored, no further episode of the session
     starts, and a resumed session plays it again."""
+
+    detail_prefix = SEAT_LEFT
 
     def __init__(self, message: str) -> None:
         super().__init__(message, stop_run=True)

@@ -32,7 +32,9 @@ from coordbench.core.trajectory import ModelCallEvent, Trajectory
 from coordbench.errors import RunDirError
 
 from .episode import (
+    CUT_SHORT,
     PROVIDER_FAILURE,
+    SEAT_LEFT,
     Limits,
     Meter,
     ProviderFailed,
@@ -111,10 +113,11 @@ def spent(trajectory: Trajectory) -> float:
 
 
 def call_stats(trajectory: Trajectory) -> dict[str, float]:
-    """Return the model-harness counters of one episode's calls (calls, cache hits, retries,
-    failed calls, tokens, cost)."""
+    """Return the model-harness counters of one episode's calls (calls, cache hits, attempts
+    sent to the provider, retries, failed calls, tokens, cost)."""
     calls = trajectory.steps(ModelCallEvent)
     return {"calls": len(calls), "cache_hits": sum(c.cache_hit for c in calls),
+            "attempts": sum(c.attempts for c in calls),
             "retries": sum(max(0, c.attempts - 1) for c in calls),
             "failures": sum(c.error is not None for c in calls),
             "prompt_tokens": sum(c.prompt_tokens for c in calls),
@@ -123,10 +126,11 @@ def call_stats(trajectory: Trajectory) -> dict[str, float]:
 
 
 def errored(trajectory: Trajectory) -> str | None:
-    """Return the provider failure that errored this episode, or None if it is a result."""
+    """Return why this episode errored (a provider failure, or cut short when its run
+    stopped), or None if it is a result."""
     end = trajectory.end
     if end is not None and end.termination == "error" and (end.detail or "").startswith(
-            PROVIDER_FAILURE):
+            (PROVIDER_FAILURE, SEAT_LEFT, CUT_SHORT)):
         return end.detail
     return None
 
@@ -315,7 +319,7 @@ class Tally:
 
     def __init__(self) -> None:
         self.stats: dict[str, float] = dict.fromkeys(
-            ("calls", "cache_hits", "retries", "failures", "prompt_tokens",
+            ("calls", "cache_hits", "attempts", "retries", "failures", "prompt_tokens",
              "completion_tokens", "cost"), 0)
         self.episodes = 0
         self.errored = 0
@@ -356,10 +360,14 @@ def _run_inline(todo: list[tuple[Suite, Any, str, list[Case]]], ctx: PlayContext
         for suite, spec, cond, cases in todo:
             if ctx.limits.over_cost(meter) or gate.stopped:
                 return
-            for case, traj in _iterate(suite.play(spec, cases, ctx)):
+            cut: list[Played] = []
+            here = replace(ctx, keep_cut=lambda case, traj, cut=cut: cut.append((case, traj)))
+            for case, traj in _iterate(suite.play(spec, cases, here)):
                 save(cond, [finished(case, traj, ctx.limits)])
                 if ctx.limits.over_cost(meter) or gate.stopped:
                     break
+            # episodes in flight when the run stopped: errored, their model calls on record
+            save(cond, [finished(case, traj, ctx.limits) for case, traj in cut])
     finally:
         unmetered(token)
 
@@ -405,6 +413,11 @@ async def play_concurrently(cases: list[Case], one: Callable[[Case], Awaitable[T
                 return None
             try:
                 traj = await one(case)
+            except asyncio.CancelledError as e:
+                cut = getattr(e, "trajectory", None)
+                if cut is not None and ctx.keep_cut is not None:
+                    ctx.keep_cut(case, cut)  # the run stopped: its calls stay on record
+                raise
             except ProviderFailed as e:
                 if e.trajectory is None:
                     raise
@@ -414,15 +427,21 @@ async def play_concurrently(cases: list[Case], one: Callable[[Case], Awaitable[T
             return case, traj
 
     tasks = [asyncio.ensure_future(guarded(c)) for c in cases]
+    taken: set[str] = set()
     try:
         for fut in asyncio.as_completed(tasks):
             played = await fut
             if played is not None:
+                taken.add(played[0].key)
                 yield played
     finally:
         for t in tasks:
             t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        ends = await asyncio.gather(*tasks, return_exceptions=True)
+        # episodes that ended after the run stopped taking them: still played and paid for
+        for end in ends:
+            if isinstance(end, tuple) and end[0].key not in taken and ctx.keep_cut:
+                ctx.keep_cut(*end)
 
 
 def condition_values(run: RunDir, condition: str, metrics: Callable[[Trajectory], dict],

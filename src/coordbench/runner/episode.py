@@ -18,9 +18,11 @@ the exception: it is not a result, and the condition engine replays it on the ne
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable
 from contextvars import ContextVar, Token
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from coordbench.core.provenance import git_sha, version
 from coordbench.core.trajectory import (
@@ -32,7 +34,13 @@ from coordbench.core.trajectory import (
 )
 from coordbench.errors import ConfigError
 
+T = TypeVar("T")
+
 PROVIDER_FAILURE = "provider failure: "  # how an errored episode's end detail begins
+# how the end detail of an episode cut when its run stopped begins (errored too: not a result,
+# replayed by a rerun; kept for the model calls it made)
+CUT_SHORT = "cut short: "
+SEAT_LEFT = "seat left: "  # a person's seat went unplayed (the play page closed or timed out)
 
 
 class ProviderFailed(Exception):
@@ -41,6 +49,8 @@ class ProviderFailed(Exception):
     `stop_run`: the harness's circuit breaker is open (too many provider failures in a row),
     so no further episode should start. `trajectory` is set by the recorder the exception
     passed through: the errored episode."""
+
+    detail_prefix = PROVIDER_FAILURE  # how the errored episode's end detail begins
 
     def __init__(self, message: str, *, stop_run: bool = False) -> None:
         super().__init__(message)
@@ -122,7 +132,12 @@ class Recorder:
             _CURRENT.reset(self._token)
             self._token = None
         if isinstance(exc, ProviderFailed) and exc.trajectory is None:
-            exc.trajectory = self.errored(str(exc))
+            exc.trajectory = self.errored(str(exc), exc.detail_prefix)
+        elif isinstance(exc, asyncio.CancelledError):
+            # the run stopped while this episode played: keep what it did (its model calls
+            # were sent and may be billed) as an errored episode the run can save
+            exc.trajectory = self.cut_short(  # type: ignore[attr-defined]
+                "the run stopped while this episode played")
 
     # -- events ----------------------------------------------------------------------------------
     def emit(self, *events: Any) -> None:
@@ -180,12 +195,21 @@ class Recorder:
             return self.limits.cost_reason()
         return None
 
-    def errored(self, reason: str) -> Trajectory:
+    def errored(self, reason: str, prefix: str = PROVIDER_FAILURE) -> Trajectory:
         """Return the trajectory so far, closed as errored (termination "error") because a
-        model call failed for the provider's reasons."""
+        model call failed for the provider's reasons (or, with `prefix` SEAT_LEFT, the
+        person's seat went unplayed)."""
         self.flush_calls()
         end = EpisodeEndEvent(t=self.t, success=False, termination="error",
-                              detail=PROVIDER_FAILURE + reason)
+                              detail=prefix + reason)
+        return self._trajectory(end)
+
+    def cut_short(self, reason: str) -> Trajectory:
+        """Return the trajectory so far, closed as errored because it was cut from outside
+        (the run stopped): not a result, kept for the model calls it made."""
+        self.flush_calls()
+        end = EpisodeEndEvent(t=self.t, success=False, termination="error",
+                              detail=CUT_SHORT + reason)
         return self._trajectory(end)
 
     def _trajectory(self, end: EpisodeEndEvent) -> Trajectory:
@@ -252,3 +276,17 @@ def unmetered(token: Token) -> None:
 def current_meter() -> Meter | None:
     """Return the meter of this context, if any."""
     return _METER.get()
+
+
+async def gather_all(*aws: Awaitable[T]) -> list[T]:
+    """Return the results of `aws` run concurrently; where one raises, cancel the others and
+    wait for them before raising it, so that an episode's record (the attempts of its cut
+    model calls among it) never depends on their timing."""
+    tasks = [asyncio.ensure_future(a) for a in aws]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise

@@ -15,7 +15,7 @@ reference to its class.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
@@ -94,6 +94,10 @@ class PlayContext:
     resources: Resources = None
     limits: Limits = field(default_factory=Limits)
     in_flight: int = 8
+    # where the model-driven episodes a stopped run leaves are handed (cut short, or ended
+    # after the run stopped taking them): this process only, the driver saves them with
+    # their model calls on record; None elsewhere
+    keep_cut: Callable[[Case, Trajectory], None] | None = None
 
 
 Played = tuple[Case, Trajectory]

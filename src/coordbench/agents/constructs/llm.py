@@ -12,7 +12,6 @@ failure, an id not on the menu an invalid action.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from coordbench.envs.household.engine import HouseholdEnv
 from coordbench.envs.household.menu import menu
 from coordbench.llm import prompts
 from coordbench.llm.parse import parse_menu_id
+from coordbench.runner.episode import gather_all
 
 from .planners import StepChoice, menu_catalog
 
@@ -131,7 +131,7 @@ class LlmPlanners:
             return StepChoice(chosen, errors)
         board = ("TEAMMATE MESSAGES:\n" + "\n".join(f"agent_{s}: {m}" for s, m in self.board)
                  ) if self.board and self.planner == "decentralized_comm" else ""
-        results = await asyncio.gather(*(
+        results = await gather_all(*(
             choose(self.harness, self.alias, env, info, menu(env, self.catalog, i),
                    f"agent_{i}, one of {n} robots deciding at the same time", board,
                    images.get(i), i, "agent", self._progress()) for i in range(n)))

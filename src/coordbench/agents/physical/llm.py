@@ -23,7 +23,6 @@ call: `parse_status` "failed" with the reason).
 
 from __future__ import annotations
 
-import asyncio
 import math
 import re
 from dataclasses import dataclass
@@ -34,6 +33,7 @@ import numpy as np
 from coordbench.envs.physical.robot import FINGER_CLOSED
 from coordbench.llm.client import Completion, ModelHarness
 from coordbench.llm.parse import MAX_REPLY, extract_json
+from coordbench.runner.episode import gather_all
 
 from .skills import (
     WAIT,
@@ -271,16 +271,9 @@ class PerRobotController:
                      ) -> dict[int, Decision]:
         """Return a decision for each robot in `need` (one call each, concurrently; a
         scripted seat takes its controller's suggestion)."""
-        calls = [asyncio.ensure_future(self._ask(views[i], limit_s)) for i in need]
-        try:
-            got = await asyncio.gather(*calls)
-        except BaseException:
-            # a provider failure ends the episode: stop the other robots' calls before its
-            # errored trajectory is written, so it never depends on their timing
-            for c in calls:
-                c.cancel()
-            await asyncio.gather(*calls, return_exceptions=True)
-            raise
+        # a provider failure ends the episode: the other robots' calls stop before its
+        # errored trajectory is written
+        got = await gather_all(*(self._ask(views[i], limit_s) for i in need))
         return dict(zip(need, got, strict=True))
 
     async def _ask(self, view: RobotView, limit_s: float) -> Decision:

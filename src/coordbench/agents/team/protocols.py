@@ -15,7 +15,6 @@ that agent sees when it acts, plus the full transcript for the trajectory. Minds
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import json
 from collections.abc import Awaitable, Callable
@@ -26,6 +25,7 @@ from coordbench.core.trajectory import MessageEvent
 from coordbench.envs.household.actions import Action
 from coordbench.envs.household.observe import Observation
 from coordbench.errors import ConfigError
+from coordbench.runner.episode import gather_all
 
 LEADER = 0
 FOLLOW = " You must follow the leader's (agent 0) instruction."
@@ -211,8 +211,8 @@ class ProtocolTeam:
     async def act(self, obs: list[Observation]) -> tuple[list[Decision], list[Message]]:
         """Return (each agent's decision, the step's messages)."""
         inboxes, transcript = await self.protocol.communicate(self.minds, obs)
-        decisions = await asyncio.gather(*(maybe_await(m.act(obs[m.agent], inboxes[m.agent]))
-                                           for m in self.minds))
+        decisions = await gather_all(*(maybe_await(m.act(obs[m.agent], inboxes[m.agent]))
+                                       for m in self.minds))
         return list(decisions), transcript
 
 
