@@ -272,3 +272,7 @@ def test_the_toy_family_gets_run_crossplay_and_play_from_its_record(toy, tmp_pat
     traj = run.load_episode(cond, run.episode_keys(cond)[0])
     assert traj.end.success and traj.end.t == 3
     assert [a.driver for a in traj.header.team] == ["scripted:greedy", "human"]
+    # the page learns how the episode ended, and where to open it in the viewer
+    (ended,) = servers[0][1].outcomes
+    assert ended["success"] and ended["steps"] == 3 and ended["metrics"]["success"] == 1.0
+    assert ended["viewer"]["url"].endswith(f"#run=play&cond={cond}&key=ep000")

@@ -161,3 +161,19 @@ def test_a_long_key_echoed_by_the_provider_is_redacted_before_it_is_cut(status, 
     assert redact_secrets(cut, [key]) == "x" * 50 + "[redacted]"
     assert redact_secrets(f"a {key[100:130]} b", [key]) == "a [redacted] b"
     assert redact_secrets("nothing secret here", [key]) == "nothing secret here"
+
+
+def test_a_local_model_without_its_extra_is_one_line_up_front(tmp_path, monkeypatch):
+    """After `make run` alone (no `local` extra), `--model smollm2` says which extra to add,
+    exit 2, before anything is played or written."""
+    import importlib.util
+
+    from tests.cli_errors import error_line
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "transformers" else real(name, *a))
+    line = error_line(["mecobench", "run", "--agents", "llm", "--model", "smollm2", "--limit",
+                       "1", "--out", "runs/x"], tmp_path)
+    assert "needs transformers: pip install 'coordbench[local]'" in line
+    assert not (tmp_path / "runs").exists()

@@ -74,6 +74,11 @@ def test_a_person_plays_a_whole_household_episode(browser, tmp_path):
     page.goto(url)
     clicks = _play(page, proc, "I search the kitchen")
     assert proc.wait(30) == 0, proc.stderr.read()
+    # the page ends on the episode's outcome, not on its last question
+    page.wait_for_selector("#outcome:not([hidden])", timeout=10_000)
+    ended = page.locator("#outcome").inner_text()
+    assert "ended:" in ended and "after 5 steps" in ended and "coordbench view" in ended
+    assert page.locator("#choices button").count() == 0
     page.close()
     (traj,) = _episodes(out)
     assert traj.header.team[0].driver == "human" and traj.header.team[1].driver == "rule"

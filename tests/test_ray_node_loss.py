@@ -23,7 +23,8 @@ from tests.test_provider_faults import content
 
 pytestmark = pytest.mark.xdist_group("ray")
 WAIT_S = 120  # every wait below is bounded
-FINISH_S = 300  # a busy machine (other tests beside this one) slows the node left
+STALL_S = 180  # a run that makes no progress this long has hung (a busy machine is slow,
+CAP_S = 1800  # not stalled: the wait follows progress, capped at half an hour)
 
 
 @pytest.fixture(scope="module")
@@ -45,28 +46,63 @@ def cluster():
         c.shutdown()
 
 
-def _start(cmd: list[str], address: str) -> subprocess.Popen:
+def _start(cmd: list[str], address: str, logs) -> subprocess.Popen:
+    """Start `coordbench CMD` against the cluster, its output in files under `logs` (a pipe
+    nobody reads while we wait could fill and block it)."""
     env = {**os.environ, "RAY_ADDRESS": address}
+    logs.mkdir(parents=True, exist_ok=True)
     return subprocess.Popen([sys.executable, "-m", "coordbench", *cmd], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=(logs / "out").open("w"), stderr=(logs / "err").open("w"),
+                            text=True)
 
 
-def _kill_a_worker_node_when(cluster, ready, proc: subprocess.Popen) -> None:
+def _err(logs) -> str:
+    return (logs / "err").read_text(errors="replace")
+
+
+def _kill_a_worker_node_when(cluster, ready, proc: subprocess.Popen, logs) -> None:
     """Kill the processes of one worker node once `ready()` holds (bounded wait)."""
     deadline = time.monotonic() + WAIT_S
     while not ready():
-        assert proc.poll() is None, proc.communicate()[1][-2000:]
+        assert proc.poll() is None, _err(logs)[-2000:]
         assert time.monotonic() < deadline, "the run never got under way"
         time.sleep(0.05)
     node = sorted(cluster.worker_nodes, key=lambda n: n.unique_id)[-1]
     cluster.remove_node(node, allow_graceful=False)
 
 
-def _finish(proc: subprocess.Popen) -> str:
-    out, err = proc.communicate(timeout=FINISH_S)
+def _finish(proc: subprocess.Popen, logs, progress) -> str:
+    """Wait for the command while it makes progress (`progress()` changes at least every
+    STALL_S seconds, CAP_S in all); return its stdout."""
+    start = seen = time.monotonic()
+    last = progress()
+    while proc.poll() is None:
+        time.sleep(0.5)
+        now = progress()
+        if now != last:
+            last, seen = now, time.monotonic()
+        stalled = time.monotonic() - seen
+        if stalled > STALL_S or time.monotonic() - start > CAP_S:
+            proc.kill()
+            proc.wait(30)
+            pytest.fail(f"no progress for {stalled:.0f} s: {_err(logs)[-2000:]}")
+    err = _err(logs)
     assert proc.returncode == 0, err[-3000:]
     assert "Traceback" not in err
-    return out
+    return (logs / "out").read_text()
+
+
+def _files(folder) -> tuple:
+    """Return what changes while a sweep trains: its files' names, sizes and times (a file
+    renamed or removed meanwhile is left out)."""
+    seen = []
+    for p in folder.rglob("*"):
+        try:
+            st = p.stat()
+        except OSError:
+            continue
+        seen.append((str(p), st.st_size, st.st_mtime_ns))
+    return tuple(sorted(seen))
 
 
 def test_the_cluster_listens_on_loopback_only(cluster):
@@ -84,11 +120,12 @@ def test_a_model_study_survives_a_lost_node(cluster, tmp_path):
         cmd = ["mecobench", "run", "--agents", "llm", "--model", "scripted", "--models",
                str(models), "--suite", "v1", "--structure", "parallel", "--team", "2",
                "--max-steps", "4", "--limit", "12", "--no-cache", "--json"]
+        logs = tmp_path / "logs"
         proc = _start([*cmd, "--out", str(out), "--executor", "ray", "--workers", "2"],
-                      cluster.address)
+                      cluster.address, logs)
         # 12 episodes of 4 steps and 2 agents: 96 calls; kill when a third are answered
-        _kill_a_worker_node_when(cluster, lambda: len(server.requests) >= 32, proc)
-        _finish(proc)
+        _kill_a_worker_node_when(cluster, lambda: len(server.requests) >= 32, proc, logs)
+        _finish(proc, logs, lambda: (len(server.requests), _files(out)))
         lost_node_calls = len(server.requests)
         undisturbed = CliRunner().invoke(app, [*cmd, "--out", str(tmp_path / "clean")])
         assert undisturbed.exit_code == 0, undisturbed.output
@@ -110,12 +147,15 @@ def test_a_training_sweep_survives_a_lost_node(cluster, tmp_path):
     cmd = ["stat", "train", "--config", "3A-6T-5x3", "--algo", "iql", "--steps", "40000",
            "--seeds", "0-1", "--num-envs", "16", "--eval-every", "10000", "--eval-episodes",
            "3", "--json"]
+    logs = tmp_path / "logs"
     proc = _start([*cmd, "--out", str(out), "--executor", "ray", "--workers", "2",
-                   "--snapshot-every", "0.3"], cluster.address)
+                   "--snapshot-every", "0.3"], cluster.address, logs)
     jobs = out / ".jobs"
     # both seeds under way (each has saved a snapshot): the lost node held one of them
-    _kill_a_worker_node_when(cluster, lambda: len(list(jobs.glob("*.snapshot"))) == 2, proc)
-    payload = json.loads(_finish(proc).strip().splitlines()[-1])
+    _kill_a_worker_node_when(cluster, lambda: len(list(jobs.glob("*.snapshot"))) == 2, proc,
+                             logs)
+    payload = json.loads(_finish(proc, logs, lambda: (_files(out), _err(logs)))
+                         .strip().splitlines()[-1])
     assert payload["final_return"]["n"] == 2
     results = sorted(out.glob("iql_3A-6T-5x3_seed*.json"))
     assert [p.name for p in results] == ["iql_3A-6T-5x3_seed0.json", "iql_3A-6T-5x3_seed1.json"]

@@ -529,3 +529,66 @@ def test_a_damaged_episode_is_set_aside_and_replayed_with_a_word(tmp_path):
     assert res.returncode == 0, res.stderr
     assert "1 damaged episode file(s) moved to" in res.stderr and "ep00001" in res.stderr
     assert list((tmp_path / "r" / "damaged").rglob("ep00001.jsonl"))  # kept, not deleted
+
+
+def test_a_condition_name_too_long_to_store_leaves_its_run_out_not_the_folder(tmp_path):
+    """A manifest whose condition name is over the run directory's limit (200 characters)
+    is refused where the run is opened; in a folder of runs the viewer leaves that run out
+    and serves the others (no 500), and registering such a name is one line."""
+    from coordbench.errors import RunDirError
+
+    good, bad = tmp_path / "runs" / "good", tmp_path / "runs" / "bad"
+    for out in (good, bad):
+        res = CliRunner().invoke(app, ["stat", "eval", "--config", "3A-6T-5x3", "--policy",
+                                       "greedy", "--episodes", "2", "--out", str(out),
+                                       "--json"])
+        assert res.exit_code == 0, res.output
+    manifest = json.loads((bad / "manifest.json").read_text())
+    (cond,) = manifest["conditions"]
+    long = "x" * 300
+    manifest["conditions"] = {long: manifest["conditions"][cond]}
+    (bad / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(RunDirError, match="is not a name a run directory stores"):
+        RunDir.open(bad)
+    server, viewer = make_server(tmp_path / "runs", 0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        status, body = get(f"{url_of(server)}/api/runs")
+        assert status == 200 and [r["name"] for r in body["runs"]] == ["good"]
+        status, body = get(f"{url_of(server)}/api/metrics?run=good&cond={cond}")
+        assert status == 200
+    finally:
+        server.shutdown()
+        server.server_close()
+        viewer.metrics.close()
+    with pytest.raises(RunDirError, match="has 300 characters"):
+        RunDir.open(good).register(long, {"suite": "stat"})
+
+
+def test_an_episode_with_an_unknown_event_inside_is_listed_bad_once_found(tmp_path):
+    """The listing reads first and last lines only; an episode whose middle line is an
+    unknown event is listed bad as soon as opening it (or the metrics) finds it unreadable."""
+    out = tmp_path / "run"
+    res = CliRunner().invoke(app, ["stat", "eval", "--config", "3A-6T-5x3", "--policy",
+                                   "greedy", "--episodes", "2", "--out", str(out), "--json"])
+    assert res.exit_code == 0, res.output
+    rd = RunDir.open(out)
+    (cond,) = rd.conditions
+    path = rd.episode_path(cond, "ep00001")
+    lines = path.read_text().splitlines()
+    lines[2] = json.dumps({"type": "teleport", "t": 0})
+    path.write_text("\n".join(lines) + "\n")
+    server, viewer = make_server(out, 0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = url_of(server)
+    try:
+        listing = f"{base}/api/episodes?run=run&cond={cond}"
+        status, ep = get(f"{base}/api/episode?run=run&cond={cond}&key=ep00001")
+        assert status == 200 and "unavailable" in ep
+        rows = {r["key"]: r for r in get(listing)[1]["rows"]}
+        assert rows["ep00001"]["status"] == "bad" and rows["ep00001"]["problem"]
+        assert rows["ep00000"]["status"] == "ok"
+    finally:
+        server.shutdown()
+        server.server_close()
+        viewer.metrics.close()

@@ -335,9 +335,30 @@ def write_report(run: Any) -> Any:
     return rep
 
 
+class _Also:
+    """Progress that also tells `on_saved(run, condition, key)` of each episode saved."""
+
+    def __init__(self, shown: Any, run: Any, on_saved: Any) -> None:
+        self.shown, self.run, self.on_saved = shown, run, on_saved
+        self.known: dict[str, set[str]] = {}
+
+    def start(self, condition: str, label: str, total: int, done: int) -> None:
+        self.known[condition] = set(self.run.episode_keys(condition))
+        if self.shown is not None:
+            self.shown.start(condition, label, total, done)
+
+    def advance(self, condition: str, n: int) -> None:
+        keys = set(self.run.episode_keys(condition))
+        for key in sorted(keys - self.known.get(condition, set())):
+            self.on_saved(self.run, condition, key)
+        self.known[condition] = keys
+        if self.shown is not None:
+            self.shown.advance(condition, n)
+
+
 def play_plan(path: Path, plan: Sequence, *, quiet: bool = False,
               labels: Sequence[str] | None = None, stats: Any = None, report: bool = True,
-              **options: Any):
+              on_saved: Any = None, **options: Any):
     """Run `plan` ((suite, spec[, limit]) items) into the run at `path`, then (with `report`)
     write the run's report files; return the run."""
     from coordbench.runner import check_executor, run_conditions
@@ -345,7 +366,8 @@ def play_plan(path: Path, plan: Sequence, *, quiet: bool = False,
     check_executor(options.get("executor", "local"), options.get("workers", 1))
     run = run_dir(path)
     try:
-        with bars(quiet, stats) as progress:
+        with bars(quiet, stats) as shown:
+            progress = shown if on_saved is None else _Also(shown, run, on_saved)
             names = run_conditions(run, plan, labels=labels, progress=progress, **options)
     finally:
         if run.set_aside_log:  # never silently, even when the run stops early

@@ -9,6 +9,7 @@ the same.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -31,14 +32,20 @@ PARTNER_HELP = ("NAME=SPEC, repeated: a seat spec as in --team (scripted:greedy,
 MAX_PARTNERS = 12
 
 
+MAX_PARTNER_NAME = 32
+PARTNER_NAME = re.compile(rf"[A-Za-z0-9][A-Za-z0-9_.-]{{0,{MAX_PARTNER_NAME - 1}}}")
+
+
 def parse_partners(items: list[str] | None, allowed: tuple[str, ...], family: str
                    ) -> list[tuple[str, Any]]:
-    """Return [(name, Seat)] of `--partner NAME=SPEC` items; ConfigError (one line) names a
-    malformed item, a repeated name, or a spec this family's seats do not take."""
+    """Return [(name, Seat)] of `--partner NAME=SPEC` items (two to MAX_PARTNERS; a name is
+    1-32 letters, digits, _ . -, starting with a letter or digit, unique whatever its case);
+    ConfigError (one line) names a malformed item, a repeated name, a spec this family's
+    seats do not take, or a matrix of one partner."""
     from coordbench.agents.team.seats import parse_seat
 
     if not items:
-        raise ConfigError("give at least one --partner NAME=SPEC")
+        raise ConfigError("give at least two --partner NAME=SPEC")
     if len(items) > MAX_PARTNERS:
         raise ConfigError(f"--partner: at most {MAX_PARTNERS} partners ({len(items)} given)")
     partners: list[tuple[str, Any]] = []
@@ -46,12 +53,15 @@ def parse_partners(items: list[str] | None, allowed: tuple[str, ...], family: st
         name, sep, spec = str(item).partition("=")
         name = name.strip()
         if not sep or not name or not spec.strip():
-            raise ConfigError(f"--partner {item!r}: write NAME=SPEC, e.g. greedy=scripted:greedy")
-        if not name.replace("-", "").replace("_", "").replace(".", "").isalnum():
-            raise ConfigError(f"--partner {item!r}: a name is letters, digits, - _ and .")
-        if any(name == n for n, _ in partners):
-            raise ConfigError(f"--partner names {name!r} twice")
-        seat = parse_seat(spec, allowed, family, f"--partner {name}={spec.strip()}")
+            raise ConfigError(f"--partner {str(item)[:80]!r}: write NAME=SPEC, e.g. "
+                              "greedy=scripted:greedy")
+        if not PARTNER_NAME.fullmatch(name):
+            raise ConfigError(f"--partner {name[:40]!r}: a name is 1 to {MAX_PARTNER_NAME} "
+                              "letters, digits, _ . and -, starting with a letter or digit")
+        if any(name.casefold() == n.casefold() for n, _ in partners):
+            raise ConfigError(f"--partner names {name!r} twice (names differ by more than "
+                              "their case)")
+        seat = parse_seat(spec, allowed, family, f"--partner {name}={spec.strip()[:80]}")
         if seat.kind == "human":
             raise ConfigError(f"--partner {name}: a person plays through `coordbench play`, "
                               "not in a crossplay matrix")
@@ -60,6 +70,9 @@ def parse_partners(items: list[str] | None, allowed: tuple[str, ...], family: st
             raise ConfigError(f"--partner {name} is {seat.driver}, as {same} is: the same "
                               "partner twice would count self-play as cross-play")
         partners.append((name, seat))
+    if len(partners) < 2:
+        raise ConfigError("a cross-play matrix needs two partners at least: give --partner "
+                          "twice (one partner's team is its own run command's condition)")
     return partners
 
 

@@ -174,11 +174,32 @@ def _session(opts: RunOptions, page: tuple[str, int, float | None, float], path:
     seat, port, decision_timeout, page_timeout = page
 
     def play_session(session: Any) -> Any:
+        def saved(run: Any, cond: str, key: str) -> None:
+            session.episode_over(outcome(item[0], run, cond, key))
+
         return local.play_plan(path, [item], settings=settings, quiet=True,
-                          resources=resources(session), labels=[label])
+                               resources=resources(session), labels=[label], on_saved=saved)
 
     _said(serve_and_play(_seat_index(seat), port, decision_timeout, page_timeout, play_session),
           condition)
+
+
+VIEWER_PORT = 8765  # `coordbench view`'s default port: the page links the episode there
+
+
+def outcome(suite: Any, run: Any, cond: str, key: str) -> dict[str, Any]:
+    """Return how a saved episode ended, as the play page shows it: success, termination,
+    steps, the family's headline metrics and where to open it in the viewer."""
+    traj = run.load_episode(cond, key)
+    end = traj.end
+    metrics = suite.metrics(traj)
+    shown = {k: metrics.get(k) for k in suite.headline if k in metrics}
+    return {"episode": traj.header.episode_id, "success": bool(end and end.success),
+            "termination": end.termination if end else None, "steps": end.t if end else None,
+            "metrics": shown,
+            "viewer": {"command": f"coordbench view {run.path}",
+                       "url": f"http://127.0.0.1:{VIEWER_PORT}/#run={run.path.name}"
+                              f"&cond={cond}&key={key}"}}
 
 
 def _said(run: Any, condition: str) -> None:

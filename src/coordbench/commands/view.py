@@ -14,8 +14,8 @@ from coordbench.errors import ConfigError
 def view(
     run_dir: Path = typer.Argument(..., help="A run directory (or a folder of runs)."),
     port: int = port_option(8765, "Port on 127.0.0.1 (0 picks a free one)."),
-    episode: str | None = episode_option("CONDITION/KEY (the header's "
-                                       "episode_id) of the episode to export."),
+    episode: str | None = episode_option("CONDITION/KEY (the header's episode_id) of the "
+                                         "episode to export."),
     export_file: Path | None = typer.Option(None, "--export", help="Write that episode to "
                                             "this HTML file (one file, opens offline) and "
                                             "exit."),

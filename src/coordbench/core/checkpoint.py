@@ -29,6 +29,8 @@ def read_checkpoint(path: Path, fmt: str, what: str,
     import torch
 
     path = Path(path)
+    if path.is_dir():
+        raise error(f"checkpoint {path} is a folder, not a checkpoint file ({what})")
     if not path.is_file():
         raise error(f"checkpoint {path} does not exist")
     try:

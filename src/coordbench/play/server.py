@@ -23,6 +23,7 @@ from coordbench.core.loopback_http import LoopbackHandler, LoopbackServer, bind
 from .session import IllegalAnswer, SeatSession
 
 MAX_BODY = 64_000
+BODY_TIMEOUT_S = 5.0  # seconds a request body may take to arrive once its headers have
 
 
 def page_text() -> str:
@@ -79,7 +80,21 @@ def _handler(session: SeatSession) -> type[BaseHTTPRequestHandler]:
                 if size > MAX_BODY:
                     self._json(413, {"error": f"a request body is at most {MAX_BODY} bytes"})
                     return
-                raw = self.rfile.read(size) if size else b""
+                try:  # a body that stalls is the client's mistake: 408, one line
+                    self.connection.settimeout(BODY_TIMEOUT_S)
+                    raw = self.rfile.read(size) if size else b""
+                except TimeoutError:
+                    self.close_connection = True
+                    self._json(408, {"error": f"the request body did not arrive within "
+                                              f"{BODY_TIMEOUT_S:g} s"})
+                    return
+                finally:
+                    self.connection.settimeout(self.timeout)
+                if len(raw) < size:
+                    self.close_connection = True
+                    self._json(400, {"error": f"the request body ended after {len(raw)} of "
+                                              f"{size} bytes"})
+                    return
                 if path == "/api/leave":
                     session.leave(client)
                     self._json(200, {"ok": True})
@@ -91,8 +106,12 @@ def _handler(session: SeatSession) -> type[BaseHTTPRequestHandler]:
                     body = json.loads(raw or b"{}")
                     if not isinstance(body, dict):
                         raise ValueError("not an object")
+                except RecursionError:
+                    self._json(400, {"error": "the answer is not a JSON object (nested too "
+                                              "deep)"})
+                    return
                 except ValueError as e:
-                    self._json(400, {"error": f"the answer is not a JSON object ({e})"})
+                    self._json(400, {"error": f"the answer is not a JSON object ({e})"[:300]})
                     return
                 session.answer(client, body.get("question"), body.get("choice"),
                                body.get("text"))

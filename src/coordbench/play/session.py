@@ -78,6 +78,10 @@ class SeatSession:
         self._left_at: float | None = None  # when the holder's page said it closes
         self._stopped: str | None = None
         self.status = "waiting for the first episode"
+        # how each episode of the session ended (the page shows the last one between
+        # episodes and at the end): {"episode", "success", "termination", "steps",
+        # "metrics", "viewer": {"command", "url"}}
+        self.outcomes: list[dict[str, Any]] = []
 
     # -- the page's side ---------------------------------------------------------------------
     def hold(self, client: str) -> bool:
@@ -111,7 +115,7 @@ class SeatSession:
             q = self._question
             return {"seat": f"agent_{self.seat}", "playing": playing, "status": self.status,
                     "question": q.public() if q is not None else None,
-                    "stopped": self._stopped}
+                    "stopped": self._stopped, "outcomes": list(self.outcomes[-20:])}
 
     def answer(self, client: str, question: int, choice: Any = None, text: str | None = None
                ) -> None:
@@ -150,6 +154,17 @@ class SeatSession:
                 self._cond.notify_all()
 
     # -- the episode's side ------------------------------------------------------------------
+    def episode_over(self, outcome: dict[str, Any]) -> None:
+        """Note that an episode of the session ended (`outcome`: see `outcomes`): the page
+        shows its final state and result instead of its last question."""
+        with self._cond:
+            self.outcomes.append(outcome)
+            self._question = None
+            how = "success" if outcome.get("success") else outcome.get("termination")
+            self.status = (f"{outcome.get('episode')}: over after {outcome.get('steps')} "
+                           f"steps ({how})")
+            self._cond.notify_all()
+
     def stop(self, reason: str) -> None:
         """Stop the session (the server stops): every wait ends with SeatLeft."""
         with self._cond:

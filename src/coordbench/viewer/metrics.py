@@ -66,7 +66,7 @@ class MetricsCache:
         with self._lock:
             if ident not in self._started:
                 self._started.add(ident)
-                self._rows[ident] = {"metrics": {}, "errors": {}}
+                self._rows[ident] = {"metrics": {}, "errors": {}, "unreadable": {}}
                 self._pool.submit(self._compute, ident, run, condition, keys)
             rows = self._rows[ident]
             return {"done": ident in self._done, "metrics": dict(rows["metrics"]),
@@ -81,6 +81,8 @@ class MetricsCache:
                 m, why = episode_metrics(run.load_episode(condition, key))
             except CoordbenchError as e:
                 m, why = {}, str(e)
+                with self._lock:  # the file itself is bad: the listing says so too
+                    rows["unreadable"][key] = why
             except Exception as e:  # noqa: BLE001 - one bad episode must not stop the rest
                 m, why = {}, f"{type(e).__name__}: {e}"
             with self._lock:
@@ -90,6 +92,12 @@ class MetricsCache:
                     rows["metrics"][key] = m
         with self._lock:
             self._done.add(ident)
+
+    def unreadable(self, run_name: str, condition: str) -> dict[str, str]:
+        """Return {key: why} of the condition's episode files found unreadable so far."""
+        with self._lock:
+            rows = self._rows.get((run_name, condition))
+            return dict(rows["unreadable"]) if rows is not None else {}
 
     def foreground(self) -> _Foreground:
         """Return a context manager marking a page request in progress (see `quiet`)."""

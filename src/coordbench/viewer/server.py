@@ -46,6 +46,44 @@ def static_text(name: str) -> str:
     return resources.files("coordbench.viewer").joinpath("static", name).read_text("utf-8")
 
 
+def _static_bytes() -> dict[str, tuple[bytes, str]]:
+    """Return {URL path: (body, content type)} of the page's static files, read once."""
+    return {url: (static_text(name).encode(), ctype) for url, (name, ctype) in _STATIC.items()}
+
+
+class SingleFlight:
+    """Compute each key's value once, whatever the number of threads asking at once: the
+    first computes it, the others wait for it (a burst of requests for one episode right
+    after the viewer starts does one replay, not fifty that slow each other down)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._running: dict[Any, threading.Event] = {}
+
+    def run(self, key: Any, cached: Any, compute: Any) -> Any:
+        """Return `cached()` if not None, else `compute()` once for `key` at a time."""
+        while True:
+            hit = cached()
+            if hit is not None:
+                return hit
+            with self._lock:
+                done = self._running.get(key)
+                if done is None:
+                    done = self._running[key] = threading.Event()
+                    mine = True
+                else:
+                    mine = False
+            if not mine:
+                done.wait()
+                continue  # the value is cached now (or its computation failed: try)
+            try:
+                return compute()
+            finally:
+                with self._lock:
+                    self._running.pop(key, None)
+                done.set()
+
+
 def _mtime(folder: Path) -> tuple[int, int]:
     """Return (mtime, entries) of a folder ((-1, 0) if absent): a file system with coarse
     timestamps may give two changes one mtime, but not one entry count too often."""
@@ -53,6 +91,24 @@ def _mtime(folder: Path) -> tuple[int, int]:
         return folder.stat().st_mtime_ns, len(os.listdir(folder))
     except OSError:
         return -1, 0
+
+
+def _episode_stamp(rd: RunDir, cond: str, key: str) -> tuple:
+    """Return (mtime, size, inode) of an episode file (() if it cannot be read)."""
+    try:
+        st = rd.episode_path(cond, key).stat()
+    except (OSError, RunDirError):
+        return ()
+    return st.st_mtime_ns, st.st_size, st.st_ino
+
+
+def _file_stamp(path: Path) -> tuple[int, int]:
+    """Return (mtime, size) of a file ((-1, 0) if absent)."""
+    try:
+        st = path.stat()
+    except OSError:
+        return -1, 0
+    return st.st_mtime_ns, st.st_size
 
 
 def dumps(value: Any) -> str:
@@ -69,8 +125,14 @@ class Viewer:
         self._episodes: OrderedDict[tuple, bytes] = OrderedDict()  # (run, cond, key, stat)
         self._listings: dict[tuple[str, str], tuple[tuple, list[dict[str, Any]]]] = {}
         self._lock = threading.Lock()
+        self._flight = SingleFlight()
+        self.static = _static_bytes()
+        self._runs: tuple[tuple, bytes] | None = None
+        # (run, condition, key) -> (the file's stamp, why it cannot be read)
+        self._unreadable: dict[tuple[str, str, str], tuple[tuple, str]] = {}
         # loading the household task sets and the suites' modules takes seconds once per
         # process; do it now, off the request path, so the first episode opens quickly
+        # (a request that needs it meanwhile waits for this one load: `find_task` holds it)
         threading.Thread(target=self._warm, name="viewer-warm", daemon=True).start()
 
     def _warm(self) -> None:
@@ -92,6 +154,28 @@ class Viewer:
         if name not in self.runs:
             raise ConfigError(f"no run {name!r}")
         return self.runs[name]
+
+    def runs_bytes(self) -> bytes:
+        """Return `runs_payload` as JSON bytes, read again only when a run's manifest or
+        crossplay design changed."""
+        stamp = tuple(_mtime(rd.path) + _file_stamp(rd.path / "manifest.json")
+                      + _file_stamp(rd.path / "crossplay.json") for rd in self.runs.values())
+        with self._lock:
+            if self._runs is not None and self._runs[0] == stamp:
+                return self._runs[1]
+
+        def cached() -> bytes | None:
+            with self._lock:
+                return self._runs[1] if self._runs is not None and self._runs[0] == stamp \
+                    else None
+
+        def compute() -> bytes:
+            body = dumps(self.runs_payload()).encode()
+            with self._lock:
+                self._runs = (stamp, body)
+            return body
+
+        return self._flight.run(("runs", stamp), cached, compute)
 
     def runs_payload(self) -> dict[str, Any]:
         """Return every run with its conditions."""
@@ -128,6 +212,16 @@ class Viewer:
             raise ConfigError(f"no condition {cond!r} in run {run!r}")
         suite = index.suite_name(cond, rd.conditions[cond])
         rows = self._rows(rd, run, cond)
+        # files whose first and last lines look fine but that cannot be read whole (found
+        # when one was opened, or by the metrics in the background): bad, as opening says
+        with self._lock:
+            bad = {k: why for (r, c, k), (stamp, why) in self._unreadable.items()
+                   if (r, c) == (run, cond) and stamp == _episode_stamp(rd, cond, k)}
+        bad.update(self.metrics.unreadable(run, cond))
+        if bad:
+            rows = [dict(row, status="bad", problem=bad[row["key"]])
+                    if row.get("status") == "ok" and row.get("key") in bad else row
+                    for row in rows]
         return {"run": run, "condition": cond, "suite": suite, "rows": rows,
                 "headline": headline(suite)}
 
@@ -169,25 +263,30 @@ class Viewer:
         rd = self.run(run)
         if cond not in rd.conditions:
             raise ConfigError(f"no condition {cond!r} in run {run!r}")
-        try:  # a cached payload stands only while its file is unchanged
-            st = rd.episode_path(cond, key).stat()
-            stamp: tuple = (st.st_mtime_ns, st.st_size, st.st_ino)
-        except (OSError, RunDirError):
-            stamp = ()
+        stamp = _episode_stamp(rd, cond, key)  # a cached payload stands while it is unchanged
         ident = (run, cond, key, stamp)
-        with self._lock:
-            if ident in self._episodes:
-                self._episodes.move_to_end(ident)
-                return self._episodes[ident]
-        try:
-            body = dumps(payload(rd, cond, key)).encode()
-        except RunDirError as e:
-            return dumps({"unavailable": str(e), "condition": cond, "key": key}).encode()
-        with self._lock:
-            self._episodes[ident] = body
-            while len(self._episodes) > _CACHE:
-                self._episodes.popitem(last=False)
-        return body
+
+        def cached() -> bytes | None:
+            with self._lock:
+                if ident in self._episodes:
+                    self._episodes.move_to_end(ident)
+                    return self._episodes[ident]
+            return None
+
+        def compute() -> bytes:
+            try:
+                body = dumps(payload(rd, cond, key)).encode()
+            except RunDirError as e:
+                with self._lock:
+                    self._unreadable[(run, cond, key)] = (stamp, str(e))
+                return dumps({"unavailable": str(e), "condition": cond, "key": key}).encode()
+            with self._lock:
+                self._episodes[ident] = body
+                while len(self._episodes) > _CACHE:
+                    self._episodes.popitem(last=False)
+            return body
+
+        return self._flight.run(ident, cached, compute)
 
 
 def _handler(viewer: Viewer) -> type[BaseHTTPRequestHandler]:
@@ -203,11 +302,10 @@ def _handler(viewer: Viewer) -> type[BaseHTTPRequestHandler]:
             url = urlparse(self.path)
             q = {k: v[0] for k, v in parse_qs(url.query).items()}
             try:
-                if url.path in _STATIC:
-                    name, ctype = _STATIC[url.path]
-                    self._send(200, static_text(name).encode(), ctype)
+                if url.path in viewer.static:
+                    self._send(200, *viewer.static[url.path])
                 elif url.path == "/api/runs":
-                    self._json(200, viewer.runs_payload())
+                    self._send(200, viewer.runs_bytes(), "application/json")
                 elif url.path == "/api/episodes":
                     with viewer.metrics.foreground():
                         body = dumps(viewer.episodes_payload(q.get("run", ""),

@@ -4,6 +4,7 @@ engine with the recorded seed and team size."""
 
 from __future__ import annotations
 
+import threading
 from functools import lru_cache
 
 from coordbench.core.rundir import RunDir
@@ -12,6 +13,10 @@ from coordbench.envs.household.task import HouseholdTask
 
 from . import household
 from .common import Picture, unavailable
+
+# one load of a task source at a time: requests arriving while the viewer warms up wait for
+# that load instead of each running their own (seconds of CPU each, for one result)
+_LOADING = threading.Lock()
 
 
 @lru_cache(maxsize=8)
@@ -32,7 +37,8 @@ def find_task(spec: dict, key: str, task_id: str) -> HouseholdTask | str:
             "suite-"):
         instance_set = spec["source"][len("suite-"):]
     try:
-        tasks = _tasks(tasks_file, instance_set, structure)
+        with _LOADING:
+            tasks = _tasks(tasks_file, instance_set, structure)
     except Exception as e:  # noqa: BLE001 - any failure to load is reported, not raised
         return f"cannot load the task source ({tasks_file or instance_set}): {e}"
     k = int(key[4:]) if key.startswith("case") and key[4:].isdigit() else -1
