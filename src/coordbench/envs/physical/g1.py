@@ -1,0 +1,174 @@
+"""The Unitree G1 humanoid with Dex3-1 hands, as the CoHuB paper controls it: legs removed and
+the pelvis on a planar base (x, y, yaw) driven by force-limited velocity servos, the upper
+body (waist 3 + arms 14 + hands 14 joints) on position servos.
+
+The robot's model files are third-party data (Unitree's BSD-3 `g1_29dof_with_hand.xml` and its
+meshes, or MuJoCo Menagerie's `unitree_g1/g1_with_hands.xml`: the same joint and body names);
+they are read from where the user's machine has them, never shipped (`resolve_model`). Each
+robot is built with `MjSpec` at load (`robot_spec`) and attached to a scene under its prefix
+(`add_robots`); a robot never collides with itself, and partners collide with each other and
+with the world (each robot has its own contact bit).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from coordbench.errors import ConfigError
+
+ENV_VAR = "COORDBENCH_G1_MODEL"
+MENAGERIE_FILE = Path("unitree_g1") / "g1_with_hands.xml"
+UNITREE_FILE = "g1_29dof_with_hand.xml"
+LEGS = ("left_hip_pitch_link", "right_hip_pitch_link")  # each leg's root body
+BASE_JOINTS = ("base_x", "base_y", "base_yaw")
+PELVIS_HEIGHT = 0.793  # the pelvis above the floor in the G1's standing pose (m)
+BASE_KV = 400.0  # velocity servo gain of the planar base (N s/m)
+BASE_FORCE = 300.0  # its force limit (N, N m): partners can push and drag each other
+UPPER_KP = 150.0  # position servo gain of the upper body's joints
+ARM = ("shoulder_pitch", "shoulder_roll", "shoulder_yaw", "elbow", "wrist_roll",
+       "wrist_pitch", "wrist_yaw")
+HAND = ("thumb_0", "thumb_1", "thumb_2", "middle_0", "middle_1", "index_0", "index_1")
+LEG = ("hip_pitch", "hip_roll", "hip_yaw", "knee", "ankle_pitch", "ankle_roll")
+WAIST = ("waist_yaw_joint", "waist_roll_joint", "waist_pitch_joint")
+UPPER_JOINTS = (*WAIST,
+                *(f"{side}_{j}_joint" for side in ("left", "right") for j in ARM),
+                *(f"{side}_hand_{j}_joint" for side in ("left", "right") for j in HAND))
+G1_JOINTS = (*(f"{side}_{j}_joint" for side in ("left", "right") for j in LEG), *UPPER_JOINTS)
+
+
+def resolve_model(path: str | Path | None = None) -> Path:
+    """Return the G1 model file to load: `path` (`--g1-model`), else $COORDBENCH_G1_MODEL,
+    else MuJoCo Menagerie's `unitree_g1/g1_with_hands.xml` under $MENAGERIE_ROOT or from the
+    `mujoco-menagerie` package; ConfigError (one line naming every way) if none is found."""
+    given = path or os.environ.get(ENV_VAR)
+    if given:
+        p = Path(given).expanduser()
+        if p.is_dir():
+            found = [c for c in (p / UNITREE_FILE, p / MENAGERIE_FILE, p / MENAGERIE_FILE.name)
+                     if c.is_file()]
+            if not found:
+                raise ConfigError(f"G1 model folder {p} holds no {UNITREE_FILE} or "
+                                  f"{MENAGERIE_FILE}")
+            return found[0]
+        if not p.is_file():
+            raise ConfigError(f"G1 model file {p} does not exist")
+        return p
+    root = os.environ.get("MENAGERIE_ROOT")
+    if root and (Path(root) / MENAGERIE_FILE).is_file():
+        return Path(root) / MENAGERIE_FILE
+    packaged = _menagerie_package()
+    if packaged is not None:
+        return packaged
+    raise ConfigError("no Unitree G1 model: give --g1-model PATH (Unitree's "
+                      f"{UNITREE_FILE} with its meshes/) or set {ENV_VAR}, or install "
+                      "mujoco-menagerie (pip install mujoco-menagerie; it fetches "
+                      "unitree_g1/g1_with_hands.xml on first use, or set MENAGERIE_ROOT to a "
+                      "Menagerie checkout)")
+
+
+def _menagerie_package() -> Path | None:
+    """Return the Menagerie G1 file the `mujoco-menagerie` package has on disk (None where
+    the package is not installed or has not fetched it)."""
+    import importlib.util
+
+    if importlib.util.find_spec("mujoco_menagerie") is None:
+        return None
+    try:
+        import mujoco_menagerie as mm  # type: ignore[import-not-found]
+
+        robot = mm.get("unitree_g1")
+        for attr in ("path", "root", "directory"):
+            folder = getattr(robot, attr, None)
+            if folder is not None and (Path(folder) / MENAGERIE_FILE.name).is_file():
+                return Path(folder) / MENAGERIE_FILE.name
+    except Exception:  # noqa: BLE001 - an offline fetch or another layout: not found here
+        return None
+    return None
+
+
+def model_sha256(path: Path) -> str:
+    """Return the sha256 of the model file (recorded in every G1 trajectory header)."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def check_model(path: Path) -> Any:
+    """Return the file's MjSpec; ConfigError (one line) for a file MuJoCo cannot read, or one
+    that is not a G1 with Dex3-1 hands (naming the joints it lacks)."""
+    import mujoco
+
+    try:
+        spec = mujoco.MjSpec.from_file(str(path))
+    except Exception as e:  # noqa: BLE001 - MuJoCo raises ValueError and others
+        raise ConfigError(f"G1 model {path} cannot be read: {str(e).splitlines()[0][:200]}"
+                          ) from None
+    names = {j.name for j in spec.joints}
+    missing = [j for j in G1_JOINTS if j not in names]
+    if missing:
+        raise ConfigError(f"{path} is not a Unitree G1 with Dex3-1 hands: it lacks "
+                          f"{len(missing)} joint(s), e.g. {', '.join(missing[:5])}")
+    return spec
+
+
+def robot_spec(path: Path) -> Any:
+    """Return one G1 as the paper controls it (see the module docstring), as an MjSpec whose
+    root body is the pelvis on a planar base."""
+    spec = check_model(path)
+    # meshes by absolute path: a scene of robots compiles wherever its files are
+    folder = Path(path).resolve().parent / (spec.meshdir or "")
+    for mesh in spec.meshes:
+        if mesh.file and not Path(mesh.file).is_absolute():
+            mesh.file = str(folder / mesh.file)
+    spec.meshdir = ""
+    for leg in LEGS:
+        spec.delete(spec.body(leg))
+    for actuator in list(spec.actuators):
+        spec.delete(actuator)
+    for key in list(spec.keys):
+        spec.delete(key)  # a keyframe of the whole body no longer fits
+    pelvis = spec.body("pelvis")
+    for joint in list(pelvis.joints):
+        spec.delete(joint)  # the floating base
+    pelvis.pos = [0.0, 0.0, PELVIS_HEIGHT]
+    import mujoco
+
+    slide, hinge = mujoco.mjtJoint.mjJNT_SLIDE, mujoco.mjtJoint.mjJNT_HINGE
+    for name, kind, axis in (("base_x", slide, (1, 0, 0)), ("base_y", slide, (0, 1, 0)),
+                             ("base_yaw", hinge, (0, 0, 1))):
+        pelvis.add_joint(name=name, type=kind, axis=list(axis), damping=5.0)
+        act = spec.add_actuator(name=name, target=name,
+                                trntype=mujoco.mjtTrn.mjTRN_JOINT)
+        act.set_to_velocity(kv=BASE_KV)
+        act.forcelimited = True
+        act.forcerange = [-BASE_FORCE, BASE_FORCE]
+    for name in UPPER_JOINTS:
+        joint = spec.joint(name)
+        act = spec.add_actuator(name=name, target=name, trntype=mujoco.mjtTrn.mjTRN_JOINT)
+        act.set_to_position(kp=UPPER_KP, kv=0.1 * UPPER_KP ** 0.5)
+        if joint.actfrcrange[1] > joint.actfrcrange[0]:
+            act.forcelimited = True
+            act.forcerange = list(joint.actfrcrange)
+    return spec
+
+
+def add_robots(scene: Any, path: Path, poses: Sequence[tuple[float, float, float]]) -> list[str]:
+    """Attach one G1 a pose (x, y, yaw) to `scene` (an MjSpec), robot k under prefix
+    `robotK/`, each with its own contact bit (no self-collision, partners and the world
+    collide); return the prefixes."""
+    import math
+
+    prefixes = []
+    for k, (x, y, yaw) in enumerate(poses):
+        robot = robot_spec(path)
+        bit = 1 << (k + 1)
+        for geom in robot.geoms:
+            if geom.contype or geom.conaffinity:
+                geom.contype, geom.conaffinity = bit, 1 | (0x7FFFFFFF & ~bit)
+        frame = scene.worldbody.add_frame(pos=[x, y, 0.0],
+                                          quat=[math.cos(yaw / 2), 0, 0, math.sin(yaw / 2)])
+        frame.attach_body(robot.body("pelvis"), f"robot{k}/", "")
+        prefixes.append(f"robot{k}/")
+    return prefixes

@@ -1,0 +1,96 @@
+"""The Unitree G1 with Dex3-1 hands, read from where the machine has its model files (the
+shared copy of Unitree's files, or a MuJoCo Menagerie layout built here from them), checked,
+and built as the paper controls it: a planar base and a position-servoed upper body."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import mujoco
+import numpy as np
+import pytest
+
+from coordbench.envs.physical import g1
+from coordbench.errors import ConfigError
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "assets" / "unitree_g1"
+UNITREE = SHARED / g1.UNITREE_FILE
+pytestmark = pytest.mark.skipif(not UNITREE.is_file(),
+                                reason=f"the G1 model files are not at {SHARED}")
+
+
+@pytest.fixture(autouse=True)
+def no_model_env(monkeypatch):
+    for var in (g1.ENV_VAR, "MENAGERIE_ROOT"):
+        monkeypatch.delenv(var, raising=False)
+
+
+def menagerie_layout(root: Path) -> Path:
+    """Return a Menagerie-style folder (unitree_g1/g1_with_hands.xml, meshes under assets/)
+    built from the shared files."""
+    folder = root / "unitree_g1"
+    folder.mkdir(parents=True)
+    (folder / "assets").symlink_to(SHARED / "meshes")
+    text = UNITREE.read_text().replace('meshdir="meshes"', 'meshdir="assets"')
+    (folder / "g1_with_hands.xml").write_text(text)
+    return root
+
+
+def test_the_model_is_found_by_flag_variable_or_menagerie_and_else_one_line(tmp_path,
+                                                                          monkeypatch):
+    assert g1.resolve_model(UNITREE) == UNITREE
+    assert g1.resolve_model(SHARED) == UNITREE  # a folder holding the file
+    monkeypatch.setenv(g1.ENV_VAR, str(UNITREE))
+    assert g1.resolve_model() == UNITREE
+    monkeypatch.delenv(g1.ENV_VAR)
+    root = menagerie_layout(tmp_path / "menagerie")
+    monkeypatch.setenv("MENAGERIE_ROOT", str(root))
+    found = g1.resolve_model()
+    assert found == root / "unitree_g1" / "g1_with_hands.xml"
+    assert g1.robot_spec(found).compile().nu == 3 + len(g1.UPPER_JOINTS)
+    monkeypatch.delenv("MENAGERIE_ROOT")
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "mujoco_menagerie" else real(name, *a))
+    with pytest.raises(ConfigError) as e:
+        g1.resolve_model()
+    line = str(e.value)
+    assert "--g1-model" in line and g1.ENV_VAR in line and "mujoco-menagerie" in line
+    assert "\n" not in line
+    with pytest.raises(ConfigError, match="does not exist"):
+        g1.resolve_model(tmp_path / "nope.xml")
+
+
+def test_a_file_that_is_not_a_g1_with_hands_names_what_it_lacks(tmp_path):
+    arm = tmp_path / "arm.xml"
+    arm.write_text('<mujoco><worldbody><body name="b"><joint name="waist_yaw_joint"/>'
+                   '<geom size="0.1"/></body></worldbody></mujoco>')
+    with pytest.raises(ConfigError, match=r"lacks 42 joint\(s\), e.g. left_hip_pitch_joint"):
+        g1.check_model(arm)
+    broken = tmp_path / "broken.xml"
+    broken.write_text("<mujoco><worldbody>")
+    with pytest.raises(ConfigError, match="cannot be read"):
+        g1.check_model(broken)
+
+
+def test_two_robots_on_planar_bases_drive_and_never_touch_themselves():
+    scene = mujoco.MjSpec()
+    scene.worldbody.add_geom(type=mujoco.mjtGeom.mjGEOM_PLANE, size=[5, 5, 0.1])
+    g1.add_robots(scene, UNITREE, [(0.0, 0.0, 0.0), (1.2, 0.0, np.pi)])
+    m = scene.compile()
+    d = mujoco.MjData(m)
+    # per robot: 3 base servos (velocity) + waist 3, arms 14, hands 14 (position)
+    assert m.nu == 2 * (3 + 31) and m.nq == 2 * (3 + 31)
+    d.ctrl[m.actuator("robot0/base_x").id] = 0.4
+    for _ in range(500):
+        mujoco.mj_step(m, d)
+        for c in d.contact[:d.ncon]:
+            b1, b2 = m.geom_bodyid[c.geom1], m.geom_bodyid[c.geom2]
+            n1, n2 = m.body(b1).name, m.body(b2).name
+            assert n1.split("/")[0] != n2.split("/")[0] or "/" not in n1, (n1, n2)
+    assert np.isfinite(d.qpos).all()
+    x0 = d.qpos[m.joint("robot0/base_x").qposadr[0]]
+    x1 = d.qpos[m.joint("robot1/base_x").qposadr[0]]
+    assert 0.2 < x0 < 0.45 and abs(x1) < 0.02  # 1 s at 0.4 m/s; the other stands still
+    assert len(g1.model_sha256(UNITREE)) == 64
