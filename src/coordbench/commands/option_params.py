@@ -15,7 +15,7 @@ from coordbench.errors import ConfigError
 from coordbench.runner.options import REQUIRED, Option, check_values
 
 from .common import out_option
-from .run_options import RunOptions
+from .run_options import RunOptions, param, with_signature
 
 OUT_HELP = "Run directory (resumable)."
 
@@ -23,16 +23,14 @@ OUT_HELP = "Run directory (resumable)."
 def typer_parameter(option: Option, command: str) -> inspect.Parameter:
     """Return the typer parameter that declares `option` in `command`."""
     default = option.default_in(command)
-    kind: Any = list[option.kind] if option.many else option.kind  # type: ignore[name-defined]
+    kind: Any = list[option.kind] if option.many else option.kind
     if default is None:
         kind = kind | None
-    flags = [option.cli]
     if option.kind is bool:
         default = bool(default)
-    info = typer.Option(... if default is REQUIRED else default, *flags,
-                        help=option.help_in(command), metavar=option.metavar)
-    return inspect.Parameter(option.name, inspect.Parameter.KEYWORD_ONLY, default=info,
-                             annotation=kind)
+    return param(option.name, kind, typer.Option(... if default is REQUIRED else default,
+                                                 option.cli, help=option.help_in(command),
+                                                 metavar=option.metavar))
 
 
 def with_options(options: tuple[Option, ...], command: str, own: list[inspect.Parameter],
@@ -49,29 +47,24 @@ def with_options(options: tuple[Option, ...], command: str, own: list[inspect.Pa
         check_values(options, values)
         return body(values, **kwargs)
 
-    params = [*own, *declared]
-    run.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
-    run.__annotations__ = {p.name: p.annotation for p in params}
     run.__name__ = name
     run.__doc__ = doc
-    del run.__wrapped__  # typer must see this signature, not the body's
-    return run
-
-
-def param(name: str, kind: Any, option: Any) -> inspect.Parameter:
-    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=option,
-                             annotation=kind)
+    return with_signature(run, [*own, *declared])
 
 
 def out_param(default: Path | None = None) -> inspect.Parameter:
+    """Return the --out parameter of a generated command (a run directory)."""
     return param("out_dir", Path | None, out_option(default, OUT_HELP))
 
 
 def opts_param() -> inspect.Parameter:
+    """Return the place of the shared run options (`@run_options` fills it)."""
     return param("opts", RunOptions, RunOptions())
 
 
 def without(played: Any, *more: str) -> tuple[str, ...]:
+    """Return the run options a family's generated command leaves out (`more`, and
+    --max-reply-tokens for a family whose teams take none)."""
     return (*more, *(() if played.model_replies else ("max_reply_tokens",)))
 
 
@@ -79,7 +72,7 @@ def check_metric(family: Any, metric: str) -> None:
     """Raise ConfigError unless `metric` is one of the family's episode metrics."""
     played = family.get("options")
     known = {*(family.get("kinds") or {}), *family.headline_metrics(),
-             *getattr(played, "more_metrics", ())}
+             *played.more_metrics}
     if metric not in known:
         raise ConfigError(f"--metric {metric!r}: not a metric of {family.get('seats').label} "
                           f"episodes; choose from {', '.join(sorted(known))}")

@@ -130,18 +130,29 @@ def run_options(without: tuple[str, ...] = ()) -> Callable[[Callable[..., Any]],
         declared = {k: v for k, v in _declarations().items() if k not in without}
         own = [p for p in inspect.signature(fn, eval_str=True).parameters.values()
                if p.name != "opts"]
-        added = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=option,
-                                   annotation=kind)
-                 for name, (kind, option) in declared.items()]
+        added = [param(name, kind, option) for name, (kind, option) in declared.items()]
 
         @functools.wraps(fn)
         def command(**kwargs: Any) -> Any:
             opts = RunOptions(**{name: kwargs.pop(name) for name in declared})
             return fn(**kwargs, opts=opts)
 
-        command.__signature__ = inspect.Signature([*own, *added])  # type: ignore[attr-defined]
-        command.__annotations__ = {p.name: p.annotation for p in [*own, *added]}
-        del command.__wrapped__  # typer must see this signature, not the function's
-        return command
+        return with_signature(command, [*own, *added])
 
     return decorate
+
+
+def param(name: str, kind: Any, option: Any) -> inspect.Parameter:
+    """Return a keyword parameter `name: kind = option` (a typer option declaration)."""
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=option,
+                             annotation=kind)
+
+
+def with_signature(command: Callable[..., Any], params: list[inspect.Parameter]
+                   ) -> Callable[..., Any]:
+    """Return `command` (a functools.wraps wrapper) showing typer `params` as its signature
+    instead of the wrapped function's."""
+    command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    command.__annotations__ = {p.name: p.annotation for p in params}
+    del command.__wrapped__  # type: ignore[attr-defined]
+    return command

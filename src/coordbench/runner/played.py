@@ -11,6 +11,7 @@ these two, `commands/family_commands.py` generates the family's run command, its
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -95,13 +96,15 @@ class Played(Protocol):
         """Raise ConfigError for partners that cannot meet in one matrix."""
 
 
-class PlayedBase:
-    """Defaults of the `Played` contract a family may keep."""
+class PlayedBase(ABC):
+    """Defaults of the `Played` contract a family may keep; a family writes `run`,
+    `team_size` and `cell`, and names its run folders (`out_name`, `play_label`)."""
 
     options: tuple[Option, ...] = ()
     run_name = "run"
     run_help = ""
     metric = "success"
+    more_metrics: tuple[str, ...] = ()  # episode metrics a matrix may show beyond `kinds`
     model_replies = True
 
     def seed(self, values: dict[str, Any]) -> int | None:
@@ -112,8 +115,8 @@ class PlayedBase:
         """Raise ConfigError if the cases cannot be played (here: a case file fails now)."""
         suite.cases(spec, self.episodes(values))
 
-    def check_partners(self, seats: Sequence[Any]) -> None:
-        """Every set of partners meets."""
+    def check_partners(self, seats: Sequence[Any]) -> None:  # noqa: B027 - a default
+        """Every set of partners meets (a family with partners that cannot meet says so)."""
 
     def episodes(self, values: dict[str, Any]) -> int | None:
         """Return `values["limit"]` (None: every case)."""
@@ -121,10 +124,23 @@ class PlayedBase:
 
     # the default run folder's name part (`runs/<command>/<name>`): a format of the values,
     # and in a cross-play matrix the team size too where the family's teams vary in size
-    out_name = "{family}"
+    out_name: str
     team_in_name = False
     # what a play session's progress label names after `play`: a format of the values
-    play_label = "{family}"
+    play_label: str
+
+    def __init__(self) -> None:
+        missing = [a for a in ("out_name", "play_label") if not hasattr(self, a)]
+        if missing:
+            raise TypeError(f"{type(self).__name__} names no {', '.join(missing)}")
+
+    @abstractmethod
+    def run(self, values: dict[str, Any]) -> RunPlan:
+        """Return what the run command plays for checked `values`."""
+
+    @abstractmethod
+    def cell(self, values: dict[str, Any], seats: Sequence[Any]) -> tuple[Any, Any]:
+        """Return (suite, spec) of the condition a team of `seats` plays."""
 
     def out(self, values: dict[str, Any], command: str) -> Path:
         """Return runs/<command>/<out_name>[-teamN]."""
@@ -133,9 +149,9 @@ class PlayedBase:
             name += f"-team{self.team_size(values, command)}"
         return Path("runs") / command / name
 
+    @abstractmethod
     def team_size(self, values: dict[str, Any], command: str) -> int:
         """Return the number of seats of the team `values` describe."""
-        raise NotImplementedError
 
     def resources(self, values: dict[str, Any], settings: Any, max_reply_tokens: int | None,
                   seat: Any) -> Any:
