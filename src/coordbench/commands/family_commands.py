@@ -29,12 +29,13 @@ def run_command(family: Any) -> Callable[..., Any]:
     def body(values: dict[str, Any], out_dir: Path | None, opts: RunOptions) -> None:
         opts.check(out_dir)
         plan = played.run(dict(values, out=out_dir))
+        # every model alias resolves (or fails in one line) before anything is said or played
+        settings = (opts.harness(plan.aliases, played.seed(values))
+                    if plan.aliases is not None else None)
         if plan.note and not opts.as_json:
             from .common import err
 
             err.print(plan.note, highlight=False, soft_wrap=True)
-        settings = (opts.harness(plan.aliases, played.seed(values))
-                    if plan.aliases is not None else None)
         run = opts.play_plan(plan.out, plan.items, labels=plan.labels, settings=settings,
                         resources=plan.resources(settings, opts.max_reply_tokens))
         payload, shown = family.get("summary")(run, plan, values)
