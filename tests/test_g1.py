@@ -94,3 +94,88 @@ def test_two_robots_on_planar_bases_drive_and_never_touch_themselves():
     x1 = d.qpos[m.joint("robot1/base_x").qposadr[0]]
     assert 0.2 < x0 < 0.45 and abs(x1) < 0.02  # 1 s at 0.4 m/s; the other stands still
     assert len(g1.model_sha256(UNITREE)) == 64
+
+
+def _eval(out: Path, *extra: str):
+    from typer.testing import CliRunner
+
+    from coordbench.cli import app
+
+    return CliRunner().invoke(app, ["physical", "eval", "--task", "CoCarry", "--embodiment",
+                                    "g1", "--g1-model", str(SHARED), "--out", str(out),
+                                    "--json", *extra])
+
+
+def test_g1_cocarry_experts_carry_the_basket_shelf_to_shelf_and_the_header_names_the_robot(
+        tmp_path, monkeypatch):
+    import json
+
+    from coordbench.core.rundir import RunDir
+
+    res = _eval(tmp_path / "g1", "--rollouts", "3")
+    assert res.exit_code == 0, res.output
+    got = json.loads(res.stdout)["CoCarry"]
+    assert got["success"]["mean"] == 1.0 and got["success"]["n"] == 3
+    run = RunDir.open(tmp_path / "g1")
+    (cond,) = run.conditions
+    assert cond == "physical_CoCarry_g1_expert_main"
+    assert run.conditions[cond]["embodiment"] == "g1"
+    traj = run.load_episode(cond, "seed0001")
+    p = traj.header.params
+    assert p["embodiment"] == "g1" and p["action_dim"] == 34
+    assert p["robot_model"] == g1.UNITREE_FILE
+    assert p["robot_model_sha256"] == g1.model_sha256(UNITREE)
+    # the CoBot's runs never share the folder
+    from typer.testing import CliRunner
+
+    from coordbench.cli import app
+
+    res = CliRunner().invoke(app, ["physical", "eval", "--task", "CoCarry", "--rollouts", "1",
+                                   "--out", str(tmp_path / "g1")])
+    assert "holds g1 runs" in str(res.exception) and res.exit_code != 0
+
+
+def test_without_model_files_one_line_exit_2_and_nothing_written(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from coordbench.cli import app
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "mujoco_menagerie" else real(name, *a))
+    res = CliRunner().invoke(app, ["physical", "eval", "--task", "CoCarry", "--embodiment",
+                                   "g1", "--rollouts", "1", "--out", str(tmp_path / "x")])
+    line = str(res.exception)
+    assert isinstance(res.exception, ConfigError) and "\n" not in line
+    assert "--g1-model" in line and g1.ENV_VAR in line and "mujoco-menagerie" in line
+    assert not (tmp_path / "x").exists()
+    res = _eval(tmp_path / "y", "--task", "Handover")  # a task the G1 does not play yet
+    assert isinstance(res.exception, ConfigError) and "no G1 version yet" in str(res.exception)
+    assert not (tmp_path / "y").exists()
+
+
+def test_g1_poses_replay_the_simulated_scene_and_the_palms_follow_ik():
+    from coordbench.envs.physical import poses as pose
+    from coordbench.envs.physical.embodiment import make_env
+    from coordbench.envs.physical.g1_ik import ArmIK
+
+    env = make_env("CoCarry", "g1", UNITREE)
+    env.reset(5)
+    experts = [env.task.expert(env, i, np.random.default_rng([5, i]), 0.0) for i in range(2)]
+    lay = pose.pose_layout(env)
+    for _ in range(120):
+        env.step(np.stack([e.act(env.sense(i), 0.02) for i, e in enumerate(experts)]))
+    mujoco.mj_forward(env.model, env.data)  # a step leaves xpos where the step began
+    robots, bodies, joints = pose.sample(env.data, lay)
+    xpos = env.data.xpos.copy()
+    twin = make_env("CoCarry", "g1", UNITREE)
+    twin.reset(5)
+    pose.apply(twin.model, twin.data, lay, robots, bodies, joints)
+    assert np.allclose(twin.data.xpos, xpos, atol=1e-9)
+    # the base sample is the world pose: x, y of the pelvis, yaw the heading
+    assert np.allclose(robots[:, :2], env.data.xpos[env.chassis][:, :2], atol=1e-9)
+    ik = ArmIK(UNITREE, "left")
+    q, err = np.zeros(7), 1.0
+    for _ in range(10):
+        q, err = ik.solve(q, np.array([0.35, 0.15, 0.9]), np.eye(3), np.zeros(3))
+    assert err < 1e-3

@@ -37,7 +37,7 @@ def _simulate(task: str, seed: int, steps: int):
     scratch.reset(seed)
     policy = ExpertPolicy(0.0)
     policy.reset([env])
-    lay = pose.pose_layout(env.model, env.n)
+    lay = pose.pose_layout(env)
 
     def where() -> np.ndarray:
         # after mj_step the bodies' world poses are those of the last substep's start; the

@@ -178,7 +178,7 @@ def test_physical_picture_draws_the_recorded_poses_sample_by_sample(runs):
     # the hand drawn from the joints is where MuJoCo puts it in the recorded configuration
     env = PhysicalEnv(get_task(tr.header.task_id))
     env.reset(tr.header.seed)
-    lay = pose.pose_layout(env.model, env.n)
+    lay = pose.pose_layout(env)
     for k in (0, len(rec) // 2, len(rec) - 1):
         pose.apply(env.model, env.data, lay, rec.robots[k],
                    np.array([b[k] for b in rec.bodies.values()]),

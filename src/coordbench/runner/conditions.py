@@ -77,6 +77,9 @@ def register(run: RunDir, suite: Suite, spec: Any, settings: dict[str, Any] | No
     condition (no suite, or a field added since with its default) is brought up to date.
     """
     cond = suite.condition(spec)
+    admits = getattr(suite, "admits", None)  # a suite may refuse to share a run directory
+    if admits is not None:
+        admits(run, spec)
     # as the manifest holds them (JSON: a tuple of seats reads back as a list), so that a
     # resumed condition compares equal to what was written
     fields = _as_json({"suite": suite.name, **suite.manifest(spec),

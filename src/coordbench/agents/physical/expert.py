@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from coordbench.envs.physical.embodiment import KINDS, embodiment_of
 from coordbench.envs.physical.env import PhysicalEnv
 from coordbench.envs.physical.scene import CONTROL_DT
 
-# per-dimension scale of executed-action perturbations (base velocity, lift, arm, wrist pitch
-# and roll, grip)
-PERTURB_SCALE = np.array([0.1, 0.1, 0.0, 0.0, 0.08, 0.08, 0.0, 0.0, 0.0])
+# per-dimension scale of a CoBot's executed-action perturbations (base velocity, lift, arm,
+# wrist pitch and roll, grip); a G1's is its embodiment record's
+PERTURB_SCALE = KINDS["cobot"].perturb_scale
 RESYNC_STEPS = 15  # 0.3 s of a grip that disagrees with touch before a labeller resyncs
 
 
@@ -61,7 +62,8 @@ class ExpertPolicy:
             clean = np.array([ex.act(s, CONTROL_DT) for ex, s in zip(team, senses, strict=True)])
             self.clean[id(env)] = clean
             if self.perturb > 0:
-                noise = self.rngs[id(env)].normal(size=clean.shape) * PERTURB_SCALE
+                noise = self.rngs[id(env)].normal(size=clean.shape) * \
+                    embodiment_of(env).perturb_scale
                 clean = clean + self.perturb * noise
             out.append(clean)
         return out
@@ -72,7 +74,7 @@ class ExpertPolicy:
             return
         miss = self.mismatch[id(env)]
         for i, (ex, s) in enumerate(zip(team, senses, strict=True)):
-            wrong = ex.grasps and (last[i, 8] >= 0.5) != s.holding
+            wrong = ex.grasps and ex.gripping(last[i]) != s.holding
             miss[i] = miss[i] + 1 if wrong else 0
             if miss[i] >= RESYNC_STEPS:
                 ex.resume(s)

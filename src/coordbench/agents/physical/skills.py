@@ -47,6 +47,8 @@ PARTNER_WAIT = "wait_partner"  # the skill name of the experts' own "wait" stage
 STAGES: dict[str, tuple[str, ...]] = {
     "CarryExpert": ("reach", "grasp", "regrasp", "lift", "carry", "lower", "release",
                     "retreat"),
+    "G1CarryExpert": ("reach", "place", "grasp", "regrasp", "lift", "carry", "lower",
+                      "release", "retreat"),
     "Giver": ("reach", "grasp", "lift", "offer", "release", "retreat"),
     "Taker": ("reach", "approach", "grasp", "wait", "carry", "lower", "release", "retreat"),
     "Server": ("reach", "approach", "grasp", "lift", "carry", "lower", "release", "retreat"),
@@ -66,6 +68,7 @@ _ABOUT = {
     "approach": "bring the open hand to the object's grasp point",
     "grasp": "close the gripper on the grasp point (a miss goes back to reach)",
     "regrasp": "open, back the hand off, then reach again",
+    "place": "bring the open hands (palms down) onto the handle",
     "lift": "raise the torso to lift what you hold",
     "carry": "carry the object to the goal with your partners",
     "lower": "set the object down at the goal",
@@ -84,6 +87,10 @@ _ABOUT = {
           "torso, arm and grip kept",
 }
 _OWN = {
+    ("G1CarryExpert", "grasp"): "hook both hands' fingers under the handle (a miss goes back "
+                                "to reach)",
+    ("G1CarryExpert", "lift"): "raise both hands to lift what you hold",
+    ("G1CarryExpert", "release"): "open the fingers and raise the hands off the handle",
     ("Giver", "offer"): "hold the bottle out over the middle; let go once your partner's "
                         "hand has been on it for 1.2 s",
     ("Taker", "reach"): "raise the torso and wait, arm folded, until the bottle is held out",
@@ -165,8 +172,7 @@ class SkillRobot:
         self.steps = 0  # control steps the running skill has run
         self.ended = "none yet (the episode starts)"  # how the last skill ended, for prompts
         # the targets a wait keeps: before any action, the expert's rest targets, gripper open
-        self.last = np.array([0.0, 0.0, 0.0, expert.lift, expert.arm[0], expert.arm[1], 0.0,
-                              0.0, 0.0])
+        self.last = expert.rest_action()
 
     @property
     def suggestion(self) -> str:

@@ -12,7 +12,7 @@ import numpy as np
 
 from coordbench.errors import ActionError
 
-from .robot import ACTION_DIM, ACTION_HIGH, ACTION_LOW, FINGER_CLOSED, JOINTS, PROPRIO_DIM
+from .robot import ACTION_HIGH, ACTION_LOW, FINGER_CLOSED, JOINTS, PROPRIO_DIM
 from .scene import CONTROL_DT, SUBSTEPS
 
 STATE_SPEC = mujoco.mjtState.mjSTATE_INTEGRATION
@@ -38,6 +38,7 @@ class Sensing:
     extras: np.ndarray  # (k, 3) world positions of the task's other bodies in view
     obj_x: np.ndarray  # (3,) the main object's local x axis in world (its heading)
     goal_yaw: float | None = None  # the object's goal heading (rad), where the task has one
+    palms: np.ndarray | None = None  # (2, 3) a G1's left and right palm (world); CoBot: None
 
     def to_robot(self, p: np.ndarray) -> np.ndarray:
         """Return world point p (x, y[, z]) in this robot's frame (forward, left[, up])."""
@@ -52,15 +53,16 @@ JACOBIANS = {"auto": mujoco.mjtJacobian.mjJAC_AUTO, "dense": mujoco.mjtJacobian.
 
 
 class PhysicalEnv:
-    """One task instance. `reset(seed)` draws object and goal poses; `step(actions)` takes
-    (n, 9) CoBot actions at 50 Hz; `phase` is the number of phases completed (latched)."""
+    """One task instance played by CoBots. `reset(seed)` draws object and goal poses;
+    `step(actions)` takes (n, 9) CoBot actions at 50 Hz; `phase` is the number of phases
+    completed (latched)."""
+
+    embodiment = "cobot"
 
     def __init__(self, task) -> None:
         self.task = task
         self.n = task.n_robots
         self.model = mujoco.MjModel.from_xml_string(task.xml())
-        self.model.opt.jacobian = JACOBIANS[task.jacobian]
-        self.data = mujoco.MjData(self.model)
         m = self.model
         self.act_ids = np.array([[m.actuator(f"r{i}_{a}").id for a in
                                   ("vx", "vy", "wz", "lift", "sh", "el", "wp", "wr", "fl", "fr")]
@@ -70,31 +72,44 @@ class PhysicalEnv:
         self.vadr = np.array([[m.jnt_dofadr[m.joint(f"r{i}_{j}").id] for j in JOINTS]
                               for i in range(self.n)])
         self.chassis = [m.body(f"r{i}_chassis").id for i in range(self.n)]
+        # the bodies the base slides move (world-axis slides from where the model puts them)
+        self.base_bodies = [m.body(f"r{i}_base").id for i in range(self.n)]
         self.tcp = [m.site(f"r{i}_tcp").id for i in range(self.n)]
         self.robot_geoms = [np.array([g for g in range(m.ngeom) if m.body(m.geom_bodyid[g]).name
                                       .startswith(f"r{i}_")]) for i in range(self.n)]
+        self.fingers = np.array([[m.geom(f"r{i}_fl").id, m.geom(f"r{i}_fr").id]
+                                 for i in range(self.n)])
+        self._index([[[fl], [fr]] for fl, fr in self.fingers])
+
+    def _index(self, touch: list[list[list[int]]]) -> None:
+        """Build the lookups every embodiment shares, from the model and `touch`: per robot,
+        its two groups of geoms that must both touch its grasp part for it to hold (the
+        CoBot's two fingers; the G1's two hands, or a hand's thumb and fingers)."""
+        m = self.model
+        m.opt.jacobian = JACOBIANS[self.task.jacobian]
+        self.data = mujoco.MjData(m)
         self._owner = np.full(m.ngeom, -1)  # geom -> robot, or -1
         for i, gs in enumerate(self.robot_geoms):
             self._owner[gs] = i
         self._partner_tcp = [[self.tcp[j] for j in range(self.n) if j != i]
                              for i in range(self.n)]
-        self.fingers = np.array([[m.geom(f"r{i}_fl").id, m.geom(f"r{i}_fr").id]
-                                 for i in range(self.n)])
-        self.grasp_geoms = [np.array([m.geom(g).id for g in names]) for names in task.grasp_geoms()]
-        # contact pair (either order) -> 2 * robot + finger where that finger touches its
+        self.grasp_geoms = [np.array([m.geom(g).id for g in names])
+                            for names in self.task.grasp_geoms()]
+        # contact pair (either order) -> 2 * robot + group where that touch group touches its
         # robot's grasp part, else -1; and -> True between two robots' bodies: one lookup
         # per contact answers the touch sensing and the collision count
         self._touch_slot = np.full((m.ngeom, m.ngeom), -1, dtype=np.int16)
         for i, gs in enumerate(self.grasp_geoms):
-            for f, finger in enumerate(self.fingers[i]):
-                self._touch_slot[finger, gs] = self._touch_slot[gs, finger] = 2 * i + f
+            for f, group in enumerate(touch[i]):
+                for geom in group:
+                    self._touch_slot[geom, gs] = self._touch_slot[gs, geom] = 2 * i + f
         a, b = self._owner[:, None], self._owner[None, :]
         self._cross_robot = (a >= 0) & (b >= 0) & (a != b)
         self._holds: np.ndarray | None = None
-        self.handle_sites = [m.site(s).id for s in task.handle_sites()]
-        self.obj = m.body(task.object_body).id
+        self.handle_sites = [m.site(s).id for s in self.task.handle_sites()]
+        self.obj = m.body(self.task.object_body).id
         self.obj_dof = m.jnt_dofadr[m.body_jntadr[self.obj]]
-        self.extras = [m.body(b).id for b in task.extra_bodies]
+        self.extras = [m.body(b).id for b in self.task.extra_bodies]
         # sense(i) gathers each source array once (chassis, object, extras; grasp point, own
         # hand, partners' hands) and hands out rows of those copies
         self._sensed_bodies = [np.array([self.chassis[i], self.obj, *self.extras])
@@ -115,9 +130,7 @@ class PhysicalEnv:
         self.rng = np.random.default_rng(self.seed)
         mujoco.mj_resetData(self.model, self.data)
         self.goal_yaw = None
-        for i in range(self.n):  # folded arms at start
-            self.data.qpos[self.qadr[i, 4]] = 1.2
-            self.data.qpos[self.qadr[i, 5]] = -2.4
+        self._start_pose()
         self.task.reset(self, self.rng)
         mujoco.mj_forward(self.model, self.data)
         self._holds = None
@@ -129,6 +142,12 @@ class PhysicalEnv:
         self.hold_timer = 0.0
         self.steps = 0
 
+    def _start_pose(self) -> None:
+        """Fold the arms (the model's zero pose stretches them through the objects)."""
+        for i in range(self.n):
+            self.data.qpos[self.qadr[i, 4]] = 1.2
+            self.data.qpos[self.qadr[i, 5]] = -2.4
+
     @property
     def t(self) -> float:
         """Return seconds of simulated time since reset."""
@@ -136,12 +155,7 @@ class PhysicalEnv:
 
     def step(self, actions: np.ndarray) -> None:
         """Apply one control step of (n, 9) actions, simulate 4 physics steps, score phases."""
-        a = np.asarray(actions, dtype=float)
-        if a.shape != (self.n, ACTION_DIM):
-            raise ActionError(f"actions must have shape ({self.n}, {ACTION_DIM}), got {a.shape}")
-        if not np.isfinite(a).all():
-            raise ActionError("actions contain NaN or infinity")
-        a = np.minimum(np.maximum(a, ACTION_LOW), ACTION_HIGH)  # np.clip, without its wrappers
+        a = self._checked(actions, ACTION_LOW, ACTION_HIGH)
         d = self.data
         yaw = d.qpos[self.qadr[:, 2]]
         ctrl: list[float] = []
@@ -158,6 +172,16 @@ class PhysicalEnv:
         self._holds = None
         self.steps += 1
         self._score()
+
+    def _checked(self, actions: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
+        """Return `actions` as (n, width) floats clipped to [low, high]; ActionError for
+        another shape or a value that is not finite."""
+        a = np.asarray(actions, dtype=float)
+        if a.shape != (self.n, len(low)):
+            raise ActionError(f"actions must have shape ({self.n}, {len(low)}), got {a.shape}")
+        if not np.isfinite(a).all():
+            raise ActionError("actions contain NaN or infinity")
+        return np.minimum(np.maximum(a, low), high)  # np.clip, without its wrappers
 
     def _score(self) -> None:
         flags = self.task.phase_flags(self)

@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from coordbench.errors import ConfigError
 
 ENV_VAR = "COORDBENCH_G1_MODEL"
@@ -28,7 +30,13 @@ BASE_JOINTS = ("base_x", "base_y", "base_yaw")
 PELVIS_HEIGHT = 0.793  # the pelvis above the floor in the G1's standing pose (m)
 BASE_KV = 400.0  # velocity servo gain of the planar base (N s/m)
 BASE_FORCE = 300.0  # its force limit (N, N m): partners can push and drag each other
-UPPER_KP = 150.0  # position servo gain of the upper body's joints
+# position servo gain of the upper body's joints: Menagerie's (kp 500); with 150 a loaded arm
+# sagged 6 cm below its target
+UPPER_KP = 500.0
+# each palm's centre on its surface, in the wrist yaw link's frame (x along the fingers; the
+# palm of the left hand faces -y, the right +y): from the palm mesh's bounding box
+PALM_SITE = {"left": (0.10, -0.04, 0.0), "right": (0.10, 0.04, 0.0)}
+HEAD_CAMERA = {"pos": [0.10, 0.0, 0.45], "xyaxes": [0, -1, 0, 0.707, 0, 0.707]}
 ARM = ("shoulder_pitch", "shoulder_roll", "shoulder_yaw", "elbow", "wrist_roll",
        "wrist_pitch", "wrist_yaw")
 HAND = ("thumb_0", "thumb_1", "thumb_2", "middle_0", "middle_1", "index_0", "index_1")
@@ -117,6 +125,7 @@ def robot_spec(path: Path) -> Any:
     """Return one G1 as the paper controls it (see the module docstring), as an MjSpec whose
     root body is the pelvis on a planar base."""
     spec = check_model(path)
+    _collide_with_boxes(spec, path)
     # meshes by absolute path: a scene of robots compiles wherever its files are
     folder = Path(path).resolve().parent / (spec.meshdir or "")
     for mesh in spec.meshes:
@@ -147,28 +156,94 @@ def robot_spec(path: Path) -> Any:
     for name in UPPER_JOINTS:
         joint = spec.joint(name)
         act = spec.add_actuator(name=name, target=name, trntype=mujoco.mjtTrn.mjTRN_JOINT)
-        act.set_to_position(kp=UPPER_KP, kv=0.1 * UPPER_KP ** 0.5)
+        act.set_to_position(kp=UPPER_KP, kv=0.2 * UPPER_KP ** 0.5)
         if joint.actfrcrange[1] > joint.actfrcrange[0]:
             act.forcelimited = True
             act.forcerange = list(joint.actfrcrange)
+    for body in spec.bodies:
+        body.gravcomp = 1.0  # the whole-body controller holds the body up against gravity
+    for side, pos in PALM_SITE.items():
+        spec.body(f"{side}_wrist_yaw_link").add_site(name=f"{side}_palm", pos=list(pos),
+                                                     size=[0.01, 0.01, 0.01])
+    spec.body("torso_link").add_camera(name="ego", pos=HEAD_CAMERA["pos"],
+                                       xyaxes=HEAD_CAMERA["xyaxes"], fovy=90)
     return spec
+
+
+def is_hand(body: str) -> bool:
+    """Return True for a body of a hand: the wrist yaw link (which carries the palm) and the
+    finger links."""
+    return body.endswith("wrist_yaw_link") or "_hand_" in body
+
+
+def _collide_with_boxes(spec: Any, path: Path) -> None:
+    """Replace every colliding mesh outside the hands with the box that bounds it: torso and
+    arm meshes cost time in every contact test, while the palms and fingers keep their
+    meshes, where the shape of the grasp matters."""
+    import mujoco
+
+    key = str(Path(path).resolve())
+    boxes = _BOXES.get(key)
+    if boxes is None:
+        model = spec.copy().compile()
+        boxes = []
+        for g in range(model.ngeom):
+            body = model.body(model.geom_bodyid[g]).name
+            if (model.geom_type[g] == mujoco.mjtGeom.mjGEOM_MESH and model.geom_contype[g]
+                    and not is_hand(body)):
+                mat = np.zeros(9)
+                mujoco.mju_quat2Mat(mat, model.geom_quat[g])
+                centre = model.geom_pos[g] + mat.reshape(3, 3) @ model.geom_aabb[g, :3]
+                boxes.append((body, centre.tolist(), model.geom_quat[g].tolist(),
+                              model.geom_aabb[g, 3:].tolist()))
+        _BOXES[key] = boxes
+    for geom in list(spec.geoms):
+        if (geom.type == mujoco.mjtGeom.mjGEOM_MESH and (geom.contype or geom.conaffinity)
+                and not is_hand(geom.parent.name)):
+            spec.delete(geom)
+    for body, pos, quat, half in boxes:
+        spec.body(body).add_geom(type=mujoco.mjtGeom.mjGEOM_BOX, pos=pos, quat=quat,
+                                 size=half, rgba=[0, 0, 0, 0], density=0)
+
+
+_BOXES: dict[str, list] = {}  # model file -> its collision boxes (one compile a file)
 
 
 def add_robots(scene: Any, path: Path, poses: Sequence[tuple[float, float, float]]) -> list[str]:
     """Attach one G1 a pose (x, y, yaw) to `scene` (an MjSpec), robot k under prefix
     `robotK/`, each with its own contact bit (no self-collision, partners and the world
-    collide); return the prefixes."""
+    collide); return the prefixes. The base slides move along the world's axes and the yaw
+    joint holds the world heading (its reference is the pose's yaw), as the CoBot's do."""
     import math
 
     prefixes = []
     for k, (x, y, yaw) in enumerate(poses):
-        robot = robot_spec(path)
+        robot = _robot_copy(path)
         bit = 1 << (k + 1)
         for geom in robot.geoms:
             if geom.contype or geom.conaffinity:
                 geom.contype, geom.conaffinity = bit, 1 | (0x7FFFFFFF & ~bit)
-        frame = scene.worldbody.add_frame(pos=[x, y, 0.0],
-                                          quat=[math.cos(yaw / 2), 0, 0, math.sin(yaw / 2)])
-        frame.attach_body(robot.body("pelvis"), f"robot{k}/", "")
+        pelvis = robot.body("pelvis")
+        pelvis.quat = [math.cos(yaw / 2), 0, 0, math.sin(yaw / 2)]
+        # joint axes are in the pelvis's frame, which the pose turns: turned back, the
+        # slides move along the world's x and y
+        c, s = math.cos(yaw), math.sin(yaw)
+        robot.joint("base_x").axis = [c, -s, 0.0]
+        robot.joint("base_y").axis = [s, c, 0.0]
+        robot.joint("base_yaw").ref = yaw
+        frame = scene.worldbody.add_frame(pos=[x, y, 0.0])
+        frame.attach_body(pelvis, f"robot{k}/", "")
         prefixes.append(f"robot{k}/")
     return prefixes
+
+
+def _robot_copy(path: Path) -> Any:
+    """Return a fresh copy of the robot's MjSpec (built once a file: reading the file and
+    boxing its meshes cost more than the copy)."""
+    key = str(Path(path).resolve())
+    if key not in _ROBOTS:
+        _ROBOTS[key] = robot_spec(path)
+    return _ROBOTS[key].copy()
+
+
+_ROBOTS: dict[str, Any] = {}

@@ -43,6 +43,15 @@ class Operator:
         self.arm = (1.2, -2.4)
         self.lift = 0.0
 
+    def gripping(self, action: np.ndarray) -> bool:
+        """Return True where `action` (this robot's) closes its hand."""
+        return bool(action[8] >= 0.5)
+
+    def rest_action(self) -> np.ndarray:
+        """Return the action that holds this robot still at its current targets, hand
+        open (what a skill-controlled robot keeps before its first skill)."""
+        return np.array([0.0, 0.0, 0.0, self.lift, self.arm[0], self.arm[1], 0.0, 0.0, 0.0])
+
     def _go(self, stage: str) -> None:
         self.stage, self.t_stage = stage, 0.0
         self.k += 1

@@ -1,8 +1,9 @@
 """Pose samples of a PhysicalEnv: what places every body, so a scene can be drawn again from a
 sample without simulating.
 
-A sample is three arrays: per robot its base x, y (world) and yaw and its seven joint
-positions (the order of `robot.JOINTS`), every free body's world position and quaternion,
+A sample is three arrays: per robot its base x, y (world) and yaw and its joint positions
+(a CoBot's seven in the order of `robot.JOINTS`; a G1's 31 upper-body joints in the order of
+`g1.UPPER_JOINTS`), every free body's world position and quaternion,
 and the task's other joints (MoveHouse's door hinge). Together they are the whole `qpos` of
 the model, so `apply` followed by a forward pass reproduces the sampled scene.
 """
@@ -14,9 +15,6 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from .robot import JOINTS
-
-ROBOT_WIDTH = len(JOINTS)  # base x, y, yaw, lift, shoulder, elbow, wrist pitch, roll, fingers
 FREE_WIDTH = 7  # position (3) and quaternion (w, x, y, z)
 
 
@@ -24,7 +22,7 @@ FREE_WIDTH = 7  # position (3) and quaternion (w, x, y, z)
 class PoseLayout:
     """Where the sampled values live in a model's qpos."""
 
-    robot_qadr: np.ndarray  # (n, 10) qpos address of each robot joint
+    robot_qadr: np.ndarray  # (n, width) qpos address of each robot joint
     base_xy: np.ndarray  # (n, 2) world position of each base at zero slide (its spawn)
     bodies: tuple[str, ...]  # free bodies, in qpos order
     body_qadr: np.ndarray  # (B,) first qpos address of each free body's joint
@@ -32,15 +30,17 @@ class PoseLayout:
     joint_qadr: np.ndarray  # (J,)
 
 
-def pose_layout(model: mujoco.MjModel, n_robots: int) -> PoseLayout:
-    """Return the layout of a physical task's model with `n_robots` CoBots; raises ValueError
-    for a joint kind no task uses (a ball joint), which a sample could not hold."""
-    robot_qadr = np.array([[model.jnt_qposadr[model.joint(f"r{i}_{j}").id] for j in JOINTS]
-                           for i in range(n_robots)], dtype=np.int64)
-    # the slides move the base relative to where the MJCF placed it; a sample holds the
+def pose_layout(env) -> PoseLayout:
+    """Return the layout of a physical environment's model (its robots' joints from
+    `env.qadr`: base x, y, yaw first); raises ValueError for a joint kind no task uses (a
+    ball joint), which a sample could not hold."""
+    model = env.model
+    robot_qadr = np.asarray(env.qadr, dtype=np.int64)
+    n_robots = len(robot_qadr)
+    # the slides move the base relative to where the model placed it; a sample holds the
     # world position, which is what a viewer draws
-    base_xy = np.array([model.body_pos[model.body(f"r{i}_base").id][:2]
-                        for i in range(n_robots)], dtype=float).reshape(n_robots, 2)
+    base_xy = np.array([model.body_pos[b][:2] for b in env.base_bodies],
+                       dtype=float).reshape(n_robots, 2)
     taken = set(robot_qadr.ravel().tolist())
     bodies, body_qadr, joints, joint_qadr = [], [], [], []
     for j in range(model.njnt):
@@ -62,7 +62,7 @@ def pose_layout(model: mujoco.MjModel, n_robots: int) -> PoseLayout:
 
 def sample(data: mujoco.MjData, lay: PoseLayout
            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Return (robots (n, 10), bodies (B, 7), joints (J,)) of the current state."""
+    """Return (robots (n, width), bodies (B, 7), joints (J,)) of the current state."""
     q = data.qpos
     robots = q[lay.robot_qadr]  # fancy indexing copies
     robots[:, :2] += lay.base_xy

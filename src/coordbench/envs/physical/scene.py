@@ -15,10 +15,19 @@ CONTROL_DT = TIMESTEP * SUBSTEPS
 
 
 def world_xml(name: str, robots: list[tuple[float, float, float]], objects: str,
-              statics: str = "", equality: str = "") -> str:
-    """Return a complete MJCF model: `robots` as (x, y, yaw), task `objects` and `statics`."""
-    bodies = "".join(robot_xml(i, x, y, yaw) for i, (x, y, yaw) in enumerate(robots))
-    acts = "".join(actuator_xml(i) for i in range(len(robots)))
+              statics: str = "", equality: str = "", embodiment: str = "cobot") -> str:
+    """Return a complete MJCF model: `robots` as (x, y, yaw), task `objects` and `statics`.
+    For `embodiment` g1 the robots are not in the MJCF: each one's pose is a custom numeric
+    `robotK_pose`, where G1Env attaches a G1."""
+    if embodiment == "g1":
+        bodies = acts = ""
+        custom = "<custom>" + "".join(
+            f'<numeric name="robot{i}_pose" data="{x:.6f} {y:.6f} {yaw:.6f}"/>'
+            for i, (x, y, yaw) in enumerate(robots)) + "</custom>"
+    else:
+        bodies = "".join(robot_xml(i, x, y, yaw) for i, (x, y, yaw) in enumerate(robots))
+        acts = "".join(actuator_xml(i) for i in range(len(robots)))
+        custom = ""
     return f"""
 <mujoco model="{name}">
   <compiler angle="radian"/>
@@ -40,5 +49,5 @@ def world_xml(name: str, robots: list[tuple[float, float, float]], objects: str,
   </worldbody>
   <actuator>{acts}
   </actuator>
-  <equality>{equality}</equality>
+  <equality>{equality}</equality>{custom}
 </mujoco>"""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -34,6 +35,7 @@ from coordbench.core.trajectory import (
     Trajectory,
 )
 from coordbench.envs.physical import poses as pose
+from coordbench.envs.physical.embodiment import embodiment_of, make_env
 from coordbench.envs.physical.env import PhysicalEnv
 from coordbench.envs.physical.scene import CONTROL_DT
 from coordbench.envs.physical.tasks import get_task
@@ -169,7 +171,8 @@ class EpisodeRecord:
 def run(task_name: str, policy: Policy, seeds: list[int], *, record: bool = False,
         starts: list[tuple[np.ndarray, int, int]] | None = None, budget: int | None = None,
         until_phase: int = 3, condition: str = "", keys: list[str] | None = None,
-        poses: bool = True) -> tuple[list[Trajectory], list[EpisodeRecord]]:
+        poses: bool = True, embodiment: str = "cobot"
+        ) -> tuple[list[Trajectory], list[EpisodeRecord]]:
     """Roll `policy` out on `task_name` for each seed in lockstep; return (trajectories,
     per-step records if `record`).
 
@@ -178,12 +181,12 @@ def run(task_name: str, policy: Policy, seeds: list[int], *, record: bool = Fals
     `budget` caps control steps after the start (default: the task's limit). `keys` name the
     episodes inside `condition` (default: seed<seed>). `poses` records the robots' and
     objects' poses every POSE_EVERY control steps from the start and at the last step, as a
-    physical_poses event (replay without re-simulating).
+    physical_poses event (replay without re-simulating). `embodiment`: cobot or g1 robots.
     """
-    task = get_task(task_name)
+    task = get_task(task_name, embodiment)
     # one task object per environment: tasks keep per-episode state (MoveHouse's door
     # timer), which rollouts sharing one object in lockstep would overwrite for each other
-    envs = [PhysicalEnv(get_task(task_name)) for _ in seeds]
+    envs = [make_env(task_name, embodiment) for _ in seeds]
     for k, (env, seed) in enumerate(zip(envs, seeds, strict=True)):
         env.reset(seed)
         if starts is not None:
@@ -197,7 +200,7 @@ def run(task_name: str, policy: Policy, seeds: list[int], *, record: bool = Fals
     tracks: list[PoseTrack] = []
     if poses and envs:
         # the layout depends on the task's model only, which every environment here shares
-        layout = pose.pose_layout(envs[0].model, task.n_robots)
+        layout = pose.pose_layout(envs[0])
         tracks = [PoseTrack(layout) for _ in envs]
         for track, env in zip(tracks, envs, strict=True):
             track.add(env)
@@ -246,16 +249,37 @@ def run(task_name: str, policy: Policy, seeds: list[int], *, record: bool = Fals
 
 def _params(task, env: PhysicalEnv, start_step: int = 0, start_phase: int = 0,
             until_phase: int = 3) -> dict[str, Any]:
-    """Return a rollout's header parameters."""
-    return {"n_robots": env.n, "start_step": start_step, "start_phase": start_phase,
-            "until_phase": until_phase, "control_dt": CONTROL_DT, "movement": task.movement,
-            "coupling": task.coupling, "collaborative": [p.collaborative for p in task.phases]}
+    """Return a rollout's header parameters (a G1 rollout's also name the embodiment, the
+    robot model file and its sha256; a header without `embodiment` is a CoBot's, which keeps
+    the CoBot's trajectories byte for byte what they were)."""
+    out = {"n_robots": env.n, "start_step": start_step, "start_phase": start_phase,
+           "until_phase": until_phase, "control_dt": CONTROL_DT, "movement": task.movement,
+           "coupling": task.coupling, "collaborative": [p.collaborative for p in task.phases]}
+    if env.embodiment != "cobot":
+        out.update(embodiment=env.embodiment, robot_model=Path(env.model_path).name,
+                   robot_model_sha256=robot_model_sha256(env.model_path),
+                   action_dim=embodiment_of(env).action_dim)
+    return out
+
+
+def robot_model_sha256(path: Any) -> str:
+    """Return the sha256 of a robot model file (read once a process)."""
+    key = str(path)
+    if key not in _SHA:
+        from coordbench.envs.physical.g1 import model_sha256
+
+        _SHA[key] = model_sha256(path)
+    return _SHA[key]
+
+
+_SHA: dict[str, str] = {}
 
 
 async def arun_skill_episode(task_name: str, seed: int, episode_id: str,
                              controller: SkillController, *,
                              alias: str, limits: Limits | None = None, poses: bool = True,
-                             seats: tuple[Seat, ...] | None = None) -> Trajectory:
+                             seats: tuple[Seat, ...] | None = None,
+                             embodiment: str = "cobot") -> Trajectory:
     """Play one episode of `task_name` from a fresh reset with `seed`, every robot running the
     skills a model picks through `controller` (`agents.physical.llm`); return its trajectory.
 
@@ -267,8 +291,8 @@ async def arun_skill_episode(task_name: str, seed: int, episode_id: str,
     the reason. Model calls, phases, coupling events and poses are recorded as for any policy;
     a provider failure raises ProviderFailed with the errored trajectory on it.
     """
-    task = get_task(task_name)
-    env = PhysicalEnv(task)
+    env = make_env(task_name, embodiment)
+    task = env.task
     env.reset(seed)
     robots = [SkillRobot(task.expert(env, i, np.random.default_rng([env.seed, i, 7919]), 0.0))
               for i in range(env.n)]
@@ -282,7 +306,7 @@ async def arun_skill_episode(task_name: str, seed: int, episode_id: str,
                    team=[AgentSpec(id=f"robot{i}", role="robot", driver=drivers[i])
                          for i in range(env.n)], params=params, limits=limits)
     monitor = CouplingMonitor(env.n)
-    track = PoseTrack(pose.pose_layout(env.model, env.n)) if poses else None
+    track = PoseTrack(pose.pose_layout(env)) if poses else None
     limit_s = task.limit * CONTROL_DT
     reason = None
     with rec:

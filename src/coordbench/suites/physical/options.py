@@ -25,7 +25,7 @@ from coordbench.runner import ModelResources
 from coordbench.runner.options import REQUIRED, Option
 from coordbench.runner.played import PlayedBase, RunPlan, Seats
 
-from .suite import LLM, SEATS, SUITE, PhysicalSpec, make_policy
+from .suite import LLM, SEATS, SUITE, PhysicalSpec, demos_name, make_policy
 
 FAMILY_SEATS = Seats(("llm", "scripted", "learned"), "physical", "expert")
 TASK_HELP = ("Task name, a comma-separated list, or all. Tasks: Handover, Pouring, FrameHang, "
@@ -36,8 +36,17 @@ TASK_HELP = ("Task name, a comma-separated list, or all. Tasks: Handover, Pourin
 TASK = Option("task", str, REQUIRED, TASK_HELP, defaults={"play": "Handover"},
               helps={"crossplay": "A physical task with 2+ robots, e.g. Handover.",
                      "play": "A physical task with 2+ robots."})
+EMBODIMENT = Option("embodiment", str, "cobot", "The robots: cobot (the fast stand-in: a "
+                    "holonomic base, a planar arm, a gripper) | g1 (Unitree G1 humanoids with "
+                    "Dex3-1 hands; model files from --g1-model, COORDBENCH_G1_MODEL or "
+                    "mujoco-menagerie).", choices=("cobot", "g1"))
+G1_MODEL = Option("g1_model", Path, None, "The G1's model file (Unitree's "
+                  "g1_29dof_with_hand.xml or Menagerie's g1_with_hands.xml) or its folder "
+                  "(default: $COORDBENCH_G1_MODEL, else MuJoCo Menagerie's).", flag="--g1-model")
 OPTIONS = (
     TASK,
+    EMBODIMENT,
+    G1_MODEL,
     Option("policy", str, "expert", "expert | expert_noisy | PATH (checkpoint) | llm (robots "
            "run the skills a model picks; with --model)", commands=("run",)),
     Option("rollouts", int, 100, "Rollouts with seeds 1..N.", low=1, high=MAX_EPISODES,
@@ -62,38 +71,58 @@ OPTIONS = (
 )
 
 
-def task_names(task: str) -> list[str]:
-    """Return the tasks a `--task` names (a name, a comma-separated list, or all);
-    ConfigError for an unknown one or none."""
+def task_names(task: str, embodiment: str = "cobot") -> list[str]:
+    """Return the tasks a `--task` names (a name, a comma-separated list, or all) for
+    `embodiment`; ConfigError for an unknown one, one the embodiment does not play, or
+    none."""
     from coordbench.envs.physical.tasks import TASKS, get_task
 
-    if task == "all":
-        return list(TASKS)
-    names = [t.strip() for t in task.split(",") if t.strip()]
+    names = list(TASKS) if task == "all" else [t.strip() for t in task.split(",")
+                                                if t.strip()]
     if not names:
         raise ConfigError(f"--task names no task; give a task, a comma-separated list or all "
                           f"(got {task!r})")
     for name in names:
-        get_task(name)
+        get_task(name, embodiment)
     return names
 
 
-def cell_spec(task: str, seats: Sequence[Seat], controller: str = "per_robot") -> PhysicalSpec:
+def embodiment_from(values: dict[str, Any]) -> str:
+    """Return the values' embodiment, making their --g1-model this process's G1 model (a
+    bad path fails now, in one line); ConfigError for --g1-model without the G1."""
+    from coordbench.envs.physical.embodiment import use_g1_model
+
+    embodiment = values.get("embodiment") or "cobot"
+    if values.get("g1_model") is not None:
+        if embodiment != "g1":
+            raise ConfigError("--g1-model is for --embodiment g1")
+        use_g1_model(values["g1_model"])
+    if embodiment == "g1":
+        from coordbench.envs.physical.g1 import check_model, resolve_model
+
+        check_model(resolve_model())  # no model files: one line naming the ways to get one
+    return embodiment
+
+
+def cell_spec(task: str, seats: Sequence[Seat], controller: str = "per_robot",
+              embodiment: str = "cobot") -> PhysicalSpec:
     """Return the spec of a physical team of `seats`: experts and checkpoints robot by robot
     (lockstep policies), or, with a model or a person in a seat, skill-controlled robots
     (where `scripted:expert` is the skill controller's own suggestion)."""
     one = one_partner(seats)
     if one is not None and one.kind in ("scripted", "learned"):
-        make_policy(str(one.arg), task)  # an unknown policy or a foreign checkpoint: now
-        return PhysicalSpec(task, str(one.arg))
+        make_policy(str(one.arg), task, embodiment)  # an unknown or foreign policy: now
+        return PhysicalSpec(task, str(one.arg), embodiment=embodiment)
     if one is not None and one.kind == "llm":
-        return PhysicalSpec(task, LLM, model=one.arg, controller=controller)
+        return PhysicalSpec(task, LLM, model=one.arg, controller=controller,
+                            embodiment=embodiment)
     if any(s.kind in ("llm", "human") for s in seats):
-        return PhysicalSpec(task, LLM, controller=controller, seats=tuple(seats))
-    return PhysicalSpec(task, SEATS, seats=tuple(seats))
+        return PhysicalSpec(task, LLM, controller=controller, seats=tuple(seats),
+                            embodiment=embodiment)
+    return PhysicalSpec(task, SEATS, seats=tuple(seats), embodiment=embodiment)
 
 
-def _seats(values: dict[str, Any], names: list[str], policy: str
+def _seats(values: dict[str, Any], names: list[str], policy: str, embodiment: str
            ) -> tuple[tuple[Seat, ...] | None, str]:
     """Return (the --team seats or None, the policy they make)."""
     from coordbench.envs.physical.tasks import get_task
@@ -103,9 +132,9 @@ def _seats(values: dict[str, Any], names: list[str], policy: str
     parsed = parse_team(values["team"], FAMILY_SEATS.kinds, "physical")
     if isinstance(parsed, int):
         for name in names:  # a plain size: the task's own team, as before
-            if parsed != get_task(name).n_robots:
-                raise ConfigError(f"--team {parsed}: {name} has {get_task(name).n_robots} "
-                                  "robots")
+            robots = get_task(name, embodiment).n_robots
+            if parsed != robots:
+                raise ConfigError(f"--team {parsed}: {name} has {robots} robots")
         return None, policy
     if policy == "expert" and not has_model(parsed):
         policy = SEATS  # robots played by experts and checkpoints, robot by robot
@@ -142,20 +171,23 @@ class PhysicalPlayed(PlayedBase):
             raise ConfigError("--policy llm has no phase-level evaluation; drop --phase-level")
         if phase_level:
             check_in_dir(values["demos"], "--demos", "demonstrations folder")
-        names = task_names(values["task"])
-        seats, policy = _seats(values, names, policy)
+        embodiment = embodiment_from(values)
+        names = task_names(values["task"], embodiment)
+        seats, policy = _seats(values, names, policy, embodiment)
         plan: list[tuple] = []
         for name in names:
             # a bad checkpoint or team (llm without --model, --model without llm) fails first
             spec = PhysicalSpec(name, policy, model=values["model"],
-                                controller=controller or "per_robot", seats=seats)
+                                controller=controller or "per_robot", seats=seats,
+                                embodiment=embodiment)
             if policy not in (LLM, SEATS):
-                make_policy(policy, name)
+                make_policy(policy, name, embodiment)
             plan.append((SUITE, spec, values["rollouts"]))
             if phase_level:
-                path = values["demos"] / f"{name}_train.npz"
+                path = values["demos"] / demos_name(name, embodiment)
                 load_demos(path)
-                plan += [(SUITE, PhysicalSpec(name, policy, f"phase{k}", str(path)),
+                plan += [(SUITE, PhysicalSpec(name, policy, f"phase{k}", str(path),
+                                              embodiment=embodiment),
                           values["per_phase"]) for k in (1, 2, 3)]
         shown = team_label(seats or ()) if policy == SEATS else Path(policy).name
         aliases = None
@@ -164,20 +196,22 @@ class PhysicalPlayed(PlayedBase):
                     f"({controller or 'per_robot'})"
             aliases = model_aliases(seats) if seats else {values["model"]}
         return RunPlan(plan, [f"{s.task} {shown} {s.protocol}" for _, s, _ in plan],
-                       values["out"] or Path("runs/physical"), aliases,
+                       values["out"] or Path("runs/physical" if embodiment == "cobot" else
+                                             f"runs/physical-{embodiment}"), aliases,
                        lambda settings, replies: ModelResources(settings, replies)
                        if policy == LLM else None,
-                       context={"names": names, "policy": policy, "shown": shown})
+                       context={"names": names, "policy": policy, "shown": shown,
+                                "embodiment": embodiment})
 
     def team_size(self, values: dict[str, Any], command: str) -> int:
         """Return the task's robots."""
         from coordbench.envs.physical.tasks import get_task
 
-        return get_task(values["task"]).n_robots
+        return get_task(values["task"], embodiment_from(values)).n_robots
 
     def cell(self, values: dict[str, Any], seats: Sequence[Seat]) -> tuple[Any, Any]:
         """Return (suite, spec) of a team of `seats`."""
-        return SUITE, cell_spec(values["task"], seats)
+        return SUITE, cell_spec(values["task"], seats, embodiment=embodiment_from(values))
 
     def episodes(self, values: dict[str, Any]) -> int | None:
         """Return the rollouts of a cell or session."""

@@ -21,15 +21,26 @@ ROBOT_FIELDS = ("x", "y", "yaw", "lift", "shoulder", "elbow", "wrist_pitch", "wr
                 "finger_left", "finger_right")
 
 
+def robot_fields(embodiment: str) -> tuple[str, ...]:
+    """Return the columns of a robot's pose sample: ROBOT_FIELDS for a CoBot; base x, y, yaw
+    and the 31 upper-body joints for a G1."""
+    if embodiment == "g1":
+        from coordbench.envs.physical.g1 import UPPER_JOINTS
+
+        return ("x", "y", "yaw", *UPPER_JOINTS)
+    return ROBOT_FIELDS
+
+
 @dataclass(frozen=True)
 class PhysicalPoses:
     """The poses of one physical episode at its K recorded steps.
 
     steps (K,) control steps, sampled every `every` steps of `dt` seconds and at the last
-    step; t (K,) seconds of simulated time; robots (K, n, 10) with the
-    columns of ROBOT_FIELDS (base x, y in m, world; yaw and joints in rad, lift and fingers
-    in m); bodies {name: (K, 7)} world position and quaternion (w, x, y, z) of each free body
-    (the task's object first where it has one); joints {name: (K,)} the task's other joints.
+    step; t (K,) seconds of simulated time; robots (K, n, width) with the columns of
+    `robot_fields(embodiment)` (base x, y in m, world; yaw and joints in rad; a CoBot's lift
+    and fingers in m); bodies {name: (K, 7)} world position and quaternion (w, x, y, z) of
+    each free body (the task's object first where it has one); joints {name: (K,)} the
+    task's other joints.
     """
 
     task: str
@@ -41,6 +52,7 @@ class PhysicalPoses:
     robots: np.ndarray
     bodies: dict[str, np.ndarray]
     joints: dict[str, np.ndarray]
+    embodiment: str = "cobot"
 
     def __len__(self) -> int:
         """Return K, the number of recorded steps."""
@@ -86,8 +98,10 @@ def recorded_poses(trajectory: Trajectory) -> PhysicalPoses:
     k, n = len(e.steps), len(h.team)
     steps = np.asarray(e.steps, dtype=np.int64)
     dt = float(h.params.get("control_dt", 0.02))
+    embodiment = str(h.params.get("embodiment", "cobot"))
     return PhysicalPoses(
         task=h.task_id, seed=h.seed, dt=dt, every=e.every, steps=steps, t=steps * dt,
-        robots=_decode(e.robots, (k, n, len(ROBOT_FIELDS)), e.unit, "robots"),
+        robots=_decode(e.robots, (k, n, len(robot_fields(embodiment))), e.unit, "robots"),
         bodies={name: _decode(v, (k, 7), e.unit, f"body {name}") for name, v in e.bodies.items()},
-        joints={name: _decode(v, (k,), e.unit, f"joint {name}") for name, v in e.joints.items()})
+        joints={name: _decode(v, (k,), e.unit, f"joint {name}") for name, v in e.joints.items()},
+        embodiment=embodiment)

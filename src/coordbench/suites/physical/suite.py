@@ -27,7 +27,7 @@ from coordbench.core.rundir import RunDir, safe_name
 from coordbench.core.trajectory import Trajectory
 from coordbench.envs.physical.demo_files import load_demos
 from coordbench.envs.physical.tasks import get_task
-from coordbench.errors import ConfigError
+from coordbench.errors import ConfigError, RunDirError
 from coordbench.llm.client import harness_for
 from coordbench.metrics.physical import episode_metrics
 from coordbench.runner import Case, ModelResources, PlayContext, play_concurrently, run_condition
@@ -39,10 +39,17 @@ LLM = "llm"  # the policy name of a model-driven team
 SEATS = "seats"  # the policy name of a team of policies, robot by robot (--team)
 
 
-def make_policy(spec: str, task: str) -> Policy:
-    """Return the policy named `spec` for `task`: expert, expert_noisy, or a trained
-    checkpoint path (which must have been trained on `task`). A model-driven team (`llm`) is
-    no lockstep policy: `PhysicalSuite.play` plays it."""
+def demos_name(task: str, embodiment: str = "cobot", split: str = "train") -> str:
+    """Return the file name of a task's demonstrations split (a G1's names the embodiment:
+    the two never mix in a folder)."""
+    return f"{task}_{split}.npz" if embodiment == "cobot" else f"{task}_{embodiment}_{split}.npz"
+
+
+def make_policy(spec: str, task: str, embodiment: str = "cobot") -> Policy:
+    """Return the policy named `spec` for `task` played by `embodiment`: expert,
+    expert_noisy, or a trained checkpoint path (which must have been trained on `task` and
+    that embodiment). A model-driven team (`llm`) is no lockstep policy:
+    `PhysicalSuite.play` plays it."""
     if spec == LLM:
         raise ConfigError("--policy llm is a model-driven team, played by PhysicalSuite.play")
     if spec == SEATS:
@@ -56,9 +63,13 @@ def make_policy(spec: str, task: str) -> Policy:
     policy = load_policy(Path(spec))
     if policy.cfg.task != task:
         raise ConfigError(f"policy {spec} was trained on {policy.cfg.task}, not {task}")
-    if policy.cfg.n_robots != get_task(task).n_robots:
+    trained = getattr(policy.cfg, "embodiment", "cobot")
+    if trained != embodiment:
+        raise ConfigError(f"policy {spec} was trained on {trained} robots, not {embodiment}")
+    robots = get_task(task, embodiment).n_robots
+    if policy.cfg.n_robots != robots:
         raise ConfigError(f"policy {spec} was trained for {policy.cfg.n_robots} robots; "
-                          f"{task} has {get_task(task).n_robots}")
+                          f"{task} has {robots}")
     return policy
 
 
@@ -86,9 +97,10 @@ class PhysicalSpec:
     # a mixed team (policy llm): each robot's seat, llm:ALIAS or scripted:expert (the skill
     # controller's own suggestion), in robot order; None: every robot is `model`'s
     seats: tuple[Seat, ...] | None = None
+    embodiment: str = "cobot"  # the robots: cobot | g1 (Unitree G1 humanoids)
 
     def __post_init__(self) -> None:
-        task = get_task(self.task)
+        task = get_task(self.task, self.embodiment)
         if self.seats is not None:
             seats = tuple(x if isinstance(x, Seat) else Seat(**x) for x in self.seats)
             object.__setattr__(self, "seats", seats)
@@ -150,7 +162,7 @@ class PhysicalSpec:
                 raise ConfigError(f"robot{i}: a team of policies seats scripted:expert, "
                                   f"scripted:expert_noisy or learned:CHECKPOINT, not "
                                   f"{x.driver}")
-            make_policy(str(x.arg), self.task)  # a missing or foreign checkpoint: one line
+            make_policy(str(x.arg), self.task, self.embodiment)  # missing or foreign: one line
 
     def seat_policy(self, i: int) -> str:
         """Return the policy (expert, expert_noisy, a checkpoint) robot i plays."""
@@ -173,7 +185,7 @@ class PhysicalSpec:
     def aliases(self) -> list[str | None]:
         """Return each robot's model alias (None: a scripted seat)."""
         if self.seats is None:
-            return [self.model] * get_task(self.task).n_robots
+            return [self.model] * get_task(self.task, self.embodiment).n_robots
         return [x.arg if x.kind == "llm" else None for x in self.seats]
 
     def human(self) -> int | None:
@@ -196,8 +208,10 @@ class PhysicalSuite:
     batch = 16
 
     def condition(self, spec: PhysicalSpec) -> str:
-        """Return the condition's directory name."""
-        return f"physical_{spec.task}_{spec.label}_{spec.protocol}"
+        """Return the condition's directory name (a G1 condition's names the embodiment; a
+        CoBot's keeps the name it always had)."""
+        body = "" if spec.embodiment == "cobot" else f"{spec.embodiment}_"
+        return f"physical_{spec.task}_{body}{spec.label}_{spec.protocol}"
 
     def manifest(self, spec: PhysicalSpec) -> dict[str, Any]:
         """Return the spec's fields (the demonstrations file only where it is used, model and
@@ -208,7 +222,24 @@ class PhysicalSuite:
             out.update(model=spec.model, controller=spec.controller)
         if spec.seats is not None:
             out["seats"] = [{"kind": x.kind, "arg": x.arg} for x in spec.seats]
+        if spec.embodiment != "cobot":
+            from coordbench.envs.physical.g1 import resolve_model
+
+            from .episode import robot_model_sha256
+
+            # a resume with another robot model file is refused, never mixed
+            out.update(embodiment=spec.embodiment,
+                       robot_model_sha256=robot_model_sha256(resolve_model()))
         return out if spec.demos is None else {**out, "demos": spec.demos}
+
+    def admits(self, run: RunDir, spec: PhysicalSpec) -> None:
+        """Raise RunDirError where `run` holds physical runs of another embodiment: the
+        CoBot's and the G1's never mix in a folder."""
+        for cond, fields in run.conditions.items():
+            if fields.get("suite") == self.name and \
+                    fields.get("embodiment", "cobot") != spec.embodiment:
+                raise RunDirError(f"{run.path} holds {fields.get('embodiment', 'cobot')} runs "
+                                  f"({cond}); run the {spec.embodiment} into another --out")
 
     def cases(self, spec: PhysicalSpec, limit: int | None = None) -> list[Case]:
         """Return seeds 1..limit (main) or the first `limit` demonstrations' phase starts."""
@@ -251,13 +282,15 @@ class PhysicalSuite:
 
         async def one(case: Case) -> Trajectory:
             human = None if person is None else (person, session, f"{cond}/{case.key}")
-            controller = make_controller(spec.controller, get_task(spec.task),
+            controller = make_controller(spec.controller,
+                                         get_task(spec.task, spec.embodiment),
                                          harness_for(res.harness) if models else None,
                                          spec.model or "", res.max_reply_tokens,
                                          spec.aliases(), human)
             return await arun_skill_episode(spec.task, case.data, f"{cond}/{case.key}",
                                             controller, alias=spec.model or "",
-                                            limits=ctx.limits, seats=spec.seats)
+                                            limits=ctx.limits, seats=spec.seats,
+                                            embodiment=spec.embodiment)
 
         return play_concurrently(cases, one, ctx)
 
@@ -265,25 +298,25 @@ class PhysicalSuite:
                       ) -> Iterator[tuple[Case, Trajectory]]:
         if spec.policy == SEATS:
             # one policy object per distinct seat policy: each keeps its own state
-            made = {name: make_policy(name, spec.task)
+            made = {name: make_policy(name, spec.task, spec.embodiment)
                     for name in dict.fromkeys(spec.seat_policy(i)
                                               for i in range(len(spec.seats or ())))}
             policy: Any = SeatPolicies([made[spec.seat_policy(i)]
                                         for i in range(len(spec.seats or ()))],
                                        [x.driver for x in spec.seats or ()])
         else:
-            policy = make_policy(spec.policy, spec.task)
+            policy = make_policy(spec.policy, spec.task, spec.embodiment)
         cond = self.condition(spec)
         for a in range(0, len(cases), self.batch):
             chunk = cases[a:a + self.batch]
             if spec.phase == 0:
                 trs = run(spec.task, policy, [c.data for c in chunk], condition=cond,
-                          keys=[c.key for c in chunk])[0]
+                          keys=[c.key for c in chunk], embodiment=spec.embodiment)[0]
             else:
                 trs = run(spec.task, policy, [c.data[0] for c in chunk],
                           starts=[c.data[1] for c in chunk], until_phase=spec.phase,
                           budget=PHASE_BUDGET, condition=cond,
-                          keys=[c.key for c in chunk])[0]
+                          keys=[c.key for c in chunk], embodiment=spec.embodiment)[0]
             yield from zip(chunk, trs, strict=True)
 
     def metrics(self, trajectory: Trajectory) -> dict[str, float | None]:

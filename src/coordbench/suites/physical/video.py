@@ -63,8 +63,7 @@ def render_video(trajectory: Trajectory, out: Path, *, width: int = 640, height:
     # MuJoCo only through envs.physical, which picks the headless GL backend before MuJoCo
     # is first imported
     from coordbench.envs.physical import poses as pose
-    from coordbench.envs.physical.env import PhysicalEnv
-    from coordbench.envs.physical.tasks import get_task
+    from coordbench.envs.physical.embodiment import make_env
 
     poses = recorded_poses(trajectory)
     n = poses.robots.shape[1]
@@ -74,14 +73,15 @@ def render_video(trajectory: Trajectory, out: Path, *, width: int = 640, height:
     if width % 2 or height % 2:
         # H.264 with 4:2:0 chroma needs even dimensions
         raise ConfigError(f"--width and --height must be even, got {width} x {height}")
-    env = PhysicalEnv(get_task(poses.task))
+    env = make_env(poses.task, poses.embodiment)
     env.reset(poses.seed)  # the seed's static layout; the poses say where everything moves
-    lay = pose.pose_layout(env.model, env.n)
+    lay = pose.pose_layout(env)
     if lay.bodies != tuple(poses.bodies) or lay.joints != tuple(poses.joints) or env.n != n:
         raise ConfigError(f"episode {trajectory.header.episode_id} was recorded with another "
                           f"{poses.task} scene than this coordbench builds")
     cam = (_overview(poses) if camera == "overview" else
-           "global" if camera == "global" else f"r{camera[3:]}_ego")
+           "global" if camera == "global" else
+           f"r{camera[3:]}_ego" if env.embodiment == "cobot" else f"robot{camera[3:]}/ego")
     fps = max(1, round(1.0 / (poses.dt * poses.every)))
     buf = io.BytesIO()
     renderer = pose.video_renderer(env.model, width, height)

@@ -64,6 +64,33 @@ def _hand(robot: np.ndarray) -> tuple[float, float, float]:
             height)
 
 
+def _g1_hands(p: PhysicalPoses) -> np.ndarray:
+    """Return (K, n, 4): each G1's right palm (world x, y, height) and its fingers' closing
+    (0 open to 1 closed), by the arm's forward kinematics (the joints recorded, nothing
+    simulated) on a one-robot model of the file the machine has."""
+    import mujoco
+
+    from coordbench.envs.physical.g1 import HAND, UPPER_JOINTS, resolve_model
+    from coordbench.envs.physical.g1_ik import _solo
+
+    model = _solo(resolve_model())
+    data = mujoco.MjData(model)
+    qadr = model.jnt_qposadr[[model.joint(j).id for j in UPPER_JOINTS]]
+    site = model.site("right_palm").id
+    fingers = [3 + UPPER_JOINTS.index(f"right_hand_{j}_joint") for j in HAND
+               if j.startswith(("index", "middle"))]
+    out = np.zeros((*p.robots.shape[:2], 4))
+    for k in range(len(p)):
+        for i, r in enumerate(p.robots[k]):
+            data.qpos[qadr] = r[3:]
+            mujoco.mj_kinematics(model, data)
+            fx, fy, fz = data.site_xpos[site]
+            c, sn = math.cos(r[2]), math.sin(r[2])
+            out[k, i] = (r[0] + c * fx - sn * fy, r[1] + sn * fx + c * fy, fz,
+                         min(1.0, float(np.mean(np.abs(r[fingers])))))
+    return out
+
+
 def _yaw(q: np.ndarray) -> float:
     """Return the heading (rad) of a body with quaternion (w, x, y, z)."""
     w, x, y, z = q
@@ -78,14 +105,18 @@ def _states(p: PhysicalPoses) -> tuple[list[dict[str, Any]], list[float]]:
     xs: list[float] = []
     ys: list[float] = []
     names = list(p.bodies)
+    g1_hands = _g1_hands(p) if p.embodiment == "g1" else None
     for k in range(len(p)):
         robots = []
-        for r in p.robots[k]:
-            hx, hy, hz = _hand(r)
-            # the fingers' closing, 0 open to 1 closed (the slides overshoot their range by
-            # a fraction of a millimetre under load)
-            grip = min(1.0, max(0.0, (r[_F["finger_left"]] + r[_F["finger_right"]])
-                                / (2 * FINGER_CLOSED)))
+        for i, r in enumerate(p.robots[k]):
+            if g1_hands is not None:
+                hx, hy, hz, grip = g1_hands[k, i]
+            else:
+                hx, hy, hz = _hand(r)
+                # the fingers' closing, 0 open to 1 closed (the slides overshoot their range
+                # by a fraction of a millimetre under load)
+                grip = min(1.0, max(0.0, (r[_F["finger_left"]] + r[_F["finger_right"]])
+                                    / (2 * FINGER_CLOSED)))
             robots.append([round(float(v), 3) for v in
                            (r[_F["x"]], r[_F["y"]], r[_F["yaw"]], hx, hy, hz, grip)])
             xs += [r[_F["x"]], hx]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from coordbench.errors import ConfigError
 
 from .base import Phase, Task
-from .carry import BigTable, CoCarry, TableAlign
+from .carry import BigTable, CoCarry, CoCarryG1, TableAlign
 from .cart_service import CartService
 from .co_pouring import CoPouring
 from .frame_hang import FrameHang
@@ -20,11 +20,25 @@ TASKS = {cls().name: cls for cls in (Handover, Pouring, FrameHang, CoPouring, Tr
                                      BigTable)}
 
 
-def get_task(name: str) -> Task:
-    """Return a new task object by name, or raise ConfigError listing the names."""
+# the tasks the G1 humanoids play so far (the same names, phases and criteria)
+G1_TASKS = {cls().name: cls for cls in (CoCarryG1,)}
+EMBODIMENTS = ("cobot", "g1")
+
+
+def get_task(name: str, embodiment: str = "cobot") -> Task:
+    """Return a new task object by name for `embodiment` (cobot | g1), or raise ConfigError
+    listing the names."""
     if name not in TASKS:
         raise ConfigError(f"unknown physical task {name!r}; available: {', '.join(TASKS)}")
-    return TASKS[name]()
+    if embodiment == "cobot":
+        return TASKS[name]()
+    if embodiment != "g1":
+        raise ConfigError(f"unknown embodiment {embodiment!r}; choose from "
+                          f"{', '.join(EMBODIMENTS)}")
+    if name not in G1_TASKS:
+        raise ConfigError(f"{name} has no G1 version yet; the G1 plays "
+                          f"{', '.join(G1_TASKS)}")
+    return G1_TASKS[name]()
 
 
-__all__ = ["TASKS", "Phase", "Task", "get_task"]
+__all__ = ["EMBODIMENTS", "G1_TASKS", "TASKS", "Phase", "Task", "get_task"]

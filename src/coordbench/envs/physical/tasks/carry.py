@@ -221,3 +221,73 @@ class TableAlign(CarryTask):
                   and abs(dz) <= 0.04 and square and env.obj_tilt_deg() <= 15 and v < 0.05
                   and w < 0.15)
         return p1, p2, p3
+
+
+STAND_H = 0.70  # the G1 tasks' stands and shelves: a G1's palms reach 0.65-1.0 m
+STAND = ('<geom type="box" size="0.12 0.12 {h}" pos="0 0 {h}" rgba=".45 .45 .5 1" '
+         'contype="1" conaffinity="1"/>')
+
+
+class G1Carry:
+    """The G1 variant of a carry: the object rests on a stand (a shelf) at palm height and
+    goes onto a second stand at the goal (the paper's shelf-to-shelf carry, which the CoBot's
+    gripper could do only from the floor); each robot squeezes one end of it between both
+    palms; the same phases, criteria and goal draw."""
+
+    embodiment = "g1"
+    g1_hand = "both"
+    g1_standoff = 0.40  # pelvis to grasp point (m)
+
+    def xml(self) -> str:
+        ends = []
+        for k, th in enumerate(self.handle_dirs):
+            c, s = math.cos(th), math.sin(th)
+            hx, hy, hz = self.r_handle * c, self.r_handle * s, self.handle_z
+            bar = " ".join(f"{v:.4f}" for v in (hx - 0.10 * s, hy + 0.10 * c, hz,
+                                                 hx + 0.10 * s, hy - 0.10 * c, hz))
+            ends.append(f'<geom name="handle{k}" type="capsule" size="0.015" fromto="{bar}" '
+                        f'rgba=".9 .9 .9 1" mass="0.1" friction="1.5 0.02 0.002" condim="4"/>'
+                        + "".join(f'<geom type="box" size="0.03 0.01 0.01" pos="'
+                                  f'{hx - 0.03 * c - 0.09 * e * s:.4f} '
+                                  f'{hy - 0.03 * s + 0.09 * e * c:.4f} {hz}" '
+                                  f'euler="0 0 {th:.5f}" rgba=".9 .9 .9 1" mass="0.02"/>'
+                                  for e in (-1, 1))
+                        + f'<site name="hsite{k}" pos="{hx:.4f} {hy:.4f} {hz}" size="0.01"/>')
+        x0, y0 = self.obj_xy
+        obj = (f'<body name="object" pos="{x0} {y0} {STAND_H + 0.1205}">'
+               f'<freejoint name="object"/>{self.body_geoms}{"".join(ends)}</body>')
+        h = STAND_H / 2
+        stands = (f'<body name="stand" pos="{x0} {y0} 0">{STAND.format(h=h)}</body>'
+                  f'<body name="goal_stand" pos="0 2 0">{STAND.format(h=h)}</body>'
+                  f'<geom name="goal" type="cylinder" size="0.15 0.001" '
+                  f'pos="0 0 {STAND_H + 0.001}" rgba="0 1 0 .4" contype="0" conaffinity="0"/>')
+        r = self.r_handle + self.g1_standoff + 0.2  # a step back: the hands start clear
+        robots = [(x0 + r * math.cos(th), y0 + r * math.sin(th), th + math.pi)
+                  for th in self.handle_dirs]
+        return world_xml(self.name, robots, obj, statics=stands, embodiment="g1")
+
+    def reset(self, env, rng: np.random.Generator) -> None:
+        super().reset(env, rng)  # type: ignore[misc]
+        env.model.body_pos[env.model.body("goal_stand").id][:2] = env.goal[:2]
+
+    def expert(self, env, i: int, rng: np.random.Generator, noise: float):
+        from ..g1_operators import G1CarryExpert
+
+        ex = G1CarryExpert(rng, noise, env.model_path)
+        ex.standoff = self.g1_standoff
+        return ex
+
+
+class CoCarryG1(G1Carry, CoCarry):
+    """CoCarry on G1s: two humanoids carry a basket shelf to shelf, each squeezing one end."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embodiment, self.g1_hand = "g1", "both"
+        self.adaptation = ("The paper's shelf-to-shelf basket carry on G1s: a 2 kg basket "
+                           "(0.6 x 0.3 x 0.24 m) from a 0.7 m stand to a second stand at the "
+                           "goal; each humanoid squeezes one end between both palms.")
+        self.body_geoms = ('<geom name="basket" type="box" size="0.3 0.15 0.12" '
+                           'rgba=".8 .7 .4 1" mass="1.8"/>')
+        # a bar handle 6 cm out from each end, 2 cm below the rim: the fingers hook it
+        self.r_handle, self.handle_z, self.obj_z = 0.36, 0.10, STAND_H + 0.1205

@@ -1,0 +1,69 @@
+"""The physical suite's two embodiments, by name: `cobot` (the fast stand-in: a holonomic
+base, a planar arm, a parallel gripper; `robot.py`) and `g1` (Unitree G1 humanoids with
+Dex3-1 hands; `g1.py`, `g1_env.py`). One place turns a task name and an embodiment into an
+environment, and tells an embodiment's action and proprioception widths.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from . import g1_env, robot
+from .env import PhysicalEnv
+from .tasks import EMBODIMENTS, get_task
+
+
+@dataclass(frozen=True)
+class Embodiment:
+    """What a policy of an embodiment sees and commands, per robot."""
+
+    name: str
+    action_dim: int
+    proprio_dim: int
+    # per action dimension, the scale of DART perturbations while recording demonstrations
+    perturb_scale: np.ndarray
+
+
+def _g1_perturb() -> np.ndarray:
+    scale = np.zeros(g1_env.ACTION_DIM)
+    scale[:2] = 0.1  # base vx, vy (m/s)
+    scale[6:20] = 0.03  # the arms' joints (rad): the waist and the fingers are left alone
+    return scale
+
+
+KINDS = {
+    "cobot": Embodiment("cobot", robot.ACTION_DIM, robot.PROPRIO_DIM,
+                        np.array([0.1, 0.1, 0.0, 0.0, 0.08, 0.08, 0.0, 0.0, 0.0])),
+    "g1": Embodiment("g1", g1_env.ACTION_DIM, g1_env.PROPRIO_DIM, _g1_perturb()),
+}
+assert tuple(KINDS) == EMBODIMENTS
+
+
+def embodiment_of(env: PhysicalEnv) -> Embodiment:
+    """Return the embodiment record of an environment."""
+    return KINDS[getattr(env, "embodiment", "cobot")]
+
+
+def make_env(task_name: str, embodiment: str = "cobot",
+             g1_model: str | Path | None = None) -> PhysicalEnv:
+    """Return a new environment of `task_name` played by `embodiment`'s robots (a G1 model
+    file from `g1_model`, else where `g1.resolve_model` finds one)."""
+    task = get_task(task_name, embodiment)
+    if embodiment == "g1":
+        return g1_env.G1Env(task, Path(g1_model) if g1_model else None)
+    return PhysicalEnv(task)
+
+
+def use_g1_model(path: str | Path | None) -> None:
+    """Make `path` (a `--g1-model`) the G1 model of this process and the workers it starts
+    (they read $COORDBENCH_G1_MODEL); checked now, so a bad path fails before any work."""
+    from .g1 import ENV_VAR, check_model, resolve_model
+
+    if path is not None:
+        found = resolve_model(path)
+        check_model(found)
+        os.environ[ENV_VAR] = str(Path(found).resolve())

@@ -1,0 +1,224 @@
+"""Decentralized scripted experts of the G1 humanoids: one phase machine per robot that reads
+only its own `Sensing`, as the CoBot's (`operators.py`), with the same operator variability.
+
+A G1 operator sets palm targets in its own frame (x forward, y left, z up from the floor),
+which inverse kinematics (`g1_ik.ArmIK`) turns into arm joint targets, and a grasp synergy
+for each Dex3-1 hand: one number from open to closed that moves the seven finger joints
+together. The base is driven by velocity, as the CoBot's.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from .env import Sensing
+from .g1 import HAND, UPPER_JOINTS
+from .g1_ik import ArmIK
+from .operators import Operator, wrap
+
+SIDES = ("left", "right")
+# the grasp synergy's closed pose per finger joint of the left hand (the right mirrors it:
+# its finger joints close the other way)
+CLOSED = {"thumb_0": 0.0, "thumb_1": 0.6, "thumb_2": 1.0, "middle_0": -1.0, "middle_1": -1.0,
+          "index_0": -1.0, "index_1": -1.0}
+WAIST = 3
+ARM_AT = {"left": WAIST, "right": WAIST + 7}
+HAND_AT = {"left": WAIST + 14, "right": WAIST + 21}
+PALMS_FORWARD = np.eye(3)  # wrist frames along the robot's: fingers forward, palms facing in
+# palms down, fingers forward (the wrist frames' axes as columns, in the robot's frame)
+PALMS_DOWN = {"left": np.array([[1.0, 0, 0], [0, 0, -1], [0, 1, 0]]),
+              "right": np.array([[1.0, 0, 0], [0, 0, 1], [0, -1, 0]])}
+REST = {"left": (0.20, 0.22, 0.88), "right": (0.20, -0.22, 0.88)}  # palms out of the way
+_IK: dict[tuple[str, str], ArmIK] = {}
+
+
+def arm_ik(path: Path, side: str) -> ArmIK:
+    """Return the (shared) inverse kinematics of one side's arm of the model at `path`."""
+    key = (str(path), side)
+    if key not in _IK:
+        _IK[key] = ArmIK(path, side)
+    return _IK[key]
+
+
+def synergy(side: str, g: float) -> np.ndarray:
+    """Return the seven finger joint targets of one hand at grasp synergy `g` (0 open, 1
+    closed)."""
+    sign = 1.0 if side == "left" else -1.0
+    return np.array([g * CLOSED[j] * (sign if j != "thumb_0" else 1.0) for j in HAND])
+
+
+class G1Operator(Operator):
+    """A G1's phase machine clock, variability, palm targets and output."""
+
+    def __init__(self, rng: np.random.Generator, noise: float, model_path: Path) -> None:
+        super().__init__(rng, noise)
+        self.ik = {side: arm_ik(model_path, side) for side in SIDES}
+        self.q = {side: np.zeros(7) for side in SIDES}
+        self.palm = {side: np.array(REST[side]) for side in SIDES}
+        self.grip = {side: 0.0 for side in SIDES}
+        self.waist = np.zeros(3)
+
+    orient: dict[str, np.ndarray] = {"left": PALMS_FORWARD, "right": PALMS_FORWARD}
+
+    def palms_at(self, left: np.ndarray, right: np.ndarray) -> None:
+        """Aim both palms (robot frame)."""
+        self.palm = {"left": np.asarray(left, dtype=float), "right": np.asarray(right,
+                                                                                 dtype=float)}
+
+    def gripping(self, action: np.ndarray) -> bool:
+        """Return True where `action` (this robot's) closes a hand (synergy past half)."""
+        return any(self.grip[side] >= 0.5 for side in SIDES)
+
+    def rest_action(self) -> np.ndarray:
+        """Return the action that holds this robot still at its current targets."""
+        return self.out(0.0, 0.0, 0.0)
+
+    def out(self, vx: float, vy: float, wz: float) -> np.ndarray:
+        """Return the 34-D action: the base velocity, the waist, both arms solved for their
+        palm targets, both hands at their synergy."""
+        a = np.zeros(3 + len(UPPER_JOINTS))
+        a[:3] = vx, vy, wz
+        a[3:3 + WAIST] = self.waist
+        for side in SIDES:
+            self.q[side], _ = self.ik[side].solve(self.q[side], self.palm[side],
+                                                  self.orient[side], self.waist)
+            a[3 + ARM_AT[side]:3 + ARM_AT[side] + 7] = self.q[side]
+            a[3 + HAND_AT[side]:3 + HAND_AT[side] + 7] = synergy(side, self.grip[side])
+        return a
+
+
+class G1CarryExpert(G1Operator):
+    """A two-handed carry by the object's bar handle: reach (palms down, above and behind
+    the bar) -> grasp (palms onto the bar, then the fingers hook under it) -> lift -> carry
+    (to the goal) -> lower -> release -> retreat."""
+
+    standoff = 0.40  # pelvis to the bar while holding (m)
+    spread = 0.07  # each palm this far from the bar's middle (m)
+    behind = 0.01  # the palm's centre over the bar: the fingers close in front of it and under (m)
+    above = 0.022  # the palm's surface just clear of the bar (m)
+    lift_by = 0.12  # how far the palms rise to lift (m)
+
+    def __init__(self, rng: np.random.Generator, noise: float, model_path: Path,
+                 carry_speed: float = 0.3) -> None:
+        super().__init__(rng, noise, model_path)
+        self.dr = rng.uniform(-0.02, 0.02) * noise
+        self.carry_speed = carry_speed
+        self.bar: np.ndarray | None = None  # where the bar was when the grasp began (robot)
+        self.rise = 0.0
+        self.yaw_offset = 0.0
+        self.orient = PALMS_DOWN
+
+    def resume(self, s: Sensing) -> None:
+        """Pick up mid-task from own sensing only (phase-level evaluation)."""
+        self.bar = s.to_robot(s.handle)
+        if s.holding:
+            self.rise = max(0.0, s.obj_lift)
+            self.bar[2] -= self.rise
+            self.grip = {side: 1.0 for side in SIDES}
+            self.stage = "lower" if np.linalg.norm(s.goal[:2] - s.obj_pos[:2]) < 0.05 else (
+                "carry" if self._lifted(s) else "lift")
+        else:
+            self.stage = "reach"
+        self.t_stage = 0.0
+
+    def _hands(self, bar: np.ndarray, back: float = 0.0, up: float = 0.0) -> None:
+        x = bar[0] - self.behind - back
+        z = bar[2] + self.above + up + self.rise + self.dz
+        self.palms_at([x, bar[1] + self.spread, z], [x, bar[1] - self.spread, z])
+
+    def act(self, s: Sensing, dt: float) -> np.ndarray:
+        """Return this robot's 34-D action."""
+        self.t_stage += dt
+        h = s.to_robot(s.handle)
+        vx = vy = wz = 0.0
+        ex, ey = float(h[0]) - (self.standoff + self.dr), float(h[1])
+        if self.stage == "reach":  # palms above and behind the bar, step up to it
+            vx, vy = 2.0 * ex, 2.0 * ey
+            wz = 2.0 * math.atan2(float(h[1]), max(float(h[0]), 0.1))
+            near = np.array([min(float(h[0]), self.standoff), h[1], h[2]])
+            self._hands(near, back=0.10, up=0.08)
+            if self._ready(1.0) and abs(ex) < 0.015 and abs(ey) < 0.015:
+                self.bar = h.copy()
+                self._go("place")
+        elif self.stage == "place":  # palms onto the bar, fingers straight
+            self._hands(self.bar)
+            if self._ready(0.6):
+                self._go("grasp")
+        elif self.stage == "grasp":  # the fingers close under the bar
+            self.grip = {side: min(1.0, self.t_stage / 0.4) for side in SIDES}
+            self._hands(self.bar)
+            if self._ready(0.6):
+                self._go("lift" if s.holding else "regrasp")
+        elif self.stage == "regrasp":
+            self.grip = {side: 0.0 for side in SIDES}
+            self._hands(self.bar, back=0.10, up=0.08)
+            if self.t_stage > 0.5:
+                self._go("reach")
+        elif self.stage == "lift":
+            # rise with the partners: an end of the object higher than its centre means
+            # some partner has not lifted (or not grasped) yet; the object stays on its
+            # stand for them until then
+            if float(s.handle[2] - s.obj_pos[2]) - self._bar_height < 0.015:
+                self.rise = min(self.lift_by, self.rise + 0.15 * self.speed * dt)
+            self._hands(self.bar)
+            if self.rise >= self.lift_by and self._lifted(s) and self._ready(0.3):
+                self._go("carry")
+        elif self.stage == "carry":
+            vx, vy, wz, turned = self._carry(s, dt, ey)
+            self._hands(self.bar)
+            if np.linalg.norm(s.goal[:2] - s.obj_pos[:2]) < 0.03 and turned and \
+                    self._ready(0.5):
+                self._go("lower")
+        elif self.stage == "lower":
+            self.rise = max(0.0, self.rise - 0.15 * self.speed * dt)
+            self._hands(self.bar)
+            if self.rise <= 0.0 and s.obj_lift < 0.04 and self._ready(0.4):
+                self._go("release")
+        elif self.stage == "release":
+            self.grip = {side: 0.0 for side in SIDES}
+            self._hands(self.bar, up=0.02 if self.t_stage < 0.3 else 0.08)
+            if self._ready(0.5):
+                self._go("retreat")
+        elif self.stage == "retreat":
+            vx = -0.15 if self.t_stage < 1.0 else 0.0
+            self._hands(self.bar, back=0.10, up=0.08)
+        return self.out(vx, vy, wz)
+
+    _bar_height = 0.10  # the bar above the object's centre (the task's; equal ends)
+
+    def _lifted(self, s: Sensing) -> bool:
+        """Return True while the object is up and level: every partner holds its end up."""
+        return s.obj_lift > 0.06 and float(s.obj_up[2]) > math.cos(math.radians(8))
+
+    def _carry(self, s: Sensing, dt: float, ey: float
+               ) -> tuple[float, float, float, bool]:
+        """Return (vx, vy, wz, turned): the object's way to the goal, the base kept at its
+        grasp point (the object's motion, partners' pull included, leads the base)."""
+        err = s.goal[:2] - s.obj_pos[:2]
+        cap = self.carry_speed * self.speed
+        # wait while the object hangs from fewer hands than it needs (a partner that has not
+        # lifted yet, or has lost its grip): walking on would pull it out of theirs
+        v = np.clip(1.2 * err, -cap, cap) if self._lifted(s) else np.zeros(2)
+        heading = math.atan2(float(s.obj_x[1]), float(s.obj_x[0]))
+        if self.t_stage <= dt:
+            self.yaw_offset = s.yaw - heading
+        omega, turned = 0.0, True
+        if s.goal_yaw is not None:  # turn on the way: every grasp point moves on its arc
+            e_yaw = wrap(s.goal_yaw - heading)
+            omega = float(np.clip(1.0 * e_yaw, -0.25 * self.speed, 0.25 * self.speed))
+            r = s.handle[:2] - s.obj_pos[:2]
+            v = v + omega * np.array([-r[1], r[0]])
+            turned = abs(e_yaw) < 0.02
+        # the base keeps its heading to the object: a velocity servo alone lets the load's
+        # torque turn it
+        wz = omega + 2.0 * wrap(heading + self.yaw_offset - s.yaw)
+        c, sn = math.cos(s.yaw), math.sin(s.yaw)
+        # the palms hold the object where they closed: every base moves with the object's
+        # way, and none chases its grasp point along the carry (partners that did would
+        # tug the object out of each other's hands)
+        vx = c * v[0] + sn * v[1]
+        vy = -sn * v[0] + c * v[1] + 0.5 * ey
+        return vx, vy, wz, turned
