@@ -179,3 +179,14 @@ def test_g1_poses_replay_the_simulated_scene_and_the_palms_follow_ik():
     for _ in range(10):
         q, err = ik.solve(q, np.array([0.35, 0.15, 0.9]), np.eye(3), np.zeros(3))
     assert err < 1e-3
+
+
+@pytest.mark.parametrize("task", ["TableAlign", "BigTable"])
+def test_g1_carry_teams_lift_carry_and_place_by_the_bar_handles(task, monkeypatch):
+    from coordbench.agents.physical.expert import ExpertPolicy
+    from coordbench.suites.physical.episode import run
+
+    monkeypatch.setenv(g1.ENV_VAR, str(UNITREE))
+    trajs, _ = run(task, ExpertPolicy(0.0), [1, 2], embodiment="g1", poses=False)
+    assert [t.end.success for t in trajs] == [True, True]
+    assert trajs[0].header.params["n_robots"] == (3 if task == "BigTable" else 2)

@@ -100,6 +100,7 @@ class G1CarryExpert(G1Operator):
     behind = 0.01  # the palm's centre over the bar: the fingers close in front of it and under (m)
     above = 0.022  # the palm's surface just clear of the bar (m)
     lift_by = 0.12  # how far the palms rise to lift (m)
+    bar_height = 0.10  # the bar above the object's body origin (the task's)
 
     def __init__(self, rng: np.random.Generator, noise: float, model_path: Path,
                  carry_speed: float = 0.3) -> None:
@@ -161,7 +162,7 @@ class G1CarryExpert(G1Operator):
             # rise with the partners: an end of the object higher than its centre means
             # some partner has not lifted (or not grasped) yet; the object stays on its
             # stand for them until then
-            if float(s.handle[2] - s.obj_pos[2]) - self._bar_height < 0.015:
+            if float(s.handle[2] - s.obj_pos[2]) - self.bar_height < 0.015:
                 self.rise = min(self.lift_by, self.rise + 0.15 * self.speed * dt)
             self._hands(self.bar)
             if self.rise >= self.lift_by and self._lifted(s) and self._ready(0.3):
@@ -186,8 +187,6 @@ class G1CarryExpert(G1Operator):
             vx = -0.15 if self.t_stage < 1.0 else 0.0
             self._hands(self.bar, back=0.10, up=0.08)
         return self.out(vx, vy, wz)
-
-    _bar_height = 0.10  # the bar above the object's centre (the task's; equal ends)
 
     def _lifted(self, s: Sensing) -> bool:
         """Return True while the object is up and level: every partner holds its end up."""

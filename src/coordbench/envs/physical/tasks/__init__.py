@@ -5,7 +5,7 @@ from __future__ import annotations
 from coordbench.errors import ConfigError
 
 from .base import Phase, Task
-from .carry import BigTable, CoCarry, CoCarryG1, TableAlign
+from .carry import BigTable, BigTableG1, CoCarry, CoCarryG1, TableAlign, TableAlignG1
 from .cart_service import CartService
 from .co_pouring import CoPouring
 from .frame_hang import FrameHang
@@ -21,7 +21,7 @@ TASKS = {cls().name: cls for cls in (Handover, Pouring, FrameHang, CoPouring, Tr
 
 
 # the tasks the G1 humanoids play so far (the same names, phases and criteria)
-G1_TASKS = {cls().name: cls for cls in (CoCarryG1,)}
+G1_TASKS = {cls().name: cls for cls in (CoCarryG1, TableAlignG1, BigTableG1)}
 EMBODIMENTS = ("cobot", "g1")
 
 

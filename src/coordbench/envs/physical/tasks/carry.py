@@ -182,14 +182,17 @@ class TableAlign(CarryTask):
         self.r_handle, self.handle_z, self.obj_z = 0.525, -0.02, 0.4505
         self.handle_dirs = (math.pi, 0.0)
 
+    def chair_xml(self) -> str:
+        """Return the static chair (placed at reset)."""
+        return ('<body name="chair" pos="0 3 0">'
+                '<geom type="box" size="0.18 0.15 0.02" pos="0 0 0.35" rgba=".4 .3 .6 1"/>'
+                '<geom type="box" size="0.18 0.02 0.2" pos="0 0.13 0.57" rgba=".4 .3 .6 1"/>'
+                + "".join(f'<geom type="box" size="0.015 0.015 0.165" pos="{sx * 0.15} '
+                          f'{sy * 0.12} 0.165" rgba=".4 .3 .6 1"/>'
+                          for sx in (-1, 1) for sy in (-1, 1)) + '</body>')
+
     def xml(self) -> str:
-        chair = ('<body name="chair" pos="0 3 0">'
-                 '<geom type="box" size="0.18 0.15 0.02" pos="0 0 0.35" rgba=".4 .3 .6 1"/>'
-                 '<geom type="box" size="0.18 0.02 0.2" pos="0 0.13 0.57" rgba=".4 .3 .6 1"/>'
-                 + "".join(f'<geom type="box" size="0.015 0.015 0.165" pos="{sx * 0.15} '
-                           f'{sy * 0.12} 0.165" rgba=".4 .3 .6 1"/>'
-                           for sx in (-1, 1) for sy in (-1, 1)) + '</body>')
-        return super().xml().replace("</worldbody>", chair + "</worldbody>")
+        return super().xml().replace("</worldbody>", self.chair_xml() + "</worldbody>")
 
     def reset(self, env, rng: np.random.Generator) -> None:
         super().reset(env, rng)
@@ -228,66 +231,152 @@ STAND = ('<geom type="box" size="0.12 0.12 {h}" pos="0 0 {h}" rgba=".45 .45 .5 1
          'contype="1" conaffinity="1"/>')
 
 
+def table_geoms(height: float, half: tuple[float, float] = (0.5, 0.2), mass: float = 2.8
+                ) -> str:
+    """Return a four-legged table's geoms, its top's surface at the body origin `height`
+    above the floor (a 1.0 x 0.4 m top by default)."""
+    leg = (height - 0.04) / 2
+    hx, hy = half
+    return (f'<geom name="top" type="box" size="{hx} {hy} 0.02" pos="0 0 -0.02" '
+            f'rgba=".8 .7 .4 1" mass="{mass}"/>' + "".join(
+                f'<geom name="foot{k}" type="box" size="0.02 0.02 {leg:.4f}" '
+                f'pos="{sx * (hx - 0.04):.3f} {sy * (hy - 0.04):.3f} {-0.04 - leg:.4f}" '
+                f'rgba=".6 .5 .3 1" mass="0.2"/>'
+                for k, (sx, sy) in enumerate(((1, 1), (1, -1), (-1, 1), (-1, -1)))))
+
+
+def bar_handles(dirs: tuple[float, ...], radius: float, z: float, gap: float = 0.06) -> str:
+    """Return one bar handle per direction: a 20 cm bar across the direction at `radius`
+    from the body origin and height `z`, on two posts reaching `gap` inward (to the object's
+    side), with the site `hsiteK` at its middle (the fingers hook under it)."""
+    out = []
+    for k, th in enumerate(dirs):
+        c, s = math.cos(th), math.sin(th)
+        hx, hy = radius * c, radius * s
+        bar = " ".join(f"{v:.4f}" for v in (hx - 0.10 * s, hy + 0.10 * c, z,
+                                             hx + 0.10 * s, hy - 0.10 * c, z))
+        out.append(f'<geom name="handle{k}" type="capsule" size="0.015" fromto="{bar}" '
+                   f'rgba=".9 .9 .9 1" mass="0.1" friction="1.5 0.02 0.002" condim="4"/>'
+                   + "".join(f'<geom type="box" size="{gap / 2:.3f} 0.01 0.01" pos="'
+                             f'{hx - gap / 2 * c - 0.09 * e * s:.4f} '
+                             f'{hy - gap / 2 * s + 0.09 * e * c:.4f} {z}" '
+                             f'euler="0 0 {th:.5f}" rgba=".9 .9 .9 1" mass="0.02"/>'
+                             for e in (-1, 1))
+                   + f'<site name="hsite{k}" pos="{hx:.4f} {hy:.4f} {z}" size="0.01"/>')
+    return "".join(out)
+
+
 class G1Carry:
-    """The G1 variant of a carry: the object rests on a stand (a shelf) at palm height and
-    goes onto a second stand at the goal (the paper's shelf-to-shelf carry, which the CoBot's
-    gripper could do only from the floor); each robot squeezes one end of it between both
-    palms; the same phases, criteria and goal draw."""
+    """The G1 variant of a carry: each humanoid hooks both hands' fingers under a bar
+    handle at its end of the object (`bar_handles`), at palm height: a basket on a stand (a
+    shelf) that goes onto a second stand at the goal (`g1_stand`), or a table standing on
+    the floor with its top at 0.84 m (counter height). The same phases, criteria and goal
+    draw as the CoBot's task."""
 
     embodiment = "g1"
     g1_hand = "both"
-    g1_standoff = 0.40  # pelvis to grasp point (m)
+    g1_standoff = 0.40  # pelvis to the bar (m)
+    g1_stand = False  # the object rests on a stand, and goes onto one at the goal
+    g1_obj_z = 0.0  # the object's body origin above the floor at rest
+    g1_gap = 0.06  # between a bar handle and the object's side: room for the fingers (m)
 
     def xml(self) -> str:
-        ends = []
-        for k, th in enumerate(self.handle_dirs):
-            c, s = math.cos(th), math.sin(th)
-            hx, hy, hz = self.r_handle * c, self.r_handle * s, self.handle_z
-            bar = " ".join(f"{v:.4f}" for v in (hx - 0.10 * s, hy + 0.10 * c, hz,
-                                                 hx + 0.10 * s, hy - 0.10 * c, hz))
-            ends.append(f'<geom name="handle{k}" type="capsule" size="0.015" fromto="{bar}" '
-                        f'rgba=".9 .9 .9 1" mass="0.1" friction="1.5 0.02 0.002" condim="4"/>'
-                        + "".join(f'<geom type="box" size="0.03 0.01 0.01" pos="'
-                                  f'{hx - 0.03 * c - 0.09 * e * s:.4f} '
-                                  f'{hy - 0.03 * s + 0.09 * e * c:.4f} {hz}" '
-                                  f'euler="0 0 {th:.5f}" rgba=".9 .9 .9 1" mass="0.02"/>'
-                                  for e in (-1, 1))
-                        + f'<site name="hsite{k}" pos="{hx:.4f} {hy:.4f} {hz}" size="0.01"/>')
         x0, y0 = self.obj_xy
-        obj = (f'<body name="object" pos="{x0} {y0} {STAND_H + 0.1205}">'
-               f'<freejoint name="object"/>{self.body_geoms}{"".join(ends)}</body>')
-        h = STAND_H / 2
-        stands = (f'<body name="stand" pos="{x0} {y0} 0">{STAND.format(h=h)}</body>'
-                  f'<body name="goal_stand" pos="0 2 0">{STAND.format(h=h)}</body>'
-                  f'<geom name="goal" type="cylinder" size="0.15 0.001" '
-                  f'pos="0 0 {STAND_H + 0.001}" rgba="0 1 0 .4" contype="0" conaffinity="0"/>')
+        obj = (f'<body name="object" pos="{x0} {y0} {self.g1_obj_z}">'
+               f'<freejoint name="object"/>{self.body_geoms}'
+               f'{bar_handles(self.handle_dirs, self.r_handle, self.handle_z, self.g1_gap)}'
+               f'</body>')
+        top = STAND_H if self.g1_stand else 0.0
+        statics = (f'<geom name="goal" type="cylinder" size="0.15 0.001" '
+                   f'pos="0 0 {top + 0.001}" rgba="0 1 0 .4" contype="0" conaffinity="0"/>')
+        if self.g1_stand:
+            h = STAND_H / 2
+            statics += (f'<body name="stand" pos="{x0} {y0} 0">{STAND.format(h=h)}</body>'
+                        f'<body name="goal_stand" pos="0 2 0">{STAND.format(h=h)}</body>')
         r = self.r_handle + self.g1_standoff + 0.2  # a step back: the hands start clear
         robots = [(x0 + r * math.cos(th), y0 + r * math.sin(th), th + math.pi)
                   for th in self.handle_dirs]
-        return world_xml(self.name, robots, obj, statics=stands, embodiment="g1")
+        return world_xml(self.name, robots, obj + self.g1_scene(),
+                         statics=statics, embodiment="g1")
+
+    def g1_scene(self) -> str:
+        """Return the MJCF of the task's other bodies (none; TableAlign's chair)."""
+        return ""
 
     def reset(self, env, rng: np.random.Generator) -> None:
         super().reset(env, rng)  # type: ignore[misc]
-        env.model.body_pos[env.model.body("goal_stand").id][:2] = env.goal[:2]
+        if self.g1_stand:
+            env.model.body_pos[env.model.body("goal_stand").id][:2] = env.goal[:2]
 
     def expert(self, env, i: int, rng: np.random.Generator, noise: float):
         from ..g1_operators import G1CarryExpert
 
         ex = G1CarryExpert(rng, noise, env.model_path)
-        ex.standoff = self.g1_standoff
+        ex.standoff, ex.bar_height = self.g1_standoff, self.handle_z
         return ex
 
 
 class CoCarryG1(G1Carry, CoCarry):
-    """CoCarry on G1s: two humanoids carry a basket shelf to shelf, each squeezing one end."""
+    """CoCarry on G1s: two humanoids carry a basket shelf to shelf by its end handles."""
+
+    g1_stand = True
+    g1_obj_z = STAND_H + 0.1205
 
     def __init__(self) -> None:
         super().__init__()
         self.embodiment, self.g1_hand = "g1", "both"
         self.adaptation = ("The paper's shelf-to-shelf basket carry on G1s: a 2 kg basket "
                            "(0.6 x 0.3 x 0.24 m) from a 0.7 m stand to a second stand at the "
-                           "goal; each humanoid squeezes one end between both palms.")
+                           "goal; each humanoid hooks both hands under a bar handle at its "
+                           "end.")
         self.body_geoms = ('<geom name="basket" type="box" size="0.3 0.15 0.12" '
                            'rgba=".8 .7 .4 1" mass="1.8"/>')
         # a bar handle 6 cm out from each end, 2 cm below the rim: the fingers hook it
         self.r_handle, self.handle_z, self.obj_z = 0.36, 0.10, STAND_H + 0.1205
+
+
+class BigTableG1(G1Carry, BigTable):
+    """BigTable on G1s: three humanoids lift a round table by bar handles over its rim and
+    move it onto the disc."""
+
+    g1_obj_z = 0.84
+    g1_standoff = 0.36
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embodiment, self.g1_hand = "g1", "both"
+        self.adaptation = ("A 6 kg four-legged round table (0.9 m across, its top at 0.84 m) "
+                           "standing on the floor, with a bar handle over the rim at 120 "
+                           "degrees for each humanoid's two hands; place is collaborative as "
+                           "on the CoBot.")
+        # four legs: a pedestal's round foot this tall rocks and bounces on its rim
+        self.body_geoms = ('<geom name="top" type="cylinder" size="0.45 0.02" pos="0 0 -0.02" '
+                           'rgba=".8 .7 .4 1" mass="4"/>' + "".join(
+                               f'<geom name="foot{k}" type="box" size="0.025 0.025 0.40" '
+                               f'pos="{0.3 * math.cos(a):.4f} {0.3 * math.sin(a):.4f} -0.44" '
+                               f'rgba=".6 .5 .3 1" mass="0.5"/>'
+                               for k, a in enumerate((0.0, math.pi / 2, math.pi,
+                                                      1.5 * math.pi))))
+        # bars 3 cm above the top, 8 cm out: the open fingers pass over the top, and close
+        # in front of its edge and under the bar
+        self.r_handle, self.handle_z, self.g1_gap = 0.53, 0.03, 0.08
+
+
+class TableAlignG1(G1Carry, TableAlign):
+    """TableAlign on G1s: two humanoids carry a table by its end handles, turn it on the way
+    and set it down square in front of the chair."""
+
+    g1_obj_z = 0.84
+    g1_standoff = 0.36
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embodiment, self.g1_hand = "g1", "both"
+        self.adaptation = ("A 1.0 x 0.4 m, 3.6 kg table with its top at 0.84 m and a bar "
+                           "handle over each end for a humanoid's two hands; it turns 30-50 "
+                           "degrees while carried. The chair is static.")
+        self.body_geoms = table_geoms(0.84)
+        self.r_handle, self.handle_z, self.g1_gap = 0.58, 0.03, 0.08
+
+    def g1_scene(self) -> str:
+        return self.chair_xml()
