@@ -190,3 +190,33 @@ def test_g1_carry_teams_lift_carry_and_place_by_the_bar_handles(task, monkeypatc
     trajs, _ = run(task, ExpertPolicy(0.0), [1, 2], embodiment="g1", poses=False)
     assert [t.end.success for t in trajs] == [True, True]
     assert trajs[0].header.params["n_robots"] == (3 if task == "BigTable" else 2)
+
+
+def test_g1_demonstrations_and_a_policy_trained_on_them_stay_with_the_g1(tmp_path,
+                                                                         monkeypatch):
+    import json
+
+    from typer.testing import CliRunner
+
+    from coordbench.cli import app
+    from coordbench.envs.physical.demo_files import load_demos
+    from coordbench.suites.physical.suite import make_policy
+
+    pytest.importorskip("torch")
+    monkeypatch.setenv(g1.ENV_VAR, str(UNITREE))
+    runner = CliRunner()
+    res = runner.invoke(app, ["physical", "demos", "--task", "CoCarry", "--embodiment", "g1",
+                              "--n", "2", "--out", str(tmp_path / "demos"), "--json"])
+    assert res.exit_code == 0, res.output
+    meta = json.loads(res.stdout)["CoCarry"]
+    assert meta["embodiment"] == "g1" and meta["action_dim"] == 34
+    demo = load_demos(tmp_path / "demos" / "CoCarry_g1_train.npz")
+    assert demo["actions"].shape[1:] == (2, 34) and demo["obs"].shape[-1] == 87
+    res = runner.invoke(app, ["physical", "train", "--task", "CoCarry", "--embodiment", "g1",
+                              "--demos", str(tmp_path / "demos"), "--steps", "5",
+                              "--rollouts", "0", "--out", str(tmp_path / "bc.pt"), "--json"])
+    assert res.exit_code == 0, res.output
+    policy = make_policy(str(tmp_path / "bc.pt"), "CoCarry", "g1")
+    assert policy.cfg.embodiment == "g1"
+    with pytest.raises(ConfigError, match="trained on g1 robots, not cobot"):
+        make_policy(str(tmp_path / "bc.pt"), "CoCarry", "cobot")

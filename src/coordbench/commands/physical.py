@@ -10,7 +10,13 @@ import typer
 from coordbench.core.files import check_out_dir, check_out_file, check_range
 from coordbench.core.limits import MAX_WORKERS
 from coordbench.errors import ConfigError
-from coordbench.suites.physical.options import TASK, task_names
+from coordbench.suites.physical.options import (
+    EMBODIMENT,
+    G1_MODEL,
+    TASK,
+    embodiment_from,
+    task_names,
+)
 
 from .common import (
     emit_json,
@@ -33,6 +39,16 @@ def task_option() -> Any:
     return typer.Option(..., TASK.cli, help=TASK.help)
 
 
+def embodiment_option() -> Any:
+    """Return the --embodiment option (described once, in the family's record)."""
+    return typer.Option(EMBODIMENT.default, EMBODIMENT.cli, help=EMBODIMENT.help)
+
+
+def g1_model_option() -> Any:
+    """Return the --g1-model option (described once, in the family's record)."""
+    return typer.Option(None, G1_MODEL.cli, help=G1_MODEL.help)
+
+
 app = typer.Typer(no_args_is_help=True,
                   help="Physical multi-robot collaboration (MuJoCo): demos, eval, train, "
                        "render.")
@@ -48,18 +64,22 @@ def physical_demos(
     executor: str = executor_option(),
     workers: int = workers_option(),
     out_dir: Path = out_option(Path("runs/demos"), "Output directory."),
+    embodiment: str = embodiment_option(),
+    g1_model: Path | None = g1_model_option(),
     as_json: bool = json_option(),
 ) -> None:
     """Record noisy-expert demonstrations (full states, actions, observations, phases); one
     task per worker. A task already recorded in the folder with these settings is kept (a
-    rerun finishes what a killed one left)."""
+    rerun finishes what a killed one left). A G1's files name the embodiment
+    (<task>_g1_train.npz): both embodiments' demonstrations can share a folder."""
     from coordbench.suites.physical.demos import record_all
 
     check_range("--n", n, 1, MAX_DEMOS)
     check_range("--size", size, 16, MAX_FRAME)
     check_range("--workers", workers, 1, MAX_WORKERS)
     check_out_dir(out_dir)
-    names = task_names(task)
+    embodiment = embodiment_from({"embodiment": embodiment, "g1_model": g1_model})
+    names = task_names(task, embodiment)
 
     recorded: set[str] = set()
 
@@ -69,7 +89,7 @@ def physical_demos(
                                         f"rate {meta['rejection_rate']:.1%} -> {out_dir}")
 
     metas = record_all(out_dir, names, n, images=images, size=size, executor=executor,
-                       workers=workers, say=say)
+                       workers=workers, say=say, embodiment=embodiment)
     for name in names:
         if name not in recorded and not as_json:
             out.print(f"{name}: kept {metas[name]['episodes']} episodes recorded there before "
@@ -103,10 +123,12 @@ def physical_render(
     camera: str = typer.Option("overview", help="overview (frames the whole episode) | "
                                                 "global (the scene's camera) | ego0, ego1, "
                                                 "ego2 (a robot's head camera)"),
+    g1_model: Path | None = g1_model_option(),
     as_json: bool = json_option(),
 ) -> None:
     """Render a physical episode's video from its recorded poses (no re-simulation): one
-    frame per recorded step, 10 fps, real time."""
+    frame per recorded step, 10 fps, real time. A G1 episode's humanoids are drawn from
+    their meshes (the model file: --g1-model, else where the machine has it)."""
     need_av()
     from coordbench.core.rundir import RunDir
     from coordbench.suites.physical.video import render_video
@@ -116,6 +138,8 @@ def physical_render(
     if out_path.suffix.lower() != ".mp4":
         raise ConfigError(f"--out must name an .mp4 file, got {out_path}")
     check_out_file(out_path)
+    if g1_model is not None:
+        embodiment_from({"embodiment": "g1", "g1_model": g1_model})
     run = RunDir.open(run_dir)
     cond, key = run.find_episode(episode)
     info = render_video(run.load_episode(cond, key), out_path, width=width,

@@ -11,7 +11,13 @@ from coordbench.core.files import check_in_dir, check_out_dir, check_out_file
 from coordbench.core.limits import MAX_EPISODES, MAX_SEED, MAX_WORKERS
 from coordbench.errors import ConfigError
 from coordbench.runner.options import Option
-from coordbench.suites.physical.options import TASK, task_names
+from coordbench.suites.physical.options import (
+    EMBODIMENT,
+    G1_MODEL,
+    TASK,
+    embodiment_from,
+    task_names,
+)
 
 from .common import emit_json, err, need_torch, out, play_plan
 from .option_params import with_options
@@ -27,6 +33,8 @@ SHARING = ("separate", "shared", "shared_id")
 
 OPTIONS = (
     TASK,
+    EMBODIMENT,
+    G1_MODEL,
     Option("algo", str, "bc", "bc | act | dp | joint (one centralized network for the whole "
            "team)"),
     Option("obs", str, "state", "state | image"),
@@ -58,8 +66,9 @@ OPTIONS = (
            "50; kept in runs/demos/nN and reused).", flag="--n-demos", low=1, high=MAX_DEMOS),
     Option("rollouts", int, 100, "Evaluate the trained policy on seeds 1..N (0: skip).",
            low=0, high=MAX_EPISODES),
-    Option("eval_out", Path, Path("runs/physical"), "Run directory of the evaluation "
-           "(resumable; as `physical eval`).", flag="--eval-out"),
+    Option("eval_out", Path, None, "Run directory of the evaluation (resumable; as "
+           "`physical eval`; default runs/physical, a G1's runs/physical-g1).",
+           flag="--eval-out"),
     Option("executor", str, "local", "local (this process) | process (a local process pool) "
            "| ray (RAY_ADDRESS, or a local instance on 127.0.0.1)"),
     Option("workers", int, 1, "Parallel workers (processes or Ray CPUs).", low=1,
@@ -86,11 +95,13 @@ def _configs(v: dict[str, Any], names: list[str]) -> tuple[list[Any], str]:
     kw: dict[str, Any] = {k: v[k] for k in ("obs", "steps", "batch", "seed", "history",
                                              "dagger", "dagger_episodes")}
     kw["agent_id"] = agent_id
+    kw["embodiment"] = v["embodiment"]
     if v["algo"] != "joint":
         kw.update(scope=v["scope"] or "local",
                   sharing="shared" if share == "shared_id" else share)
     kw.update({k: v[k] for k in ("chunk", "execute", "ensemble") if v[k] is not None})
-    cfgs = [default_config(name, v["algo"], get_task(name).n_robots, **kw) for name in names]
+    cfgs = [default_config(name, v["algo"], get_task(name, v["embodiment"]).n_robots, **kw)
+            for name in names]
     c = cfgs[0]
     dagger = f"_dagger{v['dagger']}" if v["dagger"] else ""
     tag = (f"{v['algo']}_{v['obs']}_{c.scope}_{c.sharing}{'_id' if agent_id else ''}"
@@ -107,11 +118,15 @@ def _checked(v: dict[str, Any]) -> list[str]:
         raise ConfigError("give --demos DIR or --n-demos N, not both")
     if v["demos"] is not None:
         check_in_dir(v["demos"], "--demos", "demonstrations folder")
-    names = task_names(v["task"])
+    v["embodiment"] = embodiment_from(v)
+    names = task_names(v["task"], v["embodiment"])
     if v["out"] is not None and len(names) == 1:
         check_out_file(v["out"])
     else:
         check_out_dir(v["out"] or Path("runs/policies"))
+    if v["eval_out"] is None:
+        v["eval_out"] = Path("runs/physical" if v["embodiment"] == "cobot" else
+                             f"runs/physical-{v['embodiment']}")
     if v["rollouts"]:
         check_out_dir(v["eval_out"], "--eval-out")
     return names
@@ -130,7 +145,7 @@ def _demos(v: dict[str, Any], names: list[str], image_size: int | None) -> Path:
 
     return training_demos(Path("runs/demos"), names, v["n_demos"] or 50,
                           image_size=image_size, executor=v["executor"],
-                          workers=v["workers"], say=say)
+                          workers=v["workers"], say=say, embodiment=v["embodiment"])
 
 
 def _train(v: dict[str, Any], cfgs: list[Any], tag: str, demos: Path) -> dict[str, Any]:
@@ -143,7 +158,8 @@ def _train(v: dict[str, Any], cfgs: list[Any], tag: str, demos: Path) -> dict[st
         root, files = v["out"].parent, [v["out"].name]
     else:
         root = v["out"] or Path("runs/policies")
-        files = [f"{cfg.task}_{tag}.pt" for cfg in cfgs]
+        body = "" if v["embodiment"] == "cobot" else f"_{v['embodiment']}"
+        files = [f"{cfg.task}{body}_{tag}.pt" for cfg in cfgs]
     shown = err if v["json"] else out
 
     def done(job: Any, output: Any) -> None:
@@ -174,7 +190,8 @@ def _evaluate(v: dict[str, Any], names: list[str], tag: str, results: dict[str, 
     from coordbench.report import physical_report as rep
     from coordbench.suites.physical.suite import SUITE, PhysicalSpec
 
-    plan = [(SUITE, PhysicalSpec(name, results[name]["checkpoint"]), v["rollouts"])
+    plan = [(SUITE, PhysicalSpec(name, results[name]["checkpoint"],
+                                 embodiment=v["embodiment"]), v["rollouts"])
             for name in names]
     run = play_plan(v["eval_out"], plan, executor=v["executor"], workers=v["workers"],
                labels=[f"{name} {tag}" for name in names])

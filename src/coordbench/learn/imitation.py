@@ -33,15 +33,21 @@ import torch
 from torch import nn
 
 from coordbench.core.checkpoint import checkpoint_bytes, read_checkpoint
-from coordbench.envs.physical.robot import ACTION_DIM, ACTION_HIGH, ACTION_LOW, PROPRIO_DIM
+from coordbench.envs.physical.embodiment import KINDS, action_bounds
 from coordbench.errors import ConfigError, CoordbenchError
 
 from .snapshot import Snapshots
 
 ALGOS = ("bc", "act", "dp", "joint")
 FORMAT = "coordbench-physical-policy"
-_MID = torch.tensor((ACTION_HIGH + ACTION_LOW) / 2, dtype=torch.float32)
-_HALF = torch.tensor((ACTION_HIGH - ACTION_LOW) / 2, dtype=torch.float32)
+
+
+def action_scale(cfg: PolicyConfig) -> tuple[torch.Tensor, torch.Tensor]:
+    """Return (middle, half range) of one robot's action: networks predict actions
+    normalised to [-1, 1] by them."""
+    low, high = action_bounds(cfg.embodiment)
+    return (torch.tensor((high + low) / 2, dtype=torch.float32),
+            torch.tensor((high - low) / 2, dtype=torch.float32))
 
 
 class PolicyCheckpointError(CoordbenchError):
@@ -77,6 +83,17 @@ class PolicyConfig:
     # global scope: "own_first" (the robot's own observation, then the others in turn) or
     # "fixed" (robot order for every robot: checkpoints written before this field)
     global_order: str = "own_first"
+    embodiment: str = "cobot"  # the robots trained on: cobot | g1
+
+    @property
+    def action_dim(self) -> int:
+        """Return the width of one robot's action."""
+        return KINDS[self.embodiment].action_dim
+
+    @property
+    def proprio_dim(self) -> int:
+        """Return the width of one robot's proprioception (positions, then velocities)."""
+        return KINDS[self.embodiment].proprio_dim
 
     @property
     def joint(self) -> bool:
@@ -86,7 +103,7 @@ class PolicyConfig:
     @property
     def action_width(self) -> int:
         """Return the width of one predicted step (every robot's actions for joint)."""
-        return ACTION_DIM * (self.n_robots if self.joint else 1)
+        return self.action_dim * (self.n_robots if self.joint else 1)
 
     def check(self) -> None:
         """Raise ConfigError on an invalid combination."""
@@ -118,6 +135,9 @@ class PolicyConfig:
             raise ConfigError("--history must be >= 0")
         if self.dagger < 0 or self.dagger_episodes < 1:
             raise ConfigError("--dagger must be >= 0 and DAgger episodes >= 1")
+        if self.embodiment not in KINDS:
+            raise ConfigError(f"unknown embodiment {self.embodiment!r}; choose from "
+                              f"{', '.join(KINDS)}")
         if self.global_order not in ("own_first", "fixed"):
             raise ConfigError(f"unknown global observation order {self.global_order!r}")
 
@@ -141,9 +161,9 @@ def default_config(task: str, algo: str, n_robots: int, **kw: Any) -> PolicyConf
 # Policies read joint and base positions, not velocities (as the paper's policies read joint
 # positions): with velocities as inputs, a cloned policy's own small action errors excite the
 # light wrist, whose velocity then leaves the demonstrations' range within a few steps.
-def positions(obs_dim: int) -> np.ndarray:
+def positions(cfg: PolicyConfig, obs_dim: int) -> np.ndarray:
     """Return the indices of a state observation that policies read (all but velocities)."""
-    return np.r_[0:PROPRIO_DIM // 2, PROPRIO_DIM:obs_dim]
+    return np.r_[0:cfg.proprio_dim // 2, cfg.proprio_dim:obs_dim]
 
 
 def robot_order(cfg: PolicyConfig, robot: int) -> list[int]:
@@ -156,7 +176,7 @@ def robot_order(cfg: PolicyConfig, robot: int) -> list[int]:
 def obs_features(cfg: PolicyConfig, state_obs: np.ndarray, robot: int) -> np.ndarray:
     """Return robot `robot`'s state input (B, D) from local observations (B, n, obs_dim),
     or (B, n, 1 + history, obs_dim) with past observations stacked."""
-    state_obs = state_obs[..., positions(state_obs.shape[-1])]
+    state_obs = state_obs[..., positions(cfg, state_obs.shape[-1])]
     if state_obs.ndim == 4:
         state_obs = state_obs.reshape(*state_obs.shape[:2], -1)
     x = state_obs[:, robot] if cfg.scope == "local" else \
@@ -171,11 +191,11 @@ def image_features(cfg: PolicyConfig, frames: np.ndarray, state_obs: np.ndarray,
     """Return (images (B, C, H, W) uint8, proprio (B, P)) for robot `robot`."""
     if cfg.scope == "local":
         img = frames[:, robot]
-        pro = state_obs[:, robot, :PROPRIO_DIM // 2]
+        pro = state_obs[:, robot, :cfg.proprio_dim // 2]
     else:
         order = robot_order(cfg, robot)
         img = np.concatenate([frames[:, i] for i in order], axis=-1)
-        pro = state_obs[:, order, :PROPRIO_DIM // 2].reshape(len(state_obs), -1)
+        pro = state_obs[:, order, :cfg.proprio_dim // 2].reshape(len(state_obs), -1)
     if cfg.agent_id:
         pro = np.concatenate([pro, np.tile(np.eye(cfg.n_robots)[robot], (len(pro), 1))], 1)
     return np.moveaxis(img, -1, 1), pro.astype(np.float32)
@@ -240,8 +260,8 @@ class ACTNet(nn.Module):
         self.z_proj = nn.Linear(self.latent, d)
         self.decoder = nn.TransformerDecoder(
             nn.TransformerDecoderLayer(d, 4, 2 * d, dropout=0.0, batch_first=True), 2)
-        self.head = nn.Linear(d, ACTION_DIM)
-        self.act_proj = nn.Linear(ACTION_DIM, d)
+        self.head = nn.Linear(d, cfg.action_dim)
+        self.act_proj = nn.Linear(cfg.action_dim, d)
         self.posterior = nn.TransformerEncoder(
             nn.TransformerEncoderLayer(d, 4, 2 * d, dropout=0.0, batch_first=True), 1)
         self.cls = nn.Parameter(torch.zeros(1, 1, d))
@@ -267,7 +287,7 @@ class ACTNet(nn.Module):
         z = mu + torch.randn_like(mu) * torch.exp(0.5 * logvar)
         recon = nn.functional.l1_loss(self._decode(feat, z), target)
         kl = -0.5 * torch.mean(torch.sum(1 + logvar - mu.pow(2) - logvar.exp(), dim=1))
-        return recon + self.cfg.kl_weight * kl / (self.cfg.chunk * ACTION_DIM)
+        return recon + self.cfg.kl_weight * kl / (self.cfg.chunk * self.cfg.action_dim)
 
 
 class DPNet(nn.Module):
@@ -279,7 +299,7 @@ class DPNet(nn.Module):
     def __init__(self, cfg: PolicyConfig, enc: Encoder) -> None:
         super().__init__()
         self.cfg, self.enc = cfg, enc
-        d, flat = cfg.hidden, cfg.chunk * ACTION_DIM
+        d, flat = cfg.hidden, cfg.chunk * cfg.action_dim
         self.net = nn.Sequential(nn.Linear(flat + d + 32, 2 * d), nn.Mish(),
                                  nn.Linear(2 * d, 2 * d), nn.Mish(), nn.Linear(2 * d, flat))
         s = torch.arange(self.train_steps + 1, dtype=torch.float64) / self.train_steps
@@ -306,7 +326,7 @@ class DPNet(nn.Module):
     def predict(self, state, img=None) -> torch.Tensor:
         """Return normalised actions (B, chunk, 8) by DDIM sampling (eta 0)."""
         feat = self.enc(state, img)
-        x = torch.randn(len(feat), self.cfg.chunk, ACTION_DIM)
+        x = torch.randn(len(feat), self.cfg.chunk, self.cfg.action_dim)
         ts = torch.linspace(self.train_steps - 1, 0, self.sample_steps).long()
         for k, t in enumerate(ts):
             ab = self.abar[t]
@@ -336,8 +356,9 @@ class RobotData:
 
 
 def chunks(actions: np.ndarray, starts: np.ndarray, robot: int, k: int) -> np.ndarray:
-    """Return (T, k, 8) action chunks of `robot`, padded with each episode's last action."""
-    out = np.zeros((len(actions), k, ACTION_DIM), dtype=np.float32)
+    """Return (T, k, width) action chunks of `robot`, padded with each episode's last
+    action."""
+    out = np.zeros((len(actions), k, actions.shape[-1]), dtype=np.float32)
     for e in range(len(starts) - 1):
         a, b = int(starts[e]), int(starts[e + 1])
         idx = np.minimum(np.arange(a, b)[:, None] + np.arange(k)[None], b - 1)
@@ -367,7 +388,8 @@ def robot_rows(cfg: PolicyConfig, data: dict[str, np.ndarray], robot: int) -> Ro
     tgt = np.concatenate([chunks(data["actions"], data["episode_start"], i, cfg.chunk)
                           for i in robots], axis=-1)
     k = len(robots)
-    tgt = ((torch.from_numpy(tgt) - _MID.repeat(k)) / _HALF.repeat(k)).numpy()
+    mid, half = action_scale(cfg)
+    tgt = ((torch.from_numpy(tgt) - mid.repeat(k)) / half.repeat(k)).numpy()
     if cfg.obs == "image":
         if "frames" not in data:
             raise ConfigError("--obs image needs demonstrations with frames "
@@ -645,13 +667,15 @@ class LearnedPolicy:
             s = self.cfg.image_size
             frames = np.stack([[env.render_ego(i, s, s) for i in range(env.n)]
                                for env in need])
-        chunk = np.zeros((len(need), self.cfg.n_robots, self.cfg.chunk, ACTION_DIM))
+        width = self.cfg.action_dim
+        chunk = np.zeros((len(need), self.cfg.n_robots, self.cfg.chunk, width))
+        mid, half = action_scale(self.cfg)
         with torch.no_grad():
             if self.cfg.joint:
                 n = self.cfg.n_robots
                 pred = self.nets[0].predict(torch.from_numpy(obs_features(self.cfg, state, 0)))
-                pred = pred * _HALF.repeat(n) + _MID.repeat(n)
-                chunk[:] = pred.view(len(need), self.cfg.chunk, n, ACTION_DIM) \
+                pred = pred * half.repeat(n) + mid.repeat(n)
+                chunk[:] = pred.view(len(need), self.cfg.chunk, n, width) \
                     .transpose(1, 2).numpy()
             for i in range(0 if self.cfg.joint else self.cfg.n_robots):
                 net = self.nets[i if self.cfg.sharing == "separate" else 0]
@@ -660,7 +684,7 @@ class LearnedPolicy:
                     pred = net.predict(torch.from_numpy(pro), torch.from_numpy(img))
                 else:
                     pred = net.predict(torch.from_numpy(obs_features(self.cfg, state, i)))
-                chunk[:, i] = (pred * _HALF + _MID).numpy()
+                chunk[:, i] = (pred * half + mid).numpy()
         return chunk
 
 

@@ -9,6 +9,14 @@ import numpy as np
 from coordbench.errors import RunDirError
 
 
+def demos_name(task: str, embodiment: str = "cobot", split: str = "train") -> str:
+    """Return the file name of a task's demonstrations split (`meta`: its metadata file); a
+    G1's names the embodiment: the two never mix in a folder."""
+    ext = "json" if split == "meta" else "npz"
+    body = "" if embodiment == "cobot" else f"_{embodiment}"
+    return f"{task}{body}_{split}.{ext}"
+
+
 def load_demos(path: Path) -> dict[str, np.ndarray]:
     """Return a demonstration split's arrays, or raise RunDirError naming the problem."""
     path = Path(path)

@@ -30,8 +30,11 @@ class Embodiment:
 
 def _g1_perturb() -> np.ndarray:
     scale = np.zeros(g1_env.ACTION_DIM)
-    scale[:2] = 0.1  # base vx, vy (m/s)
-    scale[6:20] = 0.03  # the arms' joints (rad): the waist and the fingers are left alone
+    scale[:2] = 0.03  # base vx, vy (m/s)
+    # shoulders and elbows (rad); not the wrists: their motors give 5 N m, and noise on
+    # their targets spends it, so the hooked fingers let go; nor the waist or the fingers
+    for first in (6, 13):  # each arm's first joint in the action
+        scale[first:first + 4] = 0.01
     return scale
 
 
@@ -41,6 +44,25 @@ KINDS = {
     "g1": Embodiment("g1", g1_env.ACTION_DIM, g1_env.PROPRIO_DIM, _g1_perturb()),
 }
 assert tuple(KINDS) == EMBODIMENTS
+
+
+def action_bounds(embodiment: str) -> tuple[np.ndarray, np.ndarray]:
+    """Return (low, high) of one robot's action: the CoBot's constants; a G1's base limits
+    and its upper-body joints' ranges (read from the G1 model the machine has)."""
+    if embodiment == "cobot":
+        return robot.ACTION_LOW, robot.ACTION_HIGH
+    if embodiment not in _BOUNDS:
+        from .g1 import UPPER_JOINTS, resolve_model
+        from .g1_ik import _solo
+
+        model = _solo(resolve_model())
+        ranges = model.jnt_range[[model.joint(j).id for j in UPPER_JOINTS]]
+        _BOUNDS[embodiment] = (np.r_[-g1_env.BASE_LIMIT, ranges[:, 0]],
+                               np.r_[g1_env.BASE_LIMIT, ranges[:, 1]])
+    return _BOUNDS[embodiment]
+
+
+_BOUNDS: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
 
 def embodiment_of(env: PhysicalEnv) -> Embodiment:

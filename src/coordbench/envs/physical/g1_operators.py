@@ -20,6 +20,7 @@ from .g1_ik import ArmIK
 from .operators import Operator, wrap
 
 SIDES = ("left", "right")
+ACCEL = 0.5  # a carrying base's acceleration limit (m/s^2)
 # the grasp synergy's closed pose per finger joint of the left hand (the right mirrors it:
 # its finger joints close the other way)
 CLOSED = {"thumb_0": 0.0, "thumb_1": 0.6, "thumb_2": 1.0, "middle_0": -1.0, "middle_1": -1.0,
@@ -111,6 +112,7 @@ class G1CarryExpert(G1Operator):
         self.rise = 0.0
         self.yaw_offset = 0.0
         self.orient = PALMS_DOWN
+        self.v = np.zeros(2)  # the object's commanded way (world, m/s)
 
     def resume(self, s: Sensing) -> None:
         """Pick up mid-task from own sensing only (phase-level evaluation)."""
@@ -199,8 +201,12 @@ class G1CarryExpert(G1Operator):
         err = s.goal[:2] - s.obj_pos[:2]
         cap = self.carry_speed * self.speed
         # wait while the object hangs from fewer hands than it needs (a partner that has not
-        # lifted yet, or has lost its grip): walking on would pull it out of theirs
-        v = np.clip(1.2 * err, -cap, cap) if self._lifted(s) else np.zeros(2)
+        # lifted yet, or has lost its grip, or this robot's own): walking on would pull it
+        # out of the others'
+        want = np.clip(1.2 * err, -cap, cap) if self._lifted(s) and s.holding else np.zeros(2)
+        # at most 0.5 m/s^2: a step change of speed jerks the object out of the hooks
+        dv = np.clip(want - self.v, -ACCEL * dt, ACCEL * dt)
+        self.v = v = self.v + dv
         heading = math.atan2(float(s.obj_x[1]), float(s.obj_x[0]))
         if self.t_stage <= dt:
             self.yaw_offset = s.yaw - heading

@@ -21,7 +21,7 @@ import numpy as np
 
 from coordbench.agents.physical.expert import ExpertPolicy
 from coordbench.core.atomic import write_atomic_bytes
-from coordbench.envs.physical.demo_files import load_demos
+from coordbench.envs.physical.demo_files import demos_name, load_demos
 from coordbench.errors import ConfigError
 from coordbench.learn import imitation
 from coordbench.learn.imitation import PolicyConfig, data_digest
@@ -70,9 +70,11 @@ def dagger_rounds(cfg: Any, trainer: Any, snaps: Snapshots | None = None
             seeds = [DAGGER_SEED0 + 10_000 * cfg.seed + r * cfg.dagger_episodes + k
                      for k in range(cfg.dagger_episodes)]
             shadow = ShadowPolicy(trainer.policy(), ExpertPolicy(0.0, resync=True))
-            trs, recs = run(cfg.task, shadow, seeds, record=True, poses=False)
+            trs, recs = run(cfg.task, shadow, seeds, record=True, poses=False,
+                            embodiment=cfg.embodiment)
             more = episode_arrays(cfg.task, list(zip(seeds, trs, recs, strict=True)),
-                                  images=cfg.obs == "image", size=cfg.image_size)
+                                  images=cfg.obs == "image", size=cfg.image_size,
+                                  embodiment=cfg.embodiment)
             trainer.add(more)
             phases = [sum(1 for e in tr.events if e.type == "physical_phase") for tr in trs]
             trainer.round_rollouts = {
@@ -96,7 +98,8 @@ def fit_on(cfg: PolicyConfig, train: dict[str, np.ndarray],
 
 
 def train_policy(cfg: PolicyConfig, demos_dir: Path, out: Path) -> dict[str, Any]:
-    """Train the baseline on `<task>_train.npz` (validation on `_val`), write the checkpoint
+    """Train the baseline on `<task>_train.npz` (validation on `_val`; a G1's
+    `<task>_g1_train.npz`), write the checkpoint
     to `out`; return losses and timing."""
     res, blob = fit_policy(cfg, demos_dir)
     write_atomic_bytes(Path(out), blob)
@@ -107,8 +110,8 @@ def fit_policy(cfg: PolicyConfig, demos_dir: Path) -> tuple[dict[str, Any], byte
     """Train the baseline (see `train_policy`); return (losses and timing, checkpoint bytes),
     so a worker elsewhere can hand the checkpoint back to the driver."""
     cfg.check()
-    train = load_demos(Path(demos_dir) / f"{cfg.task}_train.npz")
-    val_path = Path(demos_dir) / f"{cfg.task}_val.npz"
+    train = load_demos(Path(demos_dir) / demos_name(cfg.task, cfg.embodiment))
+    val_path = Path(demos_dir) / demos_name(cfg.task, cfg.embodiment, "val")
     val = load_demos(val_path) if val_path.is_file() else None
     return fit_on(cfg, train, val)
 
@@ -120,8 +123,8 @@ def train_job(arg: tuple[PolicyConfig, str, str, bool], ctx: JobContext) -> JobO
     `arg`: the config, the demonstrations folder, the checkpoint's file name in the job's
     root, and whether to report the validation loss (on `<task>_val.npz`, where present)."""
     cfg, demos, name, use_val = arg
-    train = load_demos(Path(demos) / f"{cfg.task}_train.npz")
-    val_path = Path(demos) / f"{cfg.task}_val.npz"
+    train = load_demos(Path(demos) / demos_name(cfg.task, cfg.embodiment))
+    val_path = Path(demos) / demos_name(cfg.task, cfg.embodiment, "val")
     val = load_demos(val_path) if use_val and val_path.is_file() else None
     res, blob = fit_on(cfg, train, val, snapshots=ctx)
     res = {**res, "demos": str(demos), "config": asdict(cfg)}
@@ -151,11 +154,14 @@ def train_jobs(root: Path, items: list[tuple[PolicyConfig, str]], demos: Path,
                 raise ConfigError(f"{done} is not a training result; delete it to retrain "
                                   "that policy") from None
             now = json.loads(json.dumps(asdict(cfg)))
-            if "config" in old and old["config"] != now:
-                diff = sorted(k for k in now if old["config"].get(k) != now[k])
+            # a result written before the G1 names no embodiment: a CoBot's
+            was = {"embodiment": "cobot", **old.get("config", {})}
+            if "config" in old and was != now:
+                diff = sorted(k for k in now if was.get(k) != now[k])
                 raise ConfigError(f"{Path(root) / name} was trained with other settings "
                                   f"({', '.join(diff)}); use another --out or delete it")
-            digest = data_digest(load_demos(Path(demos) / f"{cfg.task}_train.npz"))
+            digest = data_digest(load_demos(Path(demos) / demos_name(cfg.task,
+                                                                      cfg.embodiment)))
             if old.get("demos_digest", digest) != digest:
                 raise ConfigError(f"{Path(root) / name} was trained on other demonstrations "
                                   f"than {demos}; use another --out or delete it")

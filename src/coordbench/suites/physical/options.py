@@ -20,12 +20,13 @@ from coordbench.agents.team.seats import (
     team_label,
 )
 from coordbench.core.limits import MAX_EPISODES
+from coordbench.envs.physical.demo_files import demos_name
 from coordbench.errors import ConfigError
 from coordbench.runner import ModelResources
 from coordbench.runner.options import REQUIRED, Option
 from coordbench.runner.played import PlayedBase, RunPlan, Seats
 
-from .suite import LLM, SEATS, SUITE, PhysicalSpec, demos_name, make_policy
+from .suite import LLM, SEATS, SUITE, PhysicalSpec, make_policy
 
 FAMILY_SEATS = Seats(("llm", "scripted", "learned"), "physical", "expert")
 TASK_HELP = ("Task name, a comma-separated list, or all. Tasks: Handover, Pouring, FrameHang, "

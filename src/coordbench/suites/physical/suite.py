@@ -39,12 +39,6 @@ LLM = "llm"  # the policy name of a model-driven team
 SEATS = "seats"  # the policy name of a team of policies, robot by robot (--team)
 
 
-def demos_name(task: str, embodiment: str = "cobot", split: str = "train") -> str:
-    """Return the file name of a task's demonstrations split (a G1's names the embodiment:
-    the two never mix in a folder)."""
-    return f"{task}_{split}.npz" if embodiment == "cobot" else f"{task}_{embodiment}_{split}.npz"
-
-
 def make_policy(spec: str, task: str, embodiment: str = "cobot") -> Policy:
     """Return the policy named `spec` for `task` played by `embodiment`: expert,
     expert_noisy, or a trained checkpoint path (which must have been trained on `task` and
