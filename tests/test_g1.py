@@ -125,6 +125,25 @@ def test_g1_cocarry_experts_carry_the_basket_shelf_to_shelf_and_the_header_names
     assert p["embodiment"] == "g1" and p["action_dim"] == 34
     assert p["robot_model"] == g1.UNITREE_FILE
     assert p["robot_model_sha256"] == g1.model_sha256(UNITREE)
+    # drawn again from the recorded poses: the video from the meshes, the viewer's picture
+    # with each palm by forward kinematics
+    monkeypatch.setenv(g1.ENV_VAR, str(UNITREE))
+    from coordbench.suites.physical.video import render_video, video_frames
+    from coordbench.viewer.replay.physical import picture
+
+    info = render_video(traj, tmp_path / "g1.mp4", width=96, height=64, camera="ego1")
+    assert video_frames(info.path) == (info.frames, 96, 64) and info.frames > 20
+    pic = picture(run, cond, traj)
+    first, last = pic["states"][0]["robots"][0], pic["states"][-1]["robots"][0]
+    assert len(pic["states"]) == info.frames and 0.8 < first[5] < 1.2  # palm height (m)
+    assert abs(first[3] - last[3]) + abs(first[4] - last[4]) > 0.5  # the carry moved it
+    other = tmp_path / "other" / "g1"
+    other.mkdir(parents=True)
+    (other / "meshes").symlink_to(SHARED / "meshes")
+    (other / g1.UNITREE_FILE).write_text(UNITREE.read_text() + "\n<!-- edited -->\n")
+    monkeypatch.setenv(g1.ENV_VAR, str(other))
+    with pytest.raises(ConfigError, match="recorded with a G1 model of sha256"):
+        render_video(traj, tmp_path / "x.mp4", width=96, height=64)
     # the CoBot's runs never share the folder
     from typer.testing import CliRunner
 
@@ -220,3 +239,40 @@ def test_g1_demonstrations_and_a_policy_trained_on_them_stay_with_the_g1(tmp_pat
     assert policy.cfg.embodiment == "g1"
     with pytest.raises(ConfigError, match="trained on g1 robots, not cobot"):
         make_policy(str(tmp_path / "bc.pt"), "CoCarry", "cobot")
+
+
+def test_a_model_picking_the_g1_skills_its_controller_suggests_carries_the_basket(
+        tmp_path, monkeypatch):
+    import json
+
+    from typer.testing import CliRunner
+
+    from coordbench.cli import app
+    from coordbench.core.rundir import RunDir
+    from coordbench.core.trajectory import ModelCallEvent, PhysicalPhaseEvent
+    from coordbench.llm.loopback import ScriptedServer
+    from tests.test_physical_llm import follow_reply, models_file
+
+    monkeypatch.setenv(g1.ENV_VAR, str(UNITREE))
+    prompts = []
+
+    def reply(body):
+        prompts.append(body["messages"])
+        return follow_reply(body)
+
+    with ScriptedServer(reply) as server:
+        res = CliRunner().invoke(app, [
+            "physical", "eval", "--task", "CoCarry", "--embodiment", "g1", "--policy", "llm",
+            "--model", "scripted", "--models", str(models_file(tmp_path, server.base_url)),
+            "--rollouts", "1", "--no-cache", "--out", str(tmp_path / "run"), "--json"])
+    assert res.exit_code == 0, res.output
+    got = json.loads(res.stdout.strip().splitlines()[-1])["CoCarry"]
+    assert got["success"]["mean"] == 1.0 and got["protocol_failures"]["mean"] == 0
+    system, user = prompts[0][0]["content"], prompts[0][-1]["content"]
+    assert "Unitree G1 humanoids" in system and "left palm at" in user
+    rd = RunDir.open(tmp_path / "run")
+    (cond,) = rd.conditions
+    assert cond == "physical_CoCarry_g1_llm-scripted-per_robot_main"
+    (tr,) = rd.load_episodes(cond)
+    assert tr.header.params["embodiment"] == "g1" and tr.steps(ModelCallEvent)
+    assert [e.phase for e in tr.steps(PhysicalPhaseEvent)] == [1, 2, 3]

@@ -47,17 +47,22 @@ from .skills import (
 
 CONTROLLERS = ("per_robot", "team")
 
-SYSTEM = """You are the controller of robot {robot}, one of {n} mobile manipulators \
-(holonomic base, torso lift, two-link arm, parallel gripper) working together in a physics \
-simulation. Team task: {joint}
+# what the robots are, by embodiment (the prompts name them)
+BODIES = {"cobot": "mobile manipulators (holonomic base, torso lift, two-link arm, parallel "
+                   "gripper)",
+          "g1": "Unitree G1 humanoids (a planar base under the pelvis, a waist, two 7-joint "
+                "arms, two three-fingered Dex3-1 hands)"}
+
+SYSTEM = """You are the controller of robot {robot}, one of {n} {body} working together in a \
+physics simulation. Team task: {joint}
 Your instruction: {own}
 You decide which skill your robot runs next; the skill's own controller moves the robot. A \
 skill runs until its controller has finished it (or {timeout:g} s have passed), then you are \
 asked again. The controller also says which skill it would run next; you may follow it or \
 not. Your partners are driven separately: you see their hands, not their plans."""
 
-TEAM_SYSTEM = """You coordinate a team of {n} mobile manipulators (holonomic base, torso \
-lift, two-link arm, parallel gripper) working together in a physics simulation. Team task: \
+TEAM_SYSTEM = """You coordinate a team of {n} {body} working together in a physics \
+simulation. Team task: \
 {joint}
 You decide which skill each robot runs next; each skill's own controller moves its robot. A \
 skill runs until its controller has finished it (or {timeout:g} s have passed). You are asked \
@@ -110,12 +115,27 @@ def _xyz(p: np.ndarray) -> str:
     return "(" + ", ".join(f"{float(v):.2f}" for v in p) + ") m"
 
 
+def _body(s) -> str:
+    """Return a robot's joints in words: a CoBot's lift, arm, wrist and gripper; a G1's
+    palms (and how closed its fingers are)."""
+    j = s.joints
+    if s.palms is None:
+        return (f"torso lift {j[0]:.3f} m, shoulder {j[1]:.2f} rad, elbow {j[2]:.2f} rad, "
+                f"wrist pitch {j[3]:.2f}, roll {j[4]:.2f} rad; gripper opening "
+                f"{100 * j[5]:.1f} of {100 * FINGER_CLOSED:.1f} cm")
+    from coordbench.envs.physical.g1 import UPPER_JOINTS
+
+    closed = [abs(float(j[UPPER_JOINTS.index(f"{side}_hand_index_0_joint")])) for side in
+              ("left", "right")]
+    return (f"left palm at {_xyz(s.palms[0])}, right palm at {_xyz(s.palms[1])}; index "
+            f"fingers bent {closed[0]:.2f} and {closed[1]:.2f} rad")
+
+
 def render_state(task, view: RobotView, limit_s: float, clock: bool = True) -> str:
     """Return the text state of one robot from its own sensing: time (unless `clock` is
     False), own body, object, grasp point, goal, partners' hands, other bodies, the last
     skill and the suggestion."""
     s, i, sk = view.sensing, view.robot, view.skills
-    j = s.joints
     rel = s.to_robot(s.handle)
     tilt = math.degrees(math.acos(float(np.clip(s.obj_up[2], -1, 1))))
     to_goal = float(np.linalg.norm(s.goal[:2] - s.obj_pos[:2]))
@@ -123,9 +143,7 @@ def render_state(task, view: RobotView, limit_s: float, clock: bool = True) -> s
     lines = [f"Time: {s.t:.2f} s of {limit_s:.2f} s."] if clock else []
     lines += [
         f"Robot {i}: base at ({s.base_xy[0]:.2f}, {s.base_xy[1]:.2f}) m, facing "
-        f"{math.degrees(s.yaw):.0f} deg; torso lift {j[0]:.3f} m, shoulder {j[1]:.2f} rad, "
-        f"elbow {j[2]:.2f} rad, wrist pitch {j[3]:.2f}, roll {j[4]:.2f} rad; gripper opening "
-        f"{100 * j[5]:.1f} of {100 * FINGER_CLOSED:.1f} cm; holding: "
+        f"{math.degrees(s.yaw):.0f} deg; {_body(s)}; holding: "
         f"{'yes' if s.holding else 'no'}.",
         f"Hand at {_xyz(s.hand)}, {100 * np.linalg.norm(s.hand - s.handle):.1f} cm from the "
         f"grasp point.",
@@ -287,7 +305,8 @@ class PerRobotController:
         if alias is None:
             skill = view.skills.suggestion
             return Decision(Choice(skill, WAIT_DEFAULT_S if skill == WAIT else None))
-        system = SYSTEM.format(robot=i, n=task.n_robots, joint=task.instructions["joint"],
+        system = SYSTEM.format(robot=i, n=task.n_robots, body=BODIES[task.embodiment],
+                               joint=task.instructions["joint"],
                                own=task.instructions[f"robot{i}"],
                                timeout=view.skills.timeout_s)
         user = ASK.format(state=render_state(task, view, limit_s),
@@ -329,7 +348,8 @@ class TeamController:
                           f"{task.instructions[f'robot{v.robot}']}\n{state}\nSkills:\n"
                           f"{skill_lines(v.skills)}")
         example = ", ".join(f'"robot{v.robot}": {{"skill": "..."}}' for v in views)
-        system = TEAM_SYSTEM.format(n=task.n_robots, joint=task.instructions["joint"],
+        system = TEAM_SYSTEM.format(n=task.n_robots, body=BODIES[task.embodiment],
+                                    joint=task.instructions["joint"],
                                     timeout=views[0].skills.timeout_s)
         user = TEAM_ASK.format(state="\n\n".join(blocks), example=example,
                                low=WAIT_RANGE[0], high=WAIT_RANGE[1])

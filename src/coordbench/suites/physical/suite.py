@@ -359,5 +359,8 @@ def plan_items(p: dict[str, Any]) -> tuple[list[tuple], list[str]]:
 
 def api_condition(options: dict[str, Any]) -> tuple[PhysicalSuite, PhysicalSpec, int | None]:
     """Return (suite, spec, rollouts) from `coordbench.evaluate("physical", ...)`'s options."""
+    from coordbench.envs.physical.embodiment import use_g1_model
+
     limit = options.pop("rollouts", 100)
+    use_g1_model(options.pop("g1_model", None))
     return SUITE, PhysicalSpec(**options), limit

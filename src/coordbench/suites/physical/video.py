@@ -73,6 +73,8 @@ def render_video(trajectory: Trajectory, out: Path, *, width: int = 640, height:
     if width % 2 or height % 2:
         # H.264 with 4:2:0 chroma needs even dimensions
         raise ConfigError(f"--width and --height must be even, got {width} x {height}")
+    if poses.embodiment == "g1":
+        _check_model(trajectory)
     env = make_env(poses.task, poses.embodiment)
     env.reset(poses.seed)  # the seed's static layout; the poses say where everything moves
     lay = pose.pose_layout(env)
@@ -105,6 +107,21 @@ def render_video(trajectory: Trajectory, out: Path, *, width: int = 640, height:
         env.close()
     write_atomic_bytes(Path(out), buf.getvalue())
     return VideoInfo(Path(out), len(poses), width, height, fps)
+
+
+def _check_model(trajectory: Trajectory) -> None:
+    """Raise ConfigError where the G1 model file here is not the one the episode was
+    recorded with (its meshes and joints could differ)."""
+    from coordbench.envs.physical.g1 import resolve_model
+    from coordbench.suites.physical.episode import robot_model_sha256
+
+    want = trajectory.header.params.get("robot_model_sha256")
+    path = resolve_model()
+    have = robot_model_sha256(path)
+    if want and want != have:
+        raise ConfigError(f"episode {trajectory.header.episode_id} was recorded with a G1 "
+                          f"model of sha256 {want[:12]}..., not {path} ({have[:12]}...): give "
+                          "--g1-model the file it was recorded with")
 
 
 def video_frames(path: Path) -> tuple[int, int, int]:
