@@ -276,3 +276,29 @@ def test_a_model_picking_the_g1_skills_its_controller_suggests_carries_the_baske
     (tr,) = rd.load_episodes(cond)
     assert tr.header.params["embodiment"] == "g1" and tr.steps(ModelCallEvent)
     assert [e.phase for e in tr.steps(PhysicalPhaseEvent)] == [1, 2, 3]
+
+
+def test_the_cohub_study_on_the_g1_plays_its_tasks_with_g1_policies(tmp_path, monkeypatch):
+    from coordbench.envs.physical.tasks import G1_TASKS
+    from coordbench.reproduce import cohub
+    from coordbench.reproduce.paper import options_of, out_dir, paper
+    from tests.cli_errors import error_line
+
+    monkeypatch.setenv(g1.ENV_VAR, str(UNITREE))
+    values = {"models": None, "repeats": 1, "quick": True, "limit": None, "max_steps": None,
+              "regime": None, "methods": None, "seeds": None, "steps": None, "tasks": None,
+              "instances": None, "offline_agents": "rule", "embodiment": "g1",
+              "g1_model": None, "cost_limit": None, "workers": 1, "out": None}
+    options = options_of(paper("cohub"), values, ())
+    assert options.embodiment == "g1"
+    assert out_dir(paper("cohub"), options, None).name == "reproduce-cohub-g1-quick"
+    s = cohub.settings(options)
+    assert s.tasks and set(s.tasks) <= set(G1_TASKS) and "BigTable" not in s.ablation
+    specs = [spec for _, spec, _ in cohub.plan(options, tmp_path)]
+    assert {spec.embodiment for spec in specs} == {"g1"}
+    assert all(spec.demos.endswith("_g1_train.npz") for spec in specs if spec.demos)
+    cfg = cohub._config(cohub.policies(options)[0], s, options.embodiment)
+    assert cfg.embodiment == "g1" and cfg.action_dim == 34
+    # the other studies take no embodiment
+    line = error_line(["reproduce", "stat", "--quick", "--embodiment", "g1"], tmp_path)
+    assert "--embodiment sets the CoHuB study's robots" in line

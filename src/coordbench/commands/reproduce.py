@@ -7,6 +7,9 @@ from typing import Any
 
 import typer
 
+from coordbench.suites.physical.options import EMBODIMENT as EMBODIMENT_RECORD
+from coordbench.suites.physical.options import G1_MODEL as G1_MODEL_RECORD
+
 from .common import (
     emit_json,
     err,
@@ -59,6 +62,9 @@ COST_LIMIT = typer.Option(None, "--cost-limit", help="Stop the study's model cal
                           "start anyway).")
 YES = typer.Option(False, "--yes", help="Start a study whose estimate exceeds --cost-limit "
                                         "without asking.")
+EMBODIMENT = typer.Option("cobot", EMBODIMENT_RECORD.cli, help="cohub: the robots, cobot | g1 "
+                          "(the G1 humanoids play the tasks they have: docs/physical.md).")
+G1_MODEL = typer.Option(None, G1_MODEL_RECORD.cli, help=G1_MODEL_RECORD.help)
 OUT = out_option(None, "Run directory (resumable); the study's files are written there too.")
 JSON = json_option("Print {paper, findings} as JSON.")
 
@@ -69,7 +75,8 @@ def reproduce(
     max_steps: int | None = MAX_STEPS, regime: str | None = REGIME,
     methods: str | None = METHODS, seeds: str | None = SEEDS, steps: int | None = STEPS,
     tasks: Path | None = TASKS, instances: Path | None = INSTANCES,
-    offline_agents: str = OFFLINE, cost_limit: float | None = COST_LIMIT, yes: bool = YES,
+    offline_agents: str = OFFLINE, embodiment: str = EMBODIMENT,
+    g1_model: Path | None = G1_MODEL, cost_limit: float | None = COST_LIMIT, yes: bool = YES,
     executor: str = executor_option(), workers: int = workers_option(),
     fail_fast: bool = fail_fast_option(), out_dir: Path | None = OUT, as_json: bool = JSON,
 ) -> None:
@@ -89,8 +96,8 @@ def reproduce(
         "models": models, "repeats": repeats, "quick": quick, "limit": limit,
         "max_steps": max_steps, "regime": regime, "methods": methods, "seeds": seeds,
         "steps": steps, "tasks": tasks, "instances": instances,
-        "offline_agents": offline_agents, "cost_limit": cost_limit, "workers": workers,
-        "out": out_dir}, names)
+        "offline_agents": offline_agents, "embodiment": embodiment, "g1_model": g1_model,
+        "cost_limit": cost_limit, "workers": workers, "out": out_dir}, names)
     study = run_study(record, options, names, study_dir(record, options, out_dir),
                       Budget(cost_limit, yes, fail_fast, executor, workers), _study_io())
     written = write_study(study, study_dir(record, options, out_dir))

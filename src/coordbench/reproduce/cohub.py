@@ -29,7 +29,8 @@ from typing import Any
 from coordbench.analyses.common import proportion_diff, rate, success
 from coordbench.core.rundir import RunDir
 from coordbench.core.trajectory import Trajectory
-from coordbench.envs.physical.tasks import TASKS, get_task
+from coordbench.envs.physical.demo_files import demos_name
+from coordbench.envs.physical.tasks import G1_TASKS, TASKS, get_task
 from coordbench.metrics.physical import episode_metrics
 
 from .plots import interval_bars
@@ -91,13 +92,20 @@ class Settings:
 
 
 def settings(options: Options) -> Settings:
-    """Return the study's settings (`--quick`: three tasks, small budgets)."""
+    """Return the study's settings (`--quick`: three tasks, small budgets); on the G1, the
+    tasks it plays (its two-robot ones for the ablation)."""
     if options.quick:
-        return Settings(QUICK_TASKS, QUICK_ABLATION, 10, options.steps or 800, 10, 5)
-    # 200 demonstrations and 10,000 steps: the recipe measured in
-    # benchmarks/results/physical_learning_joint200.md (50 and 5,000 left most tasks' joint
-    # policy below half)
-    return Settings(tuple(TASKS), TWO, 200, options.steps or 10_000, 100, 50)
+        s = Settings(QUICK_TASKS, QUICK_ABLATION, 10, options.steps or 800, 10, 5)
+    else:
+        # 200 demonstrations and 10,000 steps: the recipe measured in
+        # benchmarks/results/physical_learning_joint200.md (50 and 5,000 left most tasks'
+        # joint policy below half)
+        s = Settings(tuple(TASKS), TWO, 200, options.steps or 10_000, 100, 50)
+    if options.embodiment == "cobot":
+        return s
+    played = tuple(t for t in TASKS if t in G1_TASKS)  # the quick set: those it plays
+    return Settings(played, tuple(t for t in played if t in TWO), s.demos, s.steps,
+                    s.rollouts, s.per_phase)
 
 
 @dataclass(frozen=True)
@@ -122,6 +130,7 @@ class Policy:
         return Path(out) / "policies" / f"{self.task}_{self.method}{cell}_s{s.steps}.pt"
 
 
+
 def policies(options: Options) -> list[Policy]:
     """Return every policy the study trains, in a stable order."""
     s = settings(options)
@@ -135,14 +144,15 @@ def demos_dir(out: Path) -> Path:
     return Path(out) / "demos"
 
 
-def _config(p: Policy, s: Settings):
+def _config(p: Policy, s: Settings, embodiment: str = "cobot"):
     """Return the training config of one of the study's policies."""
     from coordbench.learn.imitation import default_config
 
     algo, kw = METHODS[p.method]
     if p.method != "joint":
         kw = {**kw, "scope": p.scope, "sharing": p.sharing, "agent_id": p.agent_id}
-    return default_config(p.task, algo, get_task(p.task).n_robots, steps=s.steps, **kw)
+    return default_config(p.task, algo, get_task(p.task, embodiment).n_robots,
+                          steps=s.steps, embodiment=embodiment, **kw)
 
 
 def prepare(options: Options, out: Path, executor: str, workers: int,
@@ -157,13 +167,13 @@ def prepare(options: Options, out: Path, executor: str, workers: int,
     s = settings(options)
     folder = demos_dir(out)
     record_all(folder, list(s.tasks), s.demos + max(1, s.demos // 5), n_train=s.demos,
-               executor=executor, workers=workers,
+               executor=executor, workers=workers, embodiment=options.embodiment,
                say=None if say is None else
                lambda task, _: say(f"cohub: {s.demos} demonstrations of {task} -> {folder}"))
     root = Path(out) / "policies"
     ps = policies(options)
-    jobs = train_jobs(root, [(_config(p, s), p.path(out, s).name) for p in ps], folder,
-                      use_val=False)
+    jobs = train_jobs(root, [(_config(p, s, options.embodiment), p.path(out, s).name)
+                             for p in ps], folder, use_val=False)
     run_jobs(root, jobs, executor=executor, workers=workers,
              on_done=None if say is None else lambda job, o: say(
                  f"cohub: trained {job.key} in {o.value['train_s']:.0f} s"))
@@ -200,10 +210,12 @@ def _condition(key: Key, options: Options, out: Path) -> tuple[Any, Any, int]:
 
     s = settings(options)
     policy = key.who if isinstance(key.who, str) else str(key.who.path(out, s))
+    body = options.embodiment
     if key.protocol == "main":
-        return SUITE, PhysicalSpec(key.task, policy), s.rollouts
+        return SUITE, PhysicalSpec(key.task, policy, embodiment=body), s.rollouts
     return SUITE, PhysicalSpec(key.task, policy, key.protocol,
-                               str(demos_dir(out) / f"{key.task}_train.npz")), s.per_phase
+                               str(demos_dir(out) / demos_name(key.task, body)),
+                               embodiment=body), s.per_phase
 
 
 def plan(options: Options, out: Path) -> list[tuple]:
@@ -415,7 +427,10 @@ def study(run: RunDir, options: Options, out: Path) -> Study:
     """Return the CoHuB study recomputed from the run's trajectories."""
     s = settings(options)
     ep = episodes(run, options, out)
-    preamble = (f"Played on {len(s.tasks)} task(s) ({', '.join(s.tasks)}), {s.rollouts} "
+    robots = ("CoBots" if options.embodiment == "cobot" else
+              "Unitree G1 humanoids with Dex3-1 hands (the tasks they play so far)")
+    preamble = (f"Played by {robots} on {len(s.tasks)} task(s) ({', '.join(s.tasks)}), "
+                f"{s.rollouts} "
                 f"rollouts per policy from a fresh reset, {s.per_phase} phase-level rollouts "
                 f"per phase, policies trained on {s.demos} noisy-expert demonstrations for "
                 f"{s.steps} gradient steps; ablation on {', '.join(s.ablation)}. Robots, "

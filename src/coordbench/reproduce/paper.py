@@ -39,6 +39,7 @@ _WHAT = {
     "tasks": "--tasks names MECoBench task files",
     "instances": "--instances names construct instance files",
     "offline_agents": "--offline-agents sets who plays the rule-mind rows",
+    "embodiment": "--embodiment sets the CoHuB study's robots",
 }
 
 
@@ -74,7 +75,8 @@ PAPERS: dict[str, Paper] = {p.name: p for p in (
     Paper("stat", f"{_R}.stat", frozenset({"regime", "methods", "seeds", "steps"}),
           trains=True, execute=True),
     Paper("cross", f"{_R}.cross", _MODELS | {"steps"}, trains=True, prepare=True),
-    Paper("cohub", f"{_R}.cohub", frozenset({"steps"}), trains=True, prepare=True,
+    Paper("cohub", f"{_R}.cohub", frozenset({"steps", "embodiment"}), trains=True,
+          prepare=True,
           refuses="reproduce cohub plays learned and scripted robots only: --model and "
                   "--limit do not apply"),
     Paper("metrics", f"{_R}.metrics", frozenset(),
@@ -113,8 +115,8 @@ def _check_taken(p: Paper, v: dict[str, Any], model_given: bool) -> None:
         raise ConfigError("--limit caps cases per condition; the STAT study has none (use "
                           "--seeds and --steps)")
     for option, what in _WHAT.items():
-        given = v[option] not in (None, "rule") if option == "offline_agents" \
-            else v[option] is not None
+        given = (v.get(option) not in (None, "rule", "cobot")
+                 if option in ("offline_agents", "embodiment") else v[option] is not None)
         if given and option not in p.takes:
             raise ConfigError(f"{what}: it applies to {_takers(option)}"
                               + (f", not {p.name}" if option == "offline_agents" else " only"))
@@ -146,6 +148,11 @@ def options_of(p: Paper, v: dict[str, Any], models: tuple[str, ...]) -> Options:
     _check_taken(p, v, model_given)
     _folder("--tasks", v["tasks"], "task")
     _folder("--instances", v["instances"], "instance")
+    embodiment = v.get("embodiment") or "cobot"
+    if embodiment != "cobot" or v.get("g1_model") is not None:
+        from coordbench.suites.physical.options import embodiment_from
+
+        embodiment = embodiment_from({"embodiment": embodiment, "g1_model": v.get("g1_model")})
     if v["offline_agents"] != "rule":
         from coordbench.agents.team.dials import profile
 
@@ -174,10 +181,12 @@ def options_of(p: Paper, v: dict[str, Any], models: tuple[str, ...]) -> Options:
                    offline_agents=v["offline_agents"],
                    tasks=str(v["tasks"]) if v["tasks"] is not None else None,
                    instances=str(v["instances"]) if v["instances"] is not None else None,
-                   repeats=v["repeats"])
+                   repeats=v["repeats"], embodiment=embodiment)
 
 
 def out_dir(p: Paper, options: Options, out: Path | None) -> Path:
-    """Return the study's run directory: `out`, or runs/reproduce-PAPER[-profile][-quick]."""
+    """Return the study's run directory: `out`, or
+    runs/reproduce-PAPER[-profile][-embodiment][-quick]."""
     tag = "" if options.offline_agents == "rule" else f"-{options.offline_agents}"
+    tag += "" if options.embodiment == "cobot" else f"-{options.embodiment}"
     return out or Path("runs") / f"reproduce-{p.name}{tag}{'-quick' * options.quick}"

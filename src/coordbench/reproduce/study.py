@@ -36,6 +36,8 @@ class Options:
     instances: str | None = None
     # every model of a many-model study (`model` is the one this Options plays)
     model_set: tuple[str, ...] = ()
+    # the robots of a physical study (cohub): cobot | g1
+    embodiment: str = "cobot"
     # the model rows' seed (`--repeats K` plays seeds 0..K-1), and K
     seed: int = 0
     repeats: int = 1
