@@ -167,3 +167,27 @@ def test_a_sparse_jacobian_is_the_same_physics_to_rounding(name):
             env.step(np.stack([p.act(env.sense(i), CONTROL_DT) for i, p in enumerate(team)]))
         states.append(env.data.qpos.copy())
     assert 0 < np.abs(states[0] - states[1]).max() < 1e-4
+
+
+def test_an_unstable_simulation_ends_the_episode_and_says_so(tmp_path, monkeypatch):
+    """MuJoCo resets a state whose accelerations are not finite: the episode must not go on
+    from the reset state as if nothing happened (and no MUJOCO_LOG.TXT lands in the user's
+    folder)."""
+    from coordbench.agents.physical.expert import ExpertPolicy
+    from coordbench.suites.physical.episode import run
+
+    class Saboteur(ExpertPolicy):
+        def act(self, envs):
+            for env in envs:
+                if env.steps == 5:
+                    env.data.qvel[:] = 1e30  # what a blown-up solver leaves behind
+            return super().act(envs)
+
+    monkeypatch.chdir(tmp_path)
+    (traj,), _ = run("Handover", Saboteur(0.0), [1], poses=False)
+    assert not (tmp_path / "MUJOCO_LOG.TXT").exists()
+    end = traj.end
+    assert end.termination == "normal_stop" and not end.success and end.t == 6
+    assert end.detail.startswith("simulation unstable at step 6")
+    (ok,), _ = run("Handover", ExpertPolicy(0.0), [1], poses=False)
+    assert ok.end.success  # a stable episode is untouched

@@ -3,6 +3,7 @@ observations, exact state save/restore and headless egocentric rendering."""
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 from dataclasses import dataclass
@@ -16,6 +17,18 @@ from .robot import ACTION_HIGH, ACTION_LOW, FINGER_CLOSED, JOINTS, PROPRIO_DIM
 from .scene import CONTROL_DT, SUBSTEPS
 
 STATE_SPEC = mujoco.mjtState.mjSTATE_INTEGRATION
+def _log_warning(message: str) -> None:
+    # MuJoCo's own handler prints and appends to MUJOCO_LOG.TXT in whatever folder the user
+    # is in; an episode that met an unstable state says so in its trajectory instead
+    logging.getLogger("coordbench.physics").warning("MuJoCo: %s", message.strip())
+
+
+if mujoco.get_mju_user_warning() is None:
+    mujoco.set_mju_user_warning(_log_warning)
+
+# MuJoCo's warnings of a state it found not finite (or beyond 1e10) and reset
+BAD_STATE = [int(w) for w in (mujoco.mjtWarning.mjWARN_BADQPOS, mujoco.mjtWarning.mjWARN_BADQVEL,
+                              mujoco.mjtWarning.mjWARN_BADQACC)]
 
 
 @dataclass(slots=True)
@@ -141,6 +154,7 @@ class PhysicalEnv:
         self.phase_step = [None, None, None]
         self.hold_timer = 0.0
         self.steps = 0
+        self.unstable_at: int | None = None
 
     def _start_pose(self) -> None:
         """Fold the arms (the model's zero pose stretches them through the objects)."""
@@ -168,9 +182,18 @@ class PhysicalEnv:
                      wz, lift, sh, el, wp - (sh + el),  # pitch relative to level (pitches add)
                      wr, finger, finger]
         d.ctrl[self._ctrl_ids] = ctrl
-        mujoco.mj_step(self.model, d, nstep=SUBSTEPS)
+        self._simulate()
+
+    def _simulate(self) -> None:
+        """Step the physics one control step and score it. Where MuJoCo found the positions,
+        velocities or accelerations not finite it has reset the state (the robots and objects
+        back at the model's origin): `unstable_at` names the step, and the episode is
+        over."""
+        mujoco.mj_step(self.model, self.data, nstep=SUBSTEPS)
         self._holds = None
         self.steps += 1
+        if self.unstable_at is None and any(self.data.warning[w].number for w in BAD_STATE):
+            self.unstable_at = self.steps
         self._score()
 
     def _checked(self, actions: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
@@ -200,8 +223,16 @@ class PhysicalEnv:
 
     @property
     def done(self) -> bool:
-        """Return True once the last phase is complete or the step budget is spent."""
-        return self.phase == 3 or self.steps >= self.task.limit
+        """Return True once the last phase is complete, the step budget is spent or the
+        simulation was unstable."""
+        return self.phase == 3 or self.steps >= self.task.limit or self.unstable_at is not None
+
+    def unstable_reason(self) -> str | None:
+        """Return why the episode stopped early where the simulation was unstable."""
+        if self.unstable_at is None:
+            return None
+        return (f"simulation unstable at step {self.unstable_at}: MuJoCo found the state not "
+                "finite and reset it")
 
     # -- physical state -----------------------------------------------------------------------
     def holds(self) -> np.ndarray:
@@ -308,6 +339,9 @@ class PhysicalEnv:
         self._holds = None
         self.steps, self.phase, self.hold_timer = int(steps), int(phase), 0.0
         self.phase_step = [0 if k < phase else None for k in range(3)]
+        for w in BAD_STATE:
+            self.data.warning[w].number = 0
+        self.unstable_at = None
 
     # -- rendering ----------------------------------------------------------------------------
     def render_ego(self, i: int, width: int = 96, height: int = 96) -> np.ndarray:

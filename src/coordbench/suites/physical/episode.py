@@ -241,7 +241,8 @@ def run(task_name: str, policy: Policy, seeds: list[int], *, record: bool = Fals
                 ph = task.phases[p]
                 phase_events[k].append(PhysicalPhaseEvent(
                     t=env.steps, phase=p + 1, name=ph.name, collaborative=ph.collaborative))
-            stop = env.phase >= until_phase or env.steps >= limit[k]
+            stop = env.phase >= until_phase or env.steps >= limit[k] or \
+                env.unstable_at is not None
             if tracks and (stop or (env.steps - start_steps[k]) % POSE_EVERY == 0):
                 tracks[k].add(env)
             if stop:
@@ -260,7 +261,8 @@ def run(task_name: str, policy: Policy, seeds: list[int], *, record: bool = Fals
         rec.emit(*sorted(phase_events[k] + monitors[k].events, key=lambda e: e.t))
         if tracks:
             rec.emit(tracks[k].event())
-        trajectories.append(rec.finish(env.steps, success=env.phase >= until_phase))
+        trajectories.append(rec.finish(env.steps, success=env.phase >= until_phase,
+                                       stop=env.unstable_reason()))
     return trajectories, records
 
 
@@ -352,7 +354,7 @@ async def arun_skill_episode(task_name: str, seed: int, episode_id: str,
     if track:
         track.add(env)  # the last step (skipped if it was a grid sample)
         rec.emit(track.event())
-    return rec.finish(env.steps, success=env.phase >= 3, stop=reason,
+    return rec.finish(env.steps, success=env.phase >= 3, stop=reason or env.unstable_reason(),
                       detail="step limit reached")
 
 
