@@ -302,3 +302,18 @@ def test_the_cohub_study_on_the_g1_plays_its_tasks_with_g1_policies(tmp_path, mo
     # the other studies take no embodiment
     line = error_line(["reproduce", "stat", "--quick", "--embodiment", "g1"], tmp_path)
     assert "--embodiment sets the CoHuB study's robots" in line
+
+
+def test_a_g1_joint_target_stays_near_its_joint_and_random_arms_stay_stable():
+    from coordbench.envs.physical.embodiment import make_env
+    from coordbench.envs.physical.g1_env import TARGET_REACH
+
+    env = make_env("CoCarry", "g1", UNITREE)
+    env.reset(1)
+    rng = np.random.default_rng(0)
+    for _ in range(150):
+        q = env.data.qpos[env.qadr[:, 3:]].copy()
+        env.step(rng.uniform(env.action_low, env.action_high, size=(env.n, 34)))
+        ctrl = env.data.ctrl[env.act_ids[:, 3:]]
+        assert np.all(np.abs(ctrl - q) <= TARGET_REACH + 1e-9)
+    assert env.unstable_at is None  # an untrained policy's flailing: no blow-up
