@@ -125,6 +125,13 @@ def test_g1_cocarry_experts_carry_the_basket_shelf_to_shelf_and_the_header_names
     assert p["embodiment"] == "g1" and p["action_dim"] == 34
     assert p["robot_model"] == g1.UNITREE_FILE
     assert p["robot_model_sha256"] == g1.model_sha256(UNITREE)
+    # a rerun with more rollouts plays only the new seed: the first three stay as written
+    folder = tmp_path / "g1" / "episodes" / cond
+    written = {p.name: p.stat().st_mtime_ns for p in folder.glob("*.jsonl")}
+    res = _eval(tmp_path / "g1", "--rollouts", "4")
+    assert res.exit_code == 0, res.output
+    now = {p.name: p.stat().st_mtime_ns for p in folder.glob("*.jsonl")}
+    assert len(now) == 4 and all(now[name] == t for name, t in written.items())
     # drawn again from the recorded poses: the video from the meshes, the viewer's picture
     # with each palm by forward kinematics
     monkeypatch.setenv(g1.ENV_VAR, str(UNITREE))
