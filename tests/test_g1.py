@@ -324,3 +324,20 @@ def test_a_g1_joint_target_stays_near_its_joint_and_random_arms_stay_stable():
         ctrl = env.data.ctrl[env.act_ids[:, 3:]]
         assert np.all(np.abs(ctrl - q) <= TARGET_REACH + 1e-9)
     assert env.unstable_at is None  # an untrained policy's flailing: no blow-up
+
+
+def test_the_viewer_draws_a_g1_episode_without_the_model_files(tmp_path, monkeypatch):
+    from coordbench.agents.physical.expert import ExpertPolicy
+    from coordbench.suites.physical.episode import run
+    from coordbench.viewer.replay import physical as picture_of
+
+    monkeypatch.setenv(g1.ENV_VAR, str(UNITREE))
+    (traj,), _ = run("CoCarry", ExpertPolicy(0.0), [1], embodiment="g1", budget=30)
+    monkeypatch.delenv(g1.ENV_VAR)
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "mujoco_menagerie" else real(name, *a))
+    pic = picture_of.picture(type("Run", (), {"path": tmp_path})(), "c", traj)
+    assert pic["states"] and "palms are drawn at the bases" in pic["replay"]["reason"]
+    robot = pic["states"][0]["robots"][0]
+    assert robot[3:5] == robot[0:2]  # the palm at the base

@@ -16,6 +16,7 @@ from coordbench.suites.physical.options import (
     G1_MODEL,
     TASK,
     embodiment_from,
+    run_folder,
     task_names,
 )
 
@@ -125,8 +126,7 @@ def _checked(v: dict[str, Any]) -> list[str]:
     else:
         check_out_dir(v["out"] or Path("runs/policies"))
     if v["eval_out"] is None:
-        v["eval_out"] = Path("runs/physical" if v["embodiment"] == "cobot" else
-                             f"runs/physical-{v['embodiment']}")
+        v["eval_out"] = run_folder(v["embodiment"])
     if v["rollouts"]:
         check_out_dir(v["eval_out"], "--eval-out")
     return names

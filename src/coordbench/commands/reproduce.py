@@ -62,8 +62,9 @@ COST_LIMIT = typer.Option(None, "--cost-limit", help="Stop the study's model cal
                           "start anyway).")
 YES = typer.Option(False, "--yes", help="Start a study whose estimate exceeds --cost-limit "
                                         "without asking.")
-EMBODIMENT = typer.Option("cobot", EMBODIMENT_RECORD.cli, help="cohub: the robots, cobot | g1 "
-                          "(the G1 humanoids play the tasks they have: docs/physical.md).")
+EMBODIMENT = typer.Option(EMBODIMENT_RECORD.default, EMBODIMENT_RECORD.cli,
+                          help="cohub: the robots, cobot | g1 (the G1 humanoids play the "
+                               "tasks they have: docs/physical.md).")
 G1_MODEL = typer.Option(None, G1_MODEL_RECORD.cli, help=G1_MODEL_RECORD.help)
 OUT = out_option(None, "Run directory (resumable); the study's files are written there too.")
 JSON = json_option("Print {paper, findings} as JSON.")

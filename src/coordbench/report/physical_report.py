@@ -156,8 +156,9 @@ def run_summary(run: RunDir, plan: Any, values: dict[str, Any]) -> tuple[dict, l
                         for _, s, k in plan.items if s.task == name and s.phase}
             entry["phase_level"] = phase_json(phase_summary(name, by_phase))
         payload[name] = entry
+    robots = "" if ctx["embodiment"] == "cobot" else f" ({ctx['embodiment']} robots)"
     shown: list[Any] = [console_table(
-        f"physical: {ctx['shown']}, seeds 1..{values['rollouts']}",
+        f"physical{robots}: {ctx['shown']}, seeds 1..{values['rollouts']}",
         {(name, ctx["shown"]): e for name, e in payload.items() if "success" in e})]
     for name, e in payload.items():
         if "phase_level" in e:

@@ -52,13 +52,10 @@ def action_bounds(embodiment: str) -> tuple[np.ndarray, np.ndarray]:
     if embodiment == "cobot":
         return robot.ACTION_LOW, robot.ACTION_HIGH
     if embodiment not in _BOUNDS:
-        from .g1 import UPPER_JOINTS, resolve_model
+        from .g1 import resolve_model
         from .g1_ik import _solo
 
-        model = _solo(resolve_model())
-        ranges = model.jnt_range[[model.joint(j).id for j in UPPER_JOINTS]]
-        _BOUNDS[embodiment] = (np.r_[-g1_env.BASE_LIMIT, ranges[:, 0]],
-                               np.r_[g1_env.BASE_LIMIT, ranges[:, 1]])
+        _BOUNDS[embodiment] = g1_env.action_bounds(_solo(resolve_model()))
     return _BOUNDS[embodiment]
 
 
@@ -83,9 +80,7 @@ def make_env(task_name: str, embodiment: str = "cobot",
 def use_g1_model(path: str | Path | None) -> None:
     """Make `path` (a `--g1-model`) the G1 model of this process and the workers it starts
     (they read $COORDBENCH_G1_MODEL); checked now, so a bad path fails before any work."""
-    from .g1 import ENV_VAR, check_model, resolve_model
+    from .g1 import ENV_VAR, require_model
 
     if path is not None:
-        found = resolve_model(path)
-        check_model(found)
-        os.environ[ENV_VAR] = str(Path(found).resolve())
+        os.environ[ENV_VAR] = str(Path(require_model(path)).resolve())

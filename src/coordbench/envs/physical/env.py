@@ -17,6 +17,8 @@ from .robot import ACTION_HIGH, ACTION_LOW, FINGER_CLOSED, JOINTS, PROPRIO_DIM
 from .scene import CONTROL_DT, SUBSTEPS
 
 STATE_SPEC = mujoco.mjtState.mjSTATE_INTEGRATION
+
+
 def _log_warning(message: str) -> None:
     # MuJoCo's own handler prints and appends to MUJOCO_LOG.TXT in whatever folder the user
     # is in; an episode that met an unstable state says so in its trajectory instead

@@ -12,6 +12,7 @@ with the world (each robot has its own contact bit).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 from collections.abc import Sequence
@@ -98,9 +99,29 @@ def _menagerie_package() -> Path | None:
     return None
 
 
-def model_sha256(path: Path) -> str:
-    """Return the sha256 of the model file (recorded in every G1 trajectory header)."""
+@functools.cache
+def _sha256(path: str) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def model_sha256(path: Path) -> str:
+    """Return the sha256 of the model file (recorded in every G1 trajectory header; read
+    once a process)."""
+    return _sha256(str(Path(path).resolve()))
+
+
+def require_model(path: str | Path | None = None) -> Path:
+    """Return the G1 model file `resolve_model` finds, checked once a process to be a G1
+    with Dex3-1 hands (ConfigError, one line, otherwise)."""
+    found = resolve_model(path)
+    key = str(Path(found).resolve())
+    if key not in _CHECKED:
+        check_model(found)
+        _CHECKED.add(key)
+    return found
+
+
+_CHECKED: set[str] = set()
 
 
 def check_model(path: Path) -> Any:

@@ -30,8 +30,6 @@ ACTION_DIM = 3 + N_UPPER
 PROPRIO_DIM = 2 * (3 + N_UPPER)
 BASE_LIMIT = np.array([0.6, 0.6, 1.0])  # |vx|, |vy| (m/s), |wz| (rad/s)
 TARGET_REACH = 0.3  # rad: how far a joint's target may be from the joint
-HAND_JOINTS = {side: [f"{side}_hand_{j}_joint" for j in g1.HAND] for side in ("left", "right")}
-THUMB = ("thumb_0", "thumb_1", "thumb_2")
 
 
 class G1Env(PhysicalEnv):
@@ -55,40 +53,21 @@ class G1Env(PhysicalEnv):
         self.base_bodies = self.chassis
         self.palms = np.array([[m.site(p + f"{side}_palm").id for side in ("left", "right")]
                                for p in pre])
-        # the hand partners see and `Sensing.hand` names: the grasping one (the right palm
-        # for a two-handed grasp; `Sensing.palms` has both)
-        hand = "right" if task.g1_hand == "both" else task.g1_hand
-        self.tcp = [m.site(p + f"{hand}_palm").id for p in pre]
+        # the hand partners see and `Sensing.hand` names: the right palm (`Sensing.palms`
+        # has both)
+        self.tcp = [m.site(p + "right_palm").id for p in pre]
         bodies = [m.body(m.geom_bodyid[g]).name for g in range(m.ngeom)]
         self.robot_geoms = [np.array([g for g in range(m.ngeom) if bodies[g].startswith(p)])
                             for p in pre]
         self._index([self._touch_groups(bodies, p) for p in pre])
-        rng = self.act_ids[0, 3:]
-        lo, hi = m.actuator_ctrlrange[rng, 0], m.actuator_ctrlrange[rng, 1]
-        joint_lo = m.jnt_range[[m.joint(pre[0] + j).id for j in g1.UPPER_JOINTS], 0]
-        joint_hi = m.jnt_range[[m.joint(pre[0] + j).id for j in g1.UPPER_JOINTS], 1]
-        limited = hi > lo
-        self.action_low = np.r_[-BASE_LIMIT, np.where(limited, lo, joint_lo)]
-        self.action_high = np.r_[BASE_LIMIT, np.where(limited, hi, joint_hi)]
+        self.action_low, self.action_high = action_bounds(m, pre[0])
 
     def _touch_groups(self, bodies: list[str], prefix: str) -> list[list[int]]:
-        """Return the robot's two touch groups: its two hands (a two-handed grasp) or, for a
-        one-handed one, the thumb and the palm with its fingers."""
-        def geoms(side: str, thumb: bool | None) -> list[int]:
-            """The colliding geoms of one hand (thumb None), its thumb, or the rest of it."""
-            out = []
-            for g, body in enumerate(bodies):
-                name = body[len(prefix):]
-                if not (body.startswith(prefix) and self.model.geom_contype[g]
-                        and g1.is_hand(name) and name.startswith(side)):
-                    continue
-                if thumb is None or thumb == any(t in name for t in THUMB):
-                    out.append(g)
-            return out
-
-        if self.task.g1_hand == "both":
-            return [geoms("left", None), geoms("right", None)]
-        return [geoms(self.task.g1_hand, True), geoms(self.task.g1_hand, False)]
+        """Return the robot's two touch groups, its two hands: a G1 holds what both its
+        hands touch."""
+        return [[g for g, body in enumerate(bodies) if body.startswith(prefix + side)
+                 and self.model.geom_contype[g] and g1.is_hand(body[len(prefix):])]
+                for side in ("left", "right")]
 
     def _start_pose(self) -> None:
         """Keep the model's zero pose: forearms forward, hands open (the tasks place the
@@ -151,6 +130,13 @@ class G1Env(PhysicalEnv):
             self._renderer = mujoco.Renderer(self.model, height=height, width=width)
         self._renderer.update_scene(self.data, camera=f"robot{i}/ego")
         return self._renderer.render().copy()
+
+
+def action_bounds(model: mujoco.MjModel, prefix: str = "") -> tuple[np.ndarray, np.ndarray]:
+    """Return (low, high) of one G1's action in `model` (its joints named `prefix`...): the
+    base's speed limits, then each upper-body joint's range."""
+    ranges = model.jnt_range[[model.joint(prefix + j).id for j in g1.UPPER_JOINTS]]
+    return np.r_[-BASE_LIMIT, ranges[:, 0]], np.r_[BASE_LIMIT, ranges[:, 1]]
 
 
 _SCENES: dict[tuple[str, str], mujoco.MjModel] = {}

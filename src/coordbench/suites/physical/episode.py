@@ -275,23 +275,13 @@ def _params(task, env: PhysicalEnv, start_step: int = 0, start_phase: int = 0,
            "until_phase": until_phase, "control_dt": CONTROL_DT, "movement": task.movement,
            "coupling": task.coupling, "collaborative": [p.collaborative for p in task.phases]}
     if env.embodiment != "cobot":
+        from coordbench.envs.physical.g1 import model_sha256
+
         out.update(embodiment=env.embodiment, robot_model=Path(env.model_path).name,
-                   robot_model_sha256=robot_model_sha256(env.model_path),
+                   robot_model_sha256=model_sha256(env.model_path),
                    action_dim=embodiment_of(env).action_dim)
     return out
 
-
-def robot_model_sha256(path: Any) -> str:
-    """Return the sha256 of a robot model file (read once a process)."""
-    key = str(path)
-    if key not in _SHA:
-        from coordbench.envs.physical.g1 import model_sha256
-
-        _SHA[key] = model_sha256(path)
-    return _SHA[key]
-
-
-_SHA: dict[str, str] = {}
 
 
 async def arun_skill_episode(task_name: str, seed: int, episode_id: str,

@@ -99,10 +99,15 @@ def embodiment_from(values: dict[str, Any]) -> str:
             raise ConfigError("--g1-model is for --embodiment g1")
         use_g1_model(values["g1_model"])
     if embodiment == "g1":
-        from coordbench.envs.physical.g1 import check_model, resolve_model
+        from coordbench.envs.physical.g1 import require_model
 
-        check_model(resolve_model())  # no model files: one line naming the ways to get one
+        require_model()  # no model files: one line naming the ways to get one
     return embodiment
+
+
+def run_folder(embodiment: str) -> Path:
+    """Return the default run folder of a physical evaluation (a G1's names it)."""
+    return Path("runs/physical" if embodiment == "cobot" else f"runs/physical-{embodiment}")
 
 
 def cell_spec(task: str, seats: Sequence[Seat], controller: str = "per_robot",
@@ -197,8 +202,7 @@ class PhysicalPlayed(PlayedBase):
                     f"({controller or 'per_robot'})"
             aliases = model_aliases(seats) if seats else {values["model"]}
         return RunPlan(plan, [f"{s.task} {shown} {s.protocol}" for _, s, _ in plan],
-                       values["out"] or Path("runs/physical" if embodiment == "cobot" else
-                                             f"runs/physical-{embodiment}"), aliases,
+                       values["out"] or run_folder(embodiment), aliases,
                        lambda settings, replies: ModelResources(settings, replies)
                        if policy == LLM else None,
                        context={"names": names, "policy": policy, "shown": shown,

@@ -217,13 +217,11 @@ class PhysicalSuite:
         if spec.seats is not None:
             out["seats"] = [{"kind": x.kind, "arg": x.arg} for x in spec.seats]
         if spec.embodiment != "cobot":
-            from coordbench.envs.physical.g1 import resolve_model
-
-            from .episode import robot_model_sha256
+            from coordbench.envs.physical.g1 import model_sha256, resolve_model
 
             # a resume with another robot model file is refused, never mixed
             out.update(embodiment=spec.embodiment,
-                       robot_model_sha256=robot_model_sha256(resolve_model()))
+                       robot_model_sha256=model_sha256(resolve_model()))
         return out if spec.demos is None else {**out, "demos": spec.demos}
 
     def admits(self, run: RunDir, spec: PhysicalSpec) -> None:

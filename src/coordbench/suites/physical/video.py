@@ -112,12 +112,11 @@ def render_video(trajectory: Trajectory, out: Path, *, width: int = 640, height:
 def _check_model(trajectory: Trajectory) -> None:
     """Raise ConfigError where the G1 model file here is not the one the episode was
     recorded with (its meshes and joints could differ)."""
-    from coordbench.envs.physical.g1 import resolve_model
-    from coordbench.suites.physical.episode import robot_model_sha256
+    from coordbench.envs.physical.g1 import model_sha256, resolve_model
 
     want = trajectory.header.params.get("robot_model_sha256")
     path = resolve_model()
-    have = robot_model_sha256(path)
+    have = model_sha256(path)
     if want and want != have:
         raise ConfigError(f"episode {trajectory.header.episode_id} was recorded with a G1 "
                           f"model of sha256 {want[:12]}..., not {path} ({have[:12]}...): give "

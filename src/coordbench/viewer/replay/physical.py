@@ -27,7 +27,7 @@ from coordbench.core.trajectory import (
     Trajectory,
 )
 from coordbench.envs.physical.robot import FINGER_CLOSED, L1, L2, SH_H, SH_X
-from coordbench.errors import RunDirError
+from coordbench.errors import ConfigError, RunDirError
 from coordbench.suites.physical.replay import (
     ROBOT_FIELDS,
     PhysicalPoses,
@@ -67,13 +67,19 @@ def _hand(robot: np.ndarray) -> tuple[float, float, float]:
 def _g1_hands(p: PhysicalPoses) -> np.ndarray:
     """Return (K, n, 4): each G1's right palm (world x, y, height) and its fingers' closing
     (0 open to 1 closed), by the arm's forward kinematics (the joints recorded, nothing
-    simulated) on a one-robot model of the file the machine has."""
+    simulated) on a one-robot model of the file the machine has; without one, the palm is
+    drawn at the base (height 0, fingers open)."""
     import mujoco
 
     from coordbench.envs.physical.g1 import HAND, UPPER_JOINTS, resolve_model
     from coordbench.envs.physical.g1_ik import _solo
 
-    model = _solo(resolve_model())
+    try:
+        model = _solo(resolve_model())
+    except ConfigError:
+        out = np.zeros((*p.robots.shape[:2], 4))
+        out[..., :2] = p.robots[..., :2]
+        return out
     data = mujoco.MjData(model)
     qadr = model.jnt_qposadr[[model.joint(j).id for j in UPPER_JOINTS]]
     site = model.site("right_palm").id
@@ -167,6 +173,15 @@ def picture(run: RunDir, condition: str, traj: Trajectory) -> Picture:
                 "replay": {"available": False, "ok": False, "recorded": True,
                            "reason": f"{e}; the picture shows the phase timeline only"}}
     states, extent = _states(poses)
+    no_hands = ""
+    if poses.embodiment == "g1":
+        from coordbench.envs.physical.g1 import resolve_model
+
+        try:
+            resolve_model()
+        except ConfigError:
+            no_hands = ("; no G1 model file on this machine (--g1-model, COORDBENCH_G1_MODEL "
+                        "or mujoco-menagerie): the palms are drawn at the bases")
     static["poses"] = {"steps": [int(s) for s in poses.steps], "every": poses.every,
                        "dt": poses.dt, "bodies": list(poses.bodies),
                        "joints": list(poses.joints), "extent": extent,
@@ -178,4 +193,4 @@ def picture(run: RunDir, condition: str, traj: Trajectory) -> Picture:
                        "reason": f"{len(poses)} pose samples recorded every {poses.every} "
                                  f"control steps ({1 / (poses.every * poses.dt):.0f} Hz), "
                                  "drawn as recorded, not re-simulated; goal marks and static "
-                                 "scenery are not in the record and are not drawn"}}
+                                 "scenery are not in the record and are not drawn" + no_hands}}

@@ -41,7 +41,6 @@ class Task(ABC):
     # the dofs (benchmarks/results/physical_step_cost.md)
     jacobian: str = "auto"
     embodiment: str = "cobot"  # the robots: cobot | g1 (the G1 variants set their own)
-    g1_hand: str = "both"  # a G1's grasp: both hands, or one (left | right: thumb vs fingers)
 
     @abstractmethod
     def xml(self) -> str:

@@ -273,16 +273,17 @@ class G1Carry:
     the floor with its top at 0.84 m (counter height). The same phases, criteria and goal
     draw as the CoBot's task."""
 
-    embodiment = "g1"
-    g1_hand = "both"
     g1_standoff = 0.40  # pelvis to the bar (m)
     g1_stand = False  # the object rests on a stand, and goes onto one at the goal
-    g1_obj_z = 0.0  # the object's body origin above the floor at rest
     g1_gap = 0.06  # between a bar handle and the object's side: room for the fingers (m)
+
+    def __init__(self) -> None:
+        super().__init__()  # the CoBot task's fields, phases and goal draw
+        self.embodiment = "g1"
 
     def xml(self) -> str:
         x0, y0 = self.obj_xy
-        obj = (f'<body name="object" pos="{x0} {y0} {self.g1_obj_z}">'
+        obj = (f'<body name="object" pos="{x0} {y0} {self.obj_z}">'
                f'<freejoint name="object"/>{self.body_geoms}'
                f'{bar_handles(self.handle_dirs, self.r_handle, self.handle_z, self.g1_gap)}'
                f'</body>')
@@ -320,14 +321,12 @@ class CoCarryG1(G1Carry, CoCarry):
     """CoCarry on G1s: two humanoids carry a basket shelf to shelf by its end handles."""
 
     g1_stand = True
-    g1_obj_z = STAND_H + 0.1205
 
     def __init__(self) -> None:
         super().__init__()
         # demonstrations at half the usual perturbation: at full strength the jostled hooks
         # let the basket go in every attempt of a sample of 8
         self.demo_perturb = 0.25
-        self.embodiment, self.g1_hand = "g1", "both"
         self.adaptation = ("The paper's shelf-to-shelf basket carry on G1s: a 2 kg basket "
                            "(0.6 x 0.3 x 0.24 m) from a 0.7 m stand to a second stand at the "
                            "goal; each humanoid hooks both hands under a bar handle at its "
@@ -342,12 +341,10 @@ class BigTableG1(G1Carry, BigTable):
     """BigTable on G1s: three humanoids lift a round table by bar handles over its rim and
     move it onto the disc."""
 
-    g1_obj_z = 0.84
     g1_standoff = 0.36
 
     def __init__(self) -> None:
         super().__init__()
-        self.embodiment, self.g1_hand = "g1", "both"
         self.adaptation = ("A 6 kg four-legged round table (0.9 m across, its top at 0.84 m) "
                            "standing on the floor, with a bar handle over the rim at 120 "
                            "degrees for each humanoid's two hands; place is collaborative as "
@@ -362,24 +359,22 @@ class BigTableG1(G1Carry, BigTable):
                                                       1.5 * math.pi))))
         # bars 3 cm above the top, 8 cm out: the open fingers pass over the top, and close
         # in front of its edge and under the bar
-        self.r_handle, self.handle_z, self.g1_gap = 0.53, 0.03, 0.08
+        self.r_handle, self.handle_z, self.g1_gap, self.obj_z = 0.53, 0.03, 0.08, 0.84
 
 
 class TableAlignG1(G1Carry, TableAlign):
     """TableAlign on G1s: two humanoids carry a table by its end handles, turn it on the way
     and set it down square in front of the chair."""
 
-    g1_obj_z = 0.84
     g1_standoff = 0.36
 
     def __init__(self) -> None:
         super().__init__()
-        self.embodiment, self.g1_hand = "g1", "both"
         self.adaptation = ("A 1.0 x 0.4 m, 3.6 kg table with its top at 0.84 m and a bar "
                            "handle over each end for a humanoid's two hands; it turns 30-50 "
                            "degrees while carried. The chair is static.")
         self.body_geoms = table_geoms(0.84)
-        self.r_handle, self.handle_z, self.g1_gap = 0.58, 0.03, 0.08
+        self.r_handle, self.handle_z, self.g1_gap, self.obj_z = 0.58, 0.03, 0.08, 0.84
 
     def g1_scene(self) -> str:
         return self.chair_xml()
