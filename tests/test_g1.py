@@ -175,7 +175,7 @@ def test_without_model_files_one_line_exit_2_and_nothing_written(tmp_path, monke
     assert isinstance(res.exception, ConfigError) and "\n" not in line
     assert "--g1-model" in line and g1.ENV_VAR in line and "mujoco-menagerie" in line
     assert not (tmp_path / "x").exists()
-    res = _eval(tmp_path / "y", "--task", "Handover")  # a task the G1 does not play yet
+    res = _eval(tmp_path / "y", "--task", "Pouring")  # a task the G1 does not play yet
     assert isinstance(res.exception, ConfigError) and "no G1 version yet" in str(res.exception)
     assert not (tmp_path / "y").exists()
 
@@ -216,6 +216,30 @@ def test_g1_carry_teams_lift_carry_and_place_by_the_bar_handles(task, monkeypatc
     trajs, _ = run(task, ExpertPolicy(0.0), [1, 2], embodiment="g1", poses=False)
     assert [t.end.success for t in trajs] == [True, True]
     assert trajs[0].header.params["n_robots"] == (3 if task == "BigTable" else 2)
+
+
+def test_g1_handover_passes_the_basket_hand_to_hand_by_its_bar(monkeypatch):
+    from coordbench.agents.physical.expert import ExpertPolicy
+    from coordbench.suites.physical.episode import run
+
+    monkeypatch.setenv(g1.ENV_VAR, str(UNITREE))
+    from coordbench.core.trajectory import PhysicalPhaseEvent
+
+    trajs, _ = run("Handover", ExpertPolicy(0.5), [3, 4], embodiment="g1", poses=False)
+    for t in trajs:  # the giver lifted it, both held it, the taker alone, then set it down
+        assert t.end.success
+        at = [e.t for e in t.steps(PhysicalPhaseEvent)]
+        assert [e.phase for e in t.steps(PhysicalPhaseEvent)] == [1, 2, 3]
+        assert at[0] < at[1] < at[2]
+    from coordbench.envs.physical.embodiment import make_env
+
+    env = make_env("Handover", "g1", UNITREE)
+    # one hand holds: its fingers and its palm or thumb, not the other hand
+    groups = [[env.model.body(env.model.geom_bodyid[g]).name for g in grp]
+              for grp in env._touch_groups([env.model.body(env.model.geom_bodyid[g]).name
+                                            for g in range(env.model.ngeom)], "robot0/")]
+    assert all("right_hand" in b or "right_wrist" in b for grp in groups for b in grp)
+    assert any("index" in b for b in groups[0]) and any("thumb" in b for b in groups[1])
 
 
 def test_g1_demonstrations_and_a_policy_trained_on_them_stay_with_the_g1(tmp_path,

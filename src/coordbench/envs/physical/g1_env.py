@@ -17,6 +17,7 @@ environment gets its own copy (tasks move bodies of the model at reset).
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 
 import mujoco
@@ -63,11 +64,17 @@ class G1Env(PhysicalEnv):
         self.action_low, self.action_high = action_bounds(m, pre[0])
 
     def _touch_groups(self, bodies: list[str], prefix: str) -> list[list[int]]:
-        """Return the robot's two touch groups, its two hands: a G1 holds what both its
-        hands touch."""
-        return [[g for g, body in enumerate(bodies) if body.startswith(prefix + side)
-                 and self.model.geom_contype[g] and g1.is_hand(body[len(prefix):])]
-                for side in ("left", "right")]
+        """Return the robot's two touch groups: its two hands (a G1 holds what both its
+        hands touch), or for a task held in one hand (`g1_hands`), that hand's fingers and
+        the rest of that hand (palm, thumb)."""
+        def hand(side: str) -> list[int]:
+            return [g for g, body in enumerate(bodies) if body.startswith(prefix + side)
+                    and self.model.geom_contype[g] and g1.is_hand(body[len(prefix):])]
+        sides = getattr(self.task, "g1_hands", ("left", "right"))
+        if len(sides) == 2:
+            return [hand(side) for side in sides]
+        fingers = [g for g in hand(sides[0]) if re.search(r"_(index|middle)_", bodies[g])]
+        return [fingers, [g for g in hand(sides[0]) if g not in fingers]]
 
     def _start_pose(self) -> None:
         """Keep the model's zero pose: forearms forward, hands open (the tasks place the

@@ -44,11 +44,13 @@ def arm_ik(path: Path, side: str) -> ArmIK:
     return _IK[key]
 
 
-def synergy(side: str, g: float) -> np.ndarray:
+def synergy(side: str, g: float, thumb_last: bool = False) -> np.ndarray:
     """Return the seven finger joint targets of one hand at grasp synergy `g` (0 open, 1
-    closed)."""
+    closed); `thumb_last`: the fingers close over the first half, then the thumb."""
     sign = 1.0 if side == "left" else -1.0
-    return np.array([g * CLOSED[j] * (sign if j != "thumb_0" else 1.0) for j in HAND])
+    gf, gt = (min(1.0, 2 * g), max(0.0, 2 * g - 1)) if thumb_last else (g, g)
+    return np.array([(gt if j.startswith("thumb") else gf) * CLOSED[j]
+                     * (sign if j != "thumb_0" else 1.0) for j in HAND])
 
 
 class G1Operator(Operator):
@@ -63,6 +65,7 @@ class G1Operator(Operator):
         self.waist = np.zeros(3)
 
     orient: dict[str, np.ndarray] = {"left": PALMS_FORWARD, "right": PALMS_FORWARD}
+    thumb_last = False  # the grasp synergy closes the fingers first, then the thumb
 
     def palms_at(self, left: np.ndarray, right: np.ndarray) -> None:
         """Aim both palms (robot frame)."""
@@ -87,7 +90,8 @@ class G1Operator(Operator):
             self.q[side], _ = self.ik[side].solve(self.q[side], self.palm[side],
                                                   self.orient[side], self.waist)
             a[3 + ARM_AT[side]:3 + ARM_AT[side] + 7] = self.q[side]
-            a[3 + HAND_AT[side]:3 + HAND_AT[side] + 7] = synergy(side, self.grip[side])
+            a[3 + HAND_AT[side]:3 + HAND_AT[side] + 7] = synergy(side, self.grip[side],
+                                                                  self.thumb_last)
         return a
 
 
@@ -227,3 +231,203 @@ class G1CarryExpert(G1Operator):
         vx = c * v[0] + sn * v[1]
         vy = -sn * v[0] + c * v[1] + 0.5 * ey
         return vx, vy, wz, turned
+
+
+class G1HookOperator(G1Operator):
+    """A G1 that holds with its right hand alone, hooked under a bar (the grasp point `s.handle`
+    on it): palm down over the bar, the fingers closing in front of it and under. The left
+    hand stays at rest. Stages shared by the one-hand experts: `_reach` (the base to its
+    standoff, the palm above and behind the bar), place, grasp (or regrasp), and a release
+    that lifts the palm off the bar."""
+
+    standoff = 0.40  # pelvis to the grasp point while holding (m)
+    # the bar between the closed fingertips and the closed thumb: the open thumb hangs
+    # behind it, the fingers curl over and in front of it, then the thumb pinches it
+    thumb_last = True
+    side = -0.07  # the grasp point's place across the robot: in front of the right shoulder
+    behind = 0.045
+    above = 0.03
+    clear = 0.12  # the palm this far higher while it moves over the bar
+
+    def __init__(self, rng: np.random.Generator, noise: float, model_path: Path) -> None:
+        super().__init__(rng, noise, model_path)
+        self.dr = rng.uniform(-0.02, 0.02) * noise
+        self.orient = PALMS_DOWN
+        self.bar: np.ndarray | None = None  # the grasp point when the grasp began (robot)
+        self.rise = 0.0
+        self.v = np.zeros(2)  # the base's commanded way (robot frame, m/s)
+        self.yaw0: float | None = None
+
+    def gripping(self, action: np.ndarray) -> bool:
+        return self.grip["right"] >= 0.5
+
+    def _palm(self, bar: np.ndarray, back: float = 0.0, up: float = 0.0) -> None:
+        self.palm["right"] = np.array([bar[0] - self.behind - back, bar[1],
+                                       bar[2] + self.above + up + self.rise + self.dz])
+
+    def _toward(self, want: np.ndarray, dt: float) -> np.ndarray:
+        """Return the base velocity stepped toward `want` at the carrying acceleration limit
+        (a hanging load swings at a step change of speed)."""
+        self.v = self.v + np.clip(want - self.v, -ACCEL * dt, ACCEL * dt)
+        return self.v
+
+    def _heading(self, s: Sensing) -> float:
+        """Return the yaw rate that keeps the base at its first heading (facing the task;
+        a load hanging from one hand turns, and a base that followed it would swing the
+        hand sideways)."""
+        if self.yaw0 is None:
+            self.yaw0 = s.yaw
+        return 2.0 * wrap(self.yaw0 - s.yaw)
+
+    def _grasp_stages(self, s: Sensing, h: np.ndarray, after: str
+                      ) -> tuple[float, float, float]:
+        """Run reach / place / grasp / regrasp; on a held grasp go to `after`. Return the
+        base velocity."""
+        vx = vy = wz = 0.0
+        if self.stage == "reach":
+            ex, ey = float(h[0]) - (self.standoff + self.dr), float(h[1]) - self.side
+            vx, vy = float(np.clip(2.0 * ex, -0.3, 0.3)), float(np.clip(2.0 * ey, -0.3, 0.3))
+            wz = self._heading(s)
+            self._palm(np.array([min(float(h[0]), self.standoff), h[1], h[2]]), back=0.10,
+                       up=self.clear)
+            if self._ready(1.0) and abs(ex) < 0.015 and abs(ey) < 0.015:
+                self.bar = h.copy()
+                self._go("over")
+        elif self.stage == "over":  # level over the bar first, the hanging thumb clear of
+            # it (a light load on a high bar tips over at a diagonal sweep's touch)
+            self._palm(self.bar, back=0.10 * max(0.0, 1.0 - self.t_stage / 0.4),
+                       up=self.clear)
+            if self._ready(0.6):
+                self._go("place")
+        elif self.stage == "place":  # then straight down onto it, slowly
+            self._palm(self.bar, up=self.clear * max(0.0, 1.0 - self.t_stage / 0.5))
+            if self._ready(0.6):
+                self._go("grasp")
+        elif self.stage == "grasp":
+            self.grip["right"] = min(1.0, self.t_stage / 0.5)
+            self._palm(self.bar)
+            if self._ready(0.8):
+                self._go(after if s.holding else "regrasp")
+        elif self.stage == "regrasp":  # open, up, then back
+            self.grip["right"] = 0.0
+            self._palm(self.bar, back=0.10 * (self.t_stage > 0.4), up=self.clear)
+            if self.t_stage > 0.8:
+                self._go("reach")
+        return vx, vy, wz
+
+    def _let_go(self, dt: float) -> float:
+        """Run release (the fingers open, the palm rises) and retreat; return vx."""
+        if self.stage == "release":
+            self.grip["right"] = 0.0
+            self._palm(self.bar, up=0.02 if self.t_stage < 0.3 else 0.10)
+            if self._ready(0.5):
+                self._go("retreat")
+        elif self.stage == "retreat":
+            self._palm(self.bar, back=0.15, up=0.10)
+            return -0.15 if self.t_stage < 1.0 else 0.0
+        return 0.0
+
+
+class G1Giver(G1HookOperator):
+    """Handover's giver: reach -> place -> grasp -> lift -> offer (the base steps until the
+    basket hangs over the middle) -> hold until the partner's palm has stayed on its grasp
+    point -> release -> retreat."""
+
+    lift_by = 0.10
+    partner_offset = 0.11  # the partner's grasp point from this one, along the bar (m)
+
+    def __init__(self, rng: np.random.Generator, noise: float, model_path: Path) -> None:
+        super().__init__(rng, noise, model_path)
+        self.near_for = 0.0
+
+    def resume(self, s: Sensing) -> None:
+        self.bar = s.to_robot(s.handle)
+        if s.holding:
+            self.grip["right"] = 1.0
+            self.rise = max(0.0, s.obj_lift)
+            self.bar[2] -= self.rise
+            self.stage = "offer" if s.obj_lift > 0.07 else "lift"
+        else:
+            self.stage = "reach" if s.obj_lift < 0.02 else "retreat"
+        self.t_stage = 0.0
+
+    def act(self, s: Sensing, dt: float) -> np.ndarray:
+        """Return this robot's 34-D action."""
+        self.t_stage += dt
+        h = s.to_robot(s.handle)
+        vx, vy, wz = self._grasp_stages(s, h, "lift")
+        if self.stage == "lift":
+            self.rise = min(self.lift_by, self.rise + 0.15 * self.speed * dt)
+            self._palm(self.bar)
+            if self.rise >= self.lift_by and s.obj_lift > 0.06 and self._ready(0.3):
+                self._go("offer")
+        elif self.stage == "offer":  # step forward until the bar is over the middle
+            self._palm(self.bar)
+            err = -float(s.handle[0]) * math.cos(s.yaw)  # the middle, x = 0, is ahead
+            vx = float(self._toward(np.array([np.clip(1.0 * err, -0.2, 0.2), 0.0]), dt)[0])
+            wz = self._heading(s)
+            # let go once the partner's palm has stayed on its grasp point a while (seen:
+            # the giver cannot feel the partner's grip)
+            across = np.cross(s.obj_up, s.obj_x)
+            theirs = s.handle + across * self.partner_offset
+            near = np.linalg.norm(s.partner_hands[0] - theirs) < 0.05
+            self.near_for = self.near_for + dt if near else 0.0
+            if self.near_for >= 1.5 and self._ready(0.0):
+                self._go("release")
+        vx += self._let_go(dt)
+        return self.out(vx, vy, wz)
+
+
+class G1Taker(G1HookOperator):
+    """Handover's taker: wait until the basket is held out over the middle -> reach its grasp
+    point -> place -> grasp -> wait for the giver's hand to leave -> carry over the pad ->
+    lower -> release -> retreat."""
+
+    def resume(self, s: Sensing) -> None:
+        self.bar = s.to_robot(s.handle)
+        if s.holding:
+            self.grip["right"] = 1.0
+            free = np.linalg.norm(s.partner_hands[0] - s.handle) > 0.15
+            self.stage = "carry" if free else "wait"
+        else:
+            self.stage = "await"
+        self.t_stage = 0.0
+
+    def __init__(self, rng: np.random.Generator, noise: float, model_path: Path) -> None:
+        super().__init__(rng, noise, model_path)
+        self.stage = "await"
+
+    def act(self, s: Sensing, dt: float) -> np.ndarray:
+        """Return this robot's 34-D action."""
+        self.t_stage += dt
+        h = s.to_robot(s.handle)
+        vx = vy = wz = 0.0
+        if self.stage == "await":
+            if s.obj_lift > 0.07 and abs(float(s.obj_pos[0])) < 0.08 and self._ready(0.2):
+                self._go("reach")
+        else:
+            vx, vy, wz = self._grasp_stages(s, h, "wait")
+        if self.stage == "wait":  # both hold; the giver lets go when it sees this hand
+            self._palm(self.bar)
+            free = np.linalg.norm(s.partner_hands[0] - s.handle) > 0.15
+            if free and self._ready(0.3):
+                self._go("carry")
+        elif self.stage == "carry":  # the basket over the pad: the base steps back
+            self._palm(self.bar)
+            err = s.goal[:2] - s.obj_pos[:2]
+            c, sn = math.cos(s.yaw), math.sin(s.yaw)
+            rob = np.array([c * err[0] + sn * err[1], -sn * err[0] + c * err[1]])
+            vx, vy = self._toward(np.clip(1.0 * rob, -0.15, 0.15), dt)
+            wz = self._heading(s)
+            if np.abs(err).max() < 0.01 and np.abs(self.v).max() < 0.02 and \
+                    self._ready(0.5):
+                self.v[:] = 0.0
+                self._go("lower")
+        elif self.stage == "lower":
+            self._palm(self.bar)
+            if s.obj_lift > 0.003:
+                self.rise -= 0.08 * self.speed * dt
+            if s.obj_lift <= 0.003 and self._ready(0.3):
+                self._go("release")
+        vx += self._let_go(dt)
+        return self.out(vx, vy, wz)
