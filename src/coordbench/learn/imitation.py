@@ -2,7 +2,10 @@
 
 - bc:  an MLP from the observation to the next action.
 - act: ACT-style: a CVAE whose decoder is a transformer with one learned query per future
-       step, predicting a chunk of `chunk` actions (L1 + beta KL); executed open loop for
+       step, predicting a chunk of `chunk` actions (L1 + beta KL, the KL summed over the
+       latent's dimensions as ACT's own loss: divided by the chunk's size it was too weak to
+       keep the latent near its prior, and the zero latent of test time was off the
+       decoder's training inputs); executed open loop for
        `execute` steps, then re-queried; the latent is zero at test time.
 - dp:  Diffusion-Policy-style: a denoiser conditioned on the observation predicts the noise
        of a `chunk`-step action sequence (DDPM training, 50 steps, cosine schedule);
@@ -278,7 +281,8 @@ class ACTNet(nn.Module):
         return self._decode(feat, torch.zeros(len(feat), self.latent))
 
     def loss(self, state, img, target) -> torch.Tensor:
-        """Return L1 reconstruction + kl_weight x KL(q(z | obs, chunk) || N(0, I))."""
+        """Return L1 reconstruction + kl_weight x KL(q(z | obs, chunk) || N(0, I)) (the KL
+        summed over the latent, averaged over the batch)."""
         feat = self.enc(state, img)
         tokens = torch.cat([self.cls.expand(len(feat), -1, -1), feat.unsqueeze(1),
                             self.act_proj(target)], dim=1)
@@ -287,7 +291,7 @@ class ACTNet(nn.Module):
         z = mu + torch.randn_like(mu) * torch.exp(0.5 * logvar)
         recon = nn.functional.l1_loss(self._decode(feat, z), target)
         kl = -0.5 * torch.mean(torch.sum(1 + logvar - mu.pow(2) - logvar.exp(), dim=1))
-        return recon + self.cfg.kl_weight * kl / (self.cfg.chunk * self.cfg.action_dim)
+        return recon + self.cfg.kl_weight * kl
 
 
 class DPNet(nn.Module):
