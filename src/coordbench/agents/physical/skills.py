@@ -92,23 +92,25 @@ _ABOUT = {
     WAIT: f"hold still for `seconds` ({WAIT_RANGE[0]:g}-{WAIT_RANGE[1]:g}): base still, "
           "torso, arm and grip kept",
 }
+_PINCH = ("pinch the bar in the right hand: fingers over and in front, thumb behind (a miss "
+          "goes back to reach)")
+_UNPINCH = "open the fingers and raise the hand off the bar"
 _OWN = {
     ("G1CarryExpert", "grasp"): "hook both hands' fingers under the handle (a miss goes back "
                                 "to reach)",
     ("G1CarryExpert", "lift"): "raise both hands to lift what you hold",
     ("G1CarryExpert", "release"): "open the fingers and raise the hands off the handle",
-    ("G1Giver", "grasp"): "pinch the bar in the right hand: fingers over and in front, thumb "
-                          "behind (a miss goes back to reach)",
+    ("G1Giver", "grasp"): _PINCH,
     ("G1Giver", "lift"): "raise the hand to lift the basket off its stand",
     ("G1Giver", "offer"): "step forward until the basket hangs over the middle; let go once "
                           "your partner's hand has been on the bar for 1.5 s",
-    ("G1Giver", "release"): "open the fingers and raise the hand off the bar",
+    ("G1Giver", "release"): _UNPINCH,
     ("G1Taker", "place"): "lower the open hand onto the bar beside the giver's",
-    ("G1Taker", "grasp"): "pinch the bar in the right hand (a miss goes back to reach)",
+    ("G1Taker", "grasp"): _PINCH,
     ("G1Taker", PARTNER_WAIT): "hold the bar until the giver's hand has left it",
     ("G1Taker", "carry"): "step back until the basket hangs over your pad",
     ("G1Taker", "lower"): "lower the hand until the basket stands on the pad",
-    ("G1Taker", "release"): "open the fingers and raise the hand off the bar",
+    ("G1Taker", "release"): _UNPINCH,
     ("Giver", "offer"): "hold the bottle out over the middle; let go once your partner's "
                         "hand has been on it for 1.2 s",
     ("Taker", "reach"): "raise the torso and wait, arm folded, until the bottle is held out",

@@ -73,8 +73,9 @@ class G1Env(PhysicalEnv):
         sides = getattr(self.task, "g1_hands", ("left", "right"))
         if len(sides) == 2:
             return [hand(side) for side in sides]
-        fingers = [g for g in hand(sides[0]) if re.search(r"_(index|middle)_", bodies[g])]
-        return [fingers, [g for g in hand(sides[0]) if g not in fingers]]
+        geoms = hand(sides[0])
+        fingers = [g for g in geoms if re.search(r"_(index|middle)_", bodies[g])]
+        return [fingers, [g for g in geoms if g not in fingers]]
 
     def _start_pose(self) -> None:
         """Keep the model's zero pose: forearms forward, hands open (the tasks place the

@@ -234,11 +234,12 @@ class G1CarryExpert(G1Operator):
 
 
 class G1HookOperator(G1Operator):
-    """A G1 that holds with its right hand alone, hooked under a bar (the grasp point `s.handle`
-    on it): palm down over the bar, the fingers closing in front of it and under. The left
-    hand stays at rest. Stages shared by the one-hand experts: `_reach` (the base to its
-    standoff, the palm above and behind the bar), place, grasp (or regrasp), and a release
-    that lifts the palm off the bar."""
+    """A G1 that holds a bar in its right hand alone (the grasp point `s.handle` on it): palm
+    down, the index and middle fingers curling over and in front of the bar, then the thumb
+    pinching it from behind. The left hand stays at rest. Stages shared by the one-hand
+    experts (`_grasp_stages`): reach (the base to its standoff, the palm high and behind the
+    bar), over (level over it), place (straight down), grasp (or regrasp); `_let_go`:
+    release (the palm rises off the bar) and retreat."""
 
     standoff = 0.40  # pelvis to the grasp point while holding (m)
     # the bar between the closed fingertips and the closed thumb: the open thumb hangs
@@ -329,12 +330,12 @@ class G1HookOperator(G1Operator):
 
 
 class G1Giver(G1HookOperator):
-    """Handover's giver: reach -> place -> grasp -> lift -> offer (the base steps until the
-    basket hangs over the middle) -> hold until the partner's palm has stayed on its grasp
-    point -> release -> retreat."""
+    """Handover's giver: reach -> over -> place -> grasp -> lift -> offer (the base steps
+    until the basket hangs over the middle; held until the partner's palm has stayed on its
+    grasp point) -> release -> retreat."""
 
     lift_by = 0.10
-    partner_offset = 0.11  # the partner's grasp point from this one, along the bar (m)
+    partner_offset = 0.0  # the partner's grasp point from this one along the bar (the task's)
 
     def __init__(self, rng: np.random.Generator, noise: float, model_path: Path) -> None:
         super().__init__(rng, noise, model_path)
@@ -383,6 +384,10 @@ class G1Taker(G1HookOperator):
     point -> place -> grasp -> wait for the giver's hand to leave -> carry over the pad ->
     lower -> release -> retreat."""
 
+    def __init__(self, rng: np.random.Generator, noise: float, model_path: Path) -> None:
+        super().__init__(rng, noise, model_path)
+        self.stage = "await"
+
     def resume(self, s: Sensing) -> None:
         self.bar = s.to_robot(s.handle)
         if s.holding:
@@ -392,10 +397,6 @@ class G1Taker(G1HookOperator):
         else:
             self.stage = "await"
         self.t_stage = 0.0
-
-    def __init__(self, rng: np.random.Generator, noise: float, model_path: Path) -> None:
-        super().__init__(rng, noise, model_path)
-        self.stage = "await"
 
     def act(self, s: Sensing, dt: float) -> np.ndarray:
         """Return this robot's 34-D action."""
@@ -414,10 +415,8 @@ class G1Taker(G1HookOperator):
                 self._go("carry")
         elif self.stage == "carry":  # the basket over the pad: the base steps back
             self._palm(self.bar)
-            err = s.goal[:2] - s.obj_pos[:2]
-            c, sn = math.cos(s.yaw), math.sin(s.yaw)
-            rob = np.array([c * err[0] + sn * err[1], -sn * err[0] + c * err[1]])
-            vx, vy = self._toward(np.clip(1.0 * rob, -0.15, 0.15), dt)
+            err = s.to_robot(s.goal)[:2] - s.to_robot(s.obj_pos)[:2]
+            vx, vy = self._toward(np.clip(1.0 * err, -0.15, 0.15), dt)
             wz = self._heading(s)
             if np.abs(err).max() < 0.01 and np.abs(self.v).max() < 0.02 and \
                     self._ready(0.5):

@@ -201,9 +201,9 @@ G1_GAP = 0.90  # each G1's pelvis starts this far from the middle
 
 
 class HandoverG1(Handover):
-    """Handover on G1s: robot 0 hooks its right hand under the bar handle over a basket, lifts
-    it off its stand and holds it out over the middle; robot 1 hooks its right hand under the
-    same bar beside it; robot 0 lets go; robot 1 sets the basket on its stand's pad."""
+    """Handover on G1s: robot 0 pinches the bar handle over a basket in its right hand, lifts
+    it off its stand and holds it out over the middle; robot 1 pinches the same bar on the
+    middle's other side; robot 0 lets go; robot 1 sets the basket on its stand's pad."""
 
     g1_hands = ("right",)  # a G1 here holds with its right hand alone
 
@@ -224,11 +224,10 @@ class HandoverG1(Handover):
                                       "which puts it on its stand's pad."}
 
     def xml(self) -> str:
-        hx, hy, hz = G1_BASKET
-        y = G1_BASKET[1]
+        hx, y, hz = G1_BASKET
         basket = (f'<body name="object" pos="{G1_START} 0 {G1_STAND_H + hz}">'
                   '<freejoint name="object"/>'
-                  f'<geom name="basket" type="box" size="{hx} {hy} {hz}" mass="0.45" '
+                  f'<geom name="basket" type="box" size="{hx} {y} {hz}" mass="0.45" '
                   'rgba=".8 .7 .4 1"/>'
                   f'<geom name="bar" type="capsule" size="0.013" fromto="0 {-y} {G1_BAR_Z} '
                   f'0 {y} {G1_BAR_Z}" mass="0.05" rgba=".9 .9 .9 1" friction="1.5 0.02 0.002" '
