@@ -9,7 +9,9 @@ From Python::
     run = coordbench.load_run("runs/default")
     run.episodes()                        # pandas: one row per episode, every metric
 
-`gymnasium.make("coordbench/STAT-v0", config=...)` works once coordbench is imported.
+`gymnasium.make("coordbench/STAT-v0", config=...)` and
+`gymnasium.make("coordbench/Physical-v0", task=..., embodiment=...)` work once coordbench is
+imported.
 """
 
 import gymnasium as _gym
@@ -19,6 +21,9 @@ from coordbench.core.provenance import VERSION as __version__
 # registered by name only: the environment module is imported when an environment is made
 if "coordbench/STAT-v0" not in _gym.registry:
     _gym.register(id="coordbench/STAT-v0", entry_point="coordbench.envs.stat.gym_env:StatGymEnv")
+if "coordbench/Physical-v0" not in _gym.registry:
+    _gym.register(id="coordbench/Physical-v0",
+                  entry_point="coordbench.envs.physical.gym_env:PhysicalGymEnv")
 
 
 def __getattr__(name: str):
