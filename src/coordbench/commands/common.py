@@ -428,6 +428,13 @@ def steps_option(default: int | None, help: str) -> Any:
     return typer.Option(default, "--steps", help=help)
 
 
+def log_option() -> Any:
+    """Return the --log option of the train commands (live training logs)."""
+    from coordbench.learn.train_log import DEFAULT, HELP
+
+    return typer.Option(DEFAULT, "--log", help=HELP)
+
+
 def format_option(default: str, help: str) -> Any:
     """Return the --format option of a command that writes tables."""
     return typer.Option(default, "--format", help=help)

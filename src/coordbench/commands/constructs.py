@@ -15,6 +15,7 @@ from .common import (
     emit_json,
     err,
     json_option,
+    log_option,
     need_torch,
     out,
     out_option,
@@ -36,6 +37,7 @@ def constructs_train(
     out_dir: Path = out_option(Path("runs") / "constructs-learned",
                                "Folder for the checkpoint and its result."),
     snapshot_every: float = snapshot_option("the training"),
+    log: str = log_option(),
     as_json: bool = json_option(),
 ) -> None:
     """Train a learned construct team (menu PPO, one network shared by the agents) on one
@@ -45,8 +47,12 @@ def constructs_train(
     greedily on rep240's, where `constructs run --subset rep240 --construct C --team N
     --agents learned --checkpoint PATH` plays it beside the other planners. --json prints
     {"success", "completion" ({"mean", "ci95", "n"}), "train_s", "steps_per_s",
-    "checkpoint", "train_instances", "test_instances"}.
+    "checkpoint", "train_instances", "test_instances"}. The training's scalars go to
+    OUT/logs/learned_<construct>_team<N>_seed<S>/ as it trains (--log).
     """
+    from coordbench.learn.train_log import parse_log
+
+    logs = parse_log(log)
     need_torch()
     from coordbench.learn.sweep import MAX_TRAIN_STEPS
     from coordbench.suites.constructs.learning import train_team
@@ -62,7 +68,7 @@ def constructs_train(
         (err if as_json else out).print(
             f"{int(row['step']):,} steps: held-out success {row['success']:.0%}, completion "
             f"{row['completion']:.2f} ({row['wall_s']:.0f} s)", highlight=False)
-    res = train_team(construct, team, out_dir, steps, seed, say, snapshot_every)
+    res = train_team(construct, team, out_dir, steps, seed, say, snapshot_every, logs)
     if as_json:
         emit_json({"success": res["success"], "completion": res["completion"],
                    "train_s": res["train_s"], "steps_per_s": res["steps_per_s"],

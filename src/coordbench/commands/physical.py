@@ -152,4 +152,120 @@ def physical_render(
               f"{info.fps} fps ({info.frames / info.fps:.1f} s) -> {info.path}")
 
 
+FORMATS = ("lerobot",)
+
+
+@app.command("export")
+def physical_export(
+    source: Path = typer.Argument(..., help="Demonstrations folder (`physical demos`) or a "
+                                  "physical run directory (`physical eval`)."),
+    fmt: str = typer.Option(..., "--format", help="lerobot (LeRobotDataset v3.0)."),
+    out_dir: Path = out_option(..., "Dataset folder to create (a source with several tasks "
+                               "or conditions: one dataset each, in folders inside it)."),
+    fps: int = typer.Option(50, help="Frames a second: the control rate (50) or a divisor of "
+                                     "it (every 50/N-th control step)."),
+    images: bool = typer.Option(False, "--images", help="Also write each robot's head camera "
+                                                        "as a video (rendered from the saved "
+                                                        "simulator states)."),
+    size: int = typer.Option(64, help="Camera frame size with --images (pixels, square, "
+                                      "even)."),
+    task: str | None = typer.Option(None, "--task", help="Only these tasks (a name or a "
+                                                         "comma-separated list)."),
+    g1_model: Path | None = g1_model_option(),
+    as_json: bool = json_option(),
+) -> None:
+    """Export demonstrations, or a physical run's rollouts, as LeRobot datasets (v3.0): one
+    dataset per task and embodiment (a run: per condition), loadable with LeRobot's
+    `LeRobotDataset(repo_id, root=DIR)`. Written in a temporary folder, then renamed: a
+    failed export leaves nothing."""
+    from coordbench.suites.physical import lerobot as lr
+
+    if fmt not in FORMATS:
+        raise ConfigError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    lr.check_fps(fps)
+    if images:
+        need_av()
+        check_range("--size", size, 16, MAX_FRAME)
+        if size % 2:
+            raise ConfigError(f"--size must be even (H.264 with 4:2:0 chroma), got {size}")
+    if g1_model is not None:
+        embodiment_from({"embodiment": "g1", "g1_model": g1_model})
+    if out_dir.exists():
+        raise ConfigError(f"--out {out_dir} already exists; export into a new folder")
+    sets = _export_sets(source, task)
+    import shutil
+    import tempfile
+
+    from coordbench.envs.physical.tasks import get_task
+
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    # every dataset is staged beside --out and the whole export renamed into place at the end
+    stage = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    done = []
+    try:
+        for name, (t_name, emb, episodes, src) in sets.items():
+            target = lr.Target(t_name, emb, get_task(t_name, emb).n_robots, fps,
+                               size if images else None)
+            info = lr.write_dataset(stage / name, target, episodes,
+                                    lr.instruction(t_name, emb), src)
+            info["out"] = str(out_dir if len(sets) == 1 else out_dir / name)
+            done.append(info)
+        if out_dir.exists():
+            raise ConfigError(f"--out {out_dir} appeared while exporting; nothing replaced")
+        if len(sets) == 1:
+            (stage / next(iter(sets))).rename(out_dir)
+            stage.rmdir()
+        else:
+            stage.rename(out_dir)
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
+    if as_json:
+        emit_json(done[0] if len(done) == 1 else done)
+        return
+    for name, info in zip(sets, done, strict=True):
+        out.print(f"{name}: {info['episodes']} episodes, {info['frames']} frames at {fps} "
+                  f"fps -> {info['out']}", highlight=False)
+
+
+def _export_sets(source: Path, task: str | None) -> dict[str, tuple[str, str, Any, str]]:
+    """Return the datasets an export writes: name -> (task, embodiment, episodes, source
+    text); ConfigError / RunDirError for a missing, empty or foreign source."""
+    from coordbench.core.rundir import RunDir
+    from coordbench.suites.physical import lerobot as lr
+
+    if not source.is_dir():
+        raise ConfigError(f"{source} does not exist (give a demonstrations folder or a "
+                          "physical run directory)")
+    wanted = None if task is None else {t.strip() for t in task.split(",")}
+    if (source / "manifest.json").is_file():
+        run = RunDir.open(source)
+        out = {}
+        for cond, fields in run.conditions.items():
+            if fields.get("suite") != "physical" or (wanted and fields.get("task")
+                                                      not in wanted):
+                continue
+            if fields.get("policy") in ("llm", "seats") or "seats" in fields:
+                raise ConfigError(f"{cond} was played by a model-driven team, whose actions "
+                                  "a run does not keep; export a scripted or learned "
+                                  "policy's run, or demonstrations")
+            if fields.get("protocol", "main") != "main":
+                continue  # phase-level rollouts start mid-task: not whole episodes
+            if not run.episode_keys(cond):
+                continue
+            out[cond] = (fields["task"], fields.get("embodiment", "cobot"),
+                         lr.run_episodes(run, cond, fields), f"run {source} {cond}")
+        if not out:
+            raise ConfigError(f"{source} has no finished physical episodes to export")
+        return out
+    found = [(t, e) for t, e in lr.demo_tasks(source) if wanted is None or t in wanted]
+    if not found:
+        raise ConfigError(f"{source} holds no demonstrations"
+                          + (f" of {task}" if task else "") + " (make them with "
+                          "`coordbench physical demos`) and is no run directory")
+    return {t if e == "cobot" else f"{t}_{e}": (t, e, lr.demo_episodes(source, t, e),
+                                                f"demos {source}")
+            for t, e in found}
+
+
 app.command("train")(train_command())

@@ -10,6 +10,8 @@ from typing import Any
 from coordbench.core.files import check_in_dir, check_out_dir, check_out_file
 from coordbench.core.limits import MAX_EPISODES, MAX_SEED, MAX_WORKERS
 from coordbench.errors import ConfigError
+from coordbench.learn.train_log import DEFAULT as DEFAULT_LOG
+from coordbench.learn.train_log import HELP as LOG_HELP
 from coordbench.runner.options import Option
 from coordbench.suites.physical.options import (
     EMBODIMENT,
@@ -61,8 +63,9 @@ OPTIONS = (
     Option("dagger_episodes", int, 16, "Rollouts per DAgger round.", low=1,
            high=MAX_EPISODES),
     Option("seed", int, 0, "Training seed.", low=0, high=MAX_SEED),
-    Option("demos", Path, None, "Demonstrations directory (from `physical demos`); without "
-           "it, --n-demos are recorded first."),
+    Option("demos", Path, None, "Demonstrations directory (from `physical demos`), or "
+           "lerobot:DIR, a LeRobotDataset v3.0 of the task (`physical export`'s, or one with "
+           "the same features); without it, --n-demos are recorded first."),
     Option("n_demos", int, None, "Record N training demonstrations per task first (default "
            "50; kept in runs/demos/nN and reused).", flag="--n-demos", low=1, high=MAX_DEMOS),
     Option("rollouts", int, 100, "Evaluate the trained policy on seeds 1..N (0: skip).",
@@ -78,6 +81,9 @@ OPTIONS = (
            flag="--out"),
     Option("snapshot_every", float, 60.0, "Seconds between snapshots of a policy in training "
            "(a killed run continues from the last one; 0: none).", low=0, high=86_400),
+    Option("log", str, DEFAULT_LOG, LOG_HELP + " OUT is the checkpoints' folder (--out's "
+           "folder for one task's file; default runs/policies), <run> a checkpoint's name.",
+           flag="--log"),
     Option("json", bool, False, "Print one JSON object.", flag="--json"),
 )
 
@@ -112,15 +118,23 @@ def _configs(v: dict[str, Any], names: list[str]) -> tuple[list[Any], str]:
 
 def _checked(v: dict[str, Any]) -> list[str]:
     """Check what the ranges do not say; return the tasks."""
+    from coordbench.learn.train_log import parse_log
     from coordbench.runner import check_executor
 
+    v["log"] = parse_log(v["log"])  # the kinds; TensorBoard checked before any work
     check_executor(v["executor"], v["workers"])
     if v["demos"] is not None and v["n_demos"] is not None:
         raise ConfigError("give --demos DIR or --n-demos N, not both")
-    if v["demos"] is not None:
-        check_in_dir(v["demos"], "--demos", "demonstrations folder")
     v["embodiment"] = embodiment_from(v)
     names = task_names(v["task"], v["embodiment"])
+    if v["demos"] is not None:
+        from coordbench.suites.physical.lerobot import parse_source, to_demos
+
+        dataset = parse_source(v["demos"])
+        if dataset is None:
+            check_in_dir(v["demos"], "--demos", "demonstrations folder")
+        else:  # read, checked against the task, and kept as demonstration arrays
+            v["demos"] = to_demos(dataset, names, v["embodiment"], Path("runs/demos"))
     if v["out"] is not None and len(names) == 1:
         check_out_file(v["out"])
     else:
@@ -169,7 +183,7 @@ def _train(v: dict[str, Any], cfgs: list[Any], tag: str, demos: Path) -> dict[st
                     f"({res['parameters']:,} parameters, {res['train_s']:.0f} s) -> "
                     f"{root / job.key}", highlight=False)
 
-    jobs = train_jobs(root, list(zip(cfgs, files, strict=True)), demos)
+    jobs = train_jobs(root, list(zip(cfgs, files, strict=True)), demos, logs=v["log"])
     ran = {j.key for j in run_jobs(root, jobs, executor=v["executor"], workers=v["workers"],
                                    on_done=done, snapshot_every_s=v["snapshot_every"])}
     for name in files:

@@ -20,6 +20,7 @@ from .common import (
     executor_option,
     format_option,
     json_option,
+    log_option,
     need_torch,
     out,
     out_option,
@@ -115,10 +116,15 @@ def stat_train(
     workers: int = workers_option(2),
     out_dir: Path = out_option(Path("runs/train"), "Results directory."),
     snapshot_every: float = snapshot_option("a seed in training"),
+    log: str = log_option(),
     as_json: bool = json_option(),
 ) -> None:
     """Train a cooperative MARL method on STAT over seeds (one seed per worker); final and
-    max return with CIs."""
+    max return with CIs. Each seed's scalars go to OUT/logs/<algo>_<config>_seed<N>/ as it
+    trains (--log)."""
+    from coordbench.learn.train_log import parse_log
+
+    logs = parse_log(log)
     need_torch()
     from coordbench.learn.methods import train_configs
     from coordbench.learn.sweep import MAX_NUM_ENVS, MAX_TRAIN_STEPS, parse_seeds, summarize, sweep
@@ -142,7 +148,7 @@ def stat_train(
                         num_bins=num_bins, memory=memory)
     say = say_err  # stderr, --json too
     summary = summarize(sweep(tcs, out_dir, workers, executor, say=say,
-                              snapshot_every_s=snapshot_every))
+                              snapshot_every_s=snapshot_every, logs=logs))
     from coordbench.report.compose import open_for_report
 
     write_report(open_for_report(out_dir))
@@ -235,7 +241,8 @@ def _pm(e: dict) -> str:
 @app.command("table")
 def stat_table(
     dirs: list[Path] = typer.Argument(..., help="Directories of training results."),
-    fmt: str = format_option("md", "md | csv"),
+    fmt: str = format_option("md", "md | csv | marl-eval (the runs' curves as the JSON "
+                                   "instadeepai's marl-eval tools read)"),
     plots: Path | None = typer.Option(None, help="Also write learning-curve PNGs here."),
     references: bool = typer.Option(True, "--references/--no-references",
                                     help="Add scripted allocators as reference rows."),
@@ -245,13 +252,18 @@ def stat_table(
 ) -> None:
     """Paper-style tables (final/max return, conflicts, diversity, throughput) from runs;
     with --scaling, the paper's Table 14: per method and matched pair of configurations, the
-    direction of each metric's change and its Welch significance."""
+    direction of each metric's change and its Welch significance; with --format marl-eval,
+    every run's evaluation curve as marl-eval's raw JSON (env stat, task = configuration,
+    algorithm = method, run = seed_N)."""
     import sys
 
     from coordbench.core.atomic import write_atomic
     from coordbench.report import stat_train_report as rep
 
     rep.check_format(fmt)
+    if fmt == "marl-eval" and scaling:
+        raise ConfigError("--scaling prints the Table 14 comparisons; --format marl-eval "
+                          "writes the runs' curves: give one or the other")
     for d in dirs:
         check_in_dir(d, "DIRS", "training directory")
     if output:
@@ -259,8 +271,11 @@ def stat_table(
     if plots:
         check_out_dir(plots, "--plots")
     results = rep.load_results(dirs)
-    built = rep.build(results, references=references)
-    if scaling:
+    # marl-eval needs only the curves: no reference rows to evaluate unless plots want them
+    built = rep.build(results, references=references) if fmt != "marl-eval" or plots else {}
+    if fmt == "marl-eval":
+        text = rep.marl_eval_text(results)
+    elif scaling:
         from coordbench.analyses.stat import scaling as scaling_changes
 
         methods = built["methods"] + built["references"]

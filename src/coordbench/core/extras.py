@@ -21,3 +21,13 @@ def need_torch() -> None:
     except ImportError:
         raise ConfigError("the learners need PyTorch: pip install 'coordbench[learn]' "
                           "(torch==2.13.0, CPU)") from None
+
+
+def need_tensorboard() -> None:
+    """Raise ConfigError unless TensorBoard (the live training logs' event writer) is
+    installed."""
+    try:
+        import tensorboard.summary.writer.event_file_writer  # noqa: F401
+    except ImportError:
+        raise ConfigError("--log tensorboard needs TensorBoard: pip install "
+                          "'coordbench[logs]'") from None

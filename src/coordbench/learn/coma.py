@@ -215,6 +215,8 @@ def train(tc: TrainConfig, method: COMA, log=None, snapshots=None) -> dict[str, 
         actor_opt.clip_grad_norm(tc.grad_clip)
         actor_opt.step()
         updates += 1
+        evals.note({"loss/actor": actor_loss.item(), "loss/critic": critic_loss.item(),
+                    "explore/entropy": entropy.mean().item(), "explore/epsilon": eps})
         if updates % target_every == 0:
             method.sync_target()
     return evals.finish(steps, updates)

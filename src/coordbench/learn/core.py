@@ -309,6 +309,7 @@ def train(tc: TrainConfig, method: Method, log=None, snapshots=None) -> dict[str
                         "updates": updates, "owed": owed, "evals": evals})
         evals.maybe(steps)
         eps = epsilon(tc, steps)
+        evals.note({"explore/epsilon": eps})
         t_act = time.perf_counter()
         with torch.no_grad():
             greedy = method.greedy(torch.from_numpy(obs), torch.from_numpy(masks)).numpy()
@@ -336,6 +337,7 @@ def train(tc: TrainConfig, method: Method, log=None, snapshots=None) -> dict[str
                 opt.clip_grad_norm(tc.grad_clip)
                 opt.step()
                 updates += 1
+                evals.note({"loss/train": loss.item()})
                 if updates % tc.target_every == 0:
                     method.sync_target()
     return evals.finish(steps, updates)
@@ -358,6 +360,9 @@ class EvalSchedule:
         self.start = time.perf_counter()
         self.acting_s = 0.0  # the loop adds the time spent choosing actions and stepping
         self.eval_s = 0.0
+        # training scalars since the last evaluation (tag -> [sum, count]), logged as means;
+        # part of the snapshot, so a resumed run logs what an uninterrupted one does
+        self.notes: dict[str, list[float]] = {}
 
     def __getstate__(self) -> dict[str, Any]:
         # the log is the worker's; times restart from the elapsed seconds on resume
@@ -369,6 +374,15 @@ class EvalSchedule:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self.start = time.perf_counter() - state["start"]
+
+    def note(self, values: dict[str, float]) -> None:
+        """Add training scalars by tag (a loss, an entropy, epsilon) to the means the next
+        evaluation logs (they never enter the curve or the result)."""
+        notes = self.__dict__.setdefault("notes", {})  # a snapshot from before notes
+        for tag, v in values.items():
+            acc = notes.setdefault(tag, [0.0, 0])
+            acc[0] += float(v)
+            acc[1] += 1
 
     def maybe(self, steps: int) -> None:
         """Evaluate if `steps` has reached the next checkpoint."""
@@ -382,11 +396,14 @@ class EvalSchedule:
                                                      self.tc.eval_episodes)})
         self.walls.append(time.perf_counter() - self.start)
         self.eval_s += time.perf_counter() - t0
+        notes = self.__dict__.setdefault("notes", {})
         if self.log:
             wall = self.walls[-1]
             self.log({"step": steps, "wall_s": round(wall, 3),
                       "steps_per_s": round(steps / wall, 1) if wall > 0 else 0.0,
-                      **{k: v for k, v in self.curve[-1].items() if k != "step"}})
+                      **{k: v for k, v in self.curve[-1].items() if k != "step"},
+                      **{tag: total / n for tag, (total, n) in notes.items() if n}})
+        notes.clear()
 
     def finish(self, steps: int, updates: int) -> dict[str, Any]:
         """Evaluate once more; return the curve, final and max return, and throughput: end

@@ -141,18 +141,21 @@ def train(cfg: MenuPPOConfig, train_eps: list[Episode], eval_eps: list[Episode],
     o, m = (x.copy() for x in env.reset())
     curve: list[dict[str, float]] = []
     start, done_steps, next_eval = time.perf_counter(), 0, cfg.eval_every
+    # training scalars since the last evaluation (tag -> [sum, count]): logged as means
+    notes: dict[str, list[float]] = {}
     snaps = Snapshots(snapshots, cfg)
     if (s := snaps.load()) is not None:
         net, opt, env, o, m, curve, done_steps, next_eval = (s[k] for k in (
             "net", "opt", "env", "o", "m", "curve", "done_steps", "next_eval"))
         np.random.set_state(s["np_rng"])
         start = time.perf_counter() - s["elapsed"]
+        notes = s.get("notes", {})
     while done_steps < cfg.steps:
         if snaps.due():
             snaps.save({"net": net, "opt": opt, "env": env, "o": o, "m": m, "curve": curve,
                         "done_steps": done_steps, "next_eval": next_eval,
                         "np_rng": np.random.get_state(),
-                        "elapsed": time.perf_counter() - start})
+                        "elapsed": time.perf_counter() - start, "notes": notes})
         for t in range(T):
             with torch.no_grad():
                 logits, values = net(torch.from_numpy(o), torch.from_numpy(m))
@@ -206,19 +209,27 @@ def train(cfg: MenuPPOConfig, train_eps: list[Episode], eval_eps: list[Episode],
                 a = b_adv[idx]
                 a = (a - a.mean()) / (a.std() + 1e-8)
                 pg = torch.max(-a * ratio, -a * ratio.clamp(1 - cfg.clip, 1 + cfg.clip)).mean()
-                loss = (pg + cfg.value_coef * ((v - b_ret[idx]) ** 2).mean()
-                        - cfg.entropy * dist.entropy().mean())
+                v_loss, ent = ((v - b_ret[idx]) ** 2).mean(), dist.entropy().mean()
+                loss = pg + cfg.value_coef * v_loss - cfg.entropy * ent
                 opt.zero_grad()
                 loss.backward()
                 nn.utils.clip_grad_norm_(net.parameters(), cfg.grad_clip)
                 opt.step()
+                for tag, x in (("loss/policy", pg), ("loss/value", v_loss),
+                               ("explore/entropy", ent)):
+                    acc = notes.setdefault(tag, [0.0, 0])
+                    acc[0] += x.item()
+                    acc[1] += 1
         if done_steps >= next_eval or done_steps >= cfg.steps:
             next_eval += cfg.eval_every
             res = evaluate(net, eval_eps, n_agents, conflict_set, household, cfg.seed)
             row = {"step": float(done_steps), **res, "wall_s": time.perf_counter() - start}
             curve.append(row)
             if log is not None:
-                log(row)
+                # the curve keeps the evaluation; the log also gets the training scalars
+                log({**row, "speed/steps_per_s": done_steps / max(row["wall_s"], 1e-9),
+                     **{tag: total / n for tag, (total, n) in notes.items() if n}})
+            notes = {}
     wall = time.perf_counter() - start
     return net, {"config": asdict(cfg), "curve": curve, "final": curve[-1] if curve else {},
                  "wall_s": wall, "steps_per_s": done_steps / wall}

@@ -408,4 +408,6 @@ def train(tc: TrainConfig, method: PPO, log=None, snapshots=None) -> dict[str, A
                 opt.clip_grad_norm(tc.grad_clip)
                 opt.step()
                 updates += 1
+                evals.note({"loss/policy": pg_loss.item(), "loss/value": v_loss.mean().item(),
+                            "explore/entropy": ent.item()})
     return evals.finish(steps, updates)

@@ -27,6 +27,7 @@ from coordbench.runner.jobs import Job, JobContext, JobOutput, is_done, run_jobs
 from .core import TrainConfig, method_label
 from .methods import checkpoint_bytes, make, train
 from .result_file import parse_result, result_text
+from .train_log import LogSpec, opened
 
 MAX_SEEDS = 1000
 MAX_SEED = 2**32 - 1
@@ -114,6 +115,9 @@ class _LiveLog:
     def __call__(self, row: dict[str, float]) -> None:
         if not self.path:
             return
+        # the evaluation's own columns only: training scalars (tags with a '/') come and go
+        # (no loss before learning starts), and the progress reader needs one header
+        row = {k: v for k, v in row.items() if "/" not in k}
         with open(self.path, "a", encoding="utf-8") as f:
             if not self.header:
                 f.write(",".join(row) + "\n")
@@ -121,15 +125,36 @@ class _LiveLog:
             f.write(",".join(str(v) for v in row.values()) + "\n")
 
 
-def train_job(arg: tuple[dict[str, Any], str | None], ctx: JobContext) -> JobOutput:
+def scalars(row: dict[str, float]) -> dict[str, float]:
+    """Return an evaluation row of the STAT loops (learn/core.py `EvalSchedule`) as the
+    training log's tags: step, wall_s, speed/steps_per_s, eval/<metric>, and the training
+    scalars as the loop named them (loss/..., explore/...)."""
+    out = {"step": row["step"], "wall_s": row["wall_s"]}
+    for k, v in row.items():
+        if k in ("step", "wall_s"):
+            continue
+        out[k if "/" in k else "speed/steps_per_s" if k == "steps_per_s" else f"eval/{k}"] = v
+    return out
+
+
+def train_job(arg: tuple[dict[str, Any], str | None, LogSpec | None],
+              ctx: JobContext) -> JobOutput:
     """Train one seed (a job, in a worker), continuing from its last snapshot if a killed
     run left one; return its checkpoint, learning log and result file (the result last: it
-    marks the run finished). `arg` is the config's fields and the live log path (None: no
-    live log, e.g. on a Ray cluster)."""
-    fields, live = arg
+    marks the run finished). `arg` is the config's fields, the live log path (None: no
+    live log, e.g. on a Ray cluster) and where the run's training log goes (None: none)."""
+    fields, live, spec = arg
     tc = TrainConfig(**fields)
     method = make(tc)
-    res = train(tc, method, log=_LiveLog(live), snapshots=ctx)
+    progress = _LiveLog(live)
+    with opened(spec) as tlog:
+
+        def log(row: dict[str, float]) -> None:
+            progress(row)
+            if tlog is not None:
+                tlog(scalars(row))
+
+        res = train(tc, method, log=log, snapshots=ctx)
     out = Path(ctx.root)
     return JobOutput({checkpoint_path(out, tc).name: checkpoint_bytes(tc, method),
                       log_path(out, tc).name: log_text(res).encode(),
@@ -196,7 +221,8 @@ def register_training(run: RunDir, algo_label: str, config: str) -> None:
 def sweep(configs: list[TrainConfig], out: Path, workers: int = 2,
           executor: str = "process", command: str = "",
           say: Callable[[str], None] | None = None,
-          snapshot_every_s: float = 60.0) -> list[dict[str, Any]]:
+          snapshot_every_s: float = 60.0, logs: tuple[str, ...] = ()
+          ) -> list[dict[str, Any]]:
     """Train every config not yet on disk (one seed per worker, a job each on the job
     engine); return all results (in `configs` order). `out` is a run directory: its manifest
     records each (method, configuration) as a condition of suite stat_train, beside the
@@ -204,7 +230,8 @@ def sweep(configs: list[TrainConfig], out: Path, workers: int = 2,
     snapshot at most every `snapshot_every_s` seconds (under `out/.jobs/`), so a killed
     sweep continues each half-trained seed where it stopped. With `say`, progress lines go
     to it: each evaluation of a running seed (local and process workers, which share this
-    disk) and each finished one.
+    disk) and each finished one. `logs` (learn/train_log.py: "tensorboard", "csv") writes
+    each seed's scalars under `out/logs/<run>/` as it trains (<run>: its result's name).
     """
     check_executor(executor, workers)
     out = Path(out)
@@ -216,7 +243,8 @@ def sweep(configs: list[TrainConfig], out: Path, workers: int = 2,
     # Ray workers may run elsewhere: they keep no live log on this machine's paths
     live = executor in ("local", "process")
     jobs = [Job(result_path(out, tc).stem, result_path(out, tc).name, train_job,
-                (asdict(tc), str(live_log_path(out, tc)) if live else None)) for tc in configs]
+                (asdict(tc), str(live_log_path(out, tc)) if live else None,
+                 LogSpec.of(out, result_path(out, tc).stem, logs))) for tc in configs]
     todo = [tc for tc, job in zip(configs, jobs, strict=True) if not is_done(out, job)]
     watch = _Progress(say or (lambda _: None), [(tc, live_log_path(out, tc)) for tc in todo])
 

@@ -442,11 +442,60 @@ def plot_curves(results: list[dict[str, Any]], out_dir: Path,
     return paths
 
 
+FORMATS = ("md", "csv", "marl-eval")
+
+
 def check_format(fmt: str) -> str:
     """Return `fmt` if it is a known table format, else raise ConfigError."""
-    if fmt not in ("md", "csv"):
-        raise ConfigError(f"--format must be md or csv, got {fmt!r}")
+    if fmt not in FORMATS:
+        raise ConfigError(f"--format must be md or csv (tables) or marl-eval (the runs' "
+                          f"curves as marl-eval's JSON), got {fmt!r}")
     return fmt
+
+
+MARL_EVAL_ENV = "stat"  # marl-eval's environment name for every STAT run
+
+
+def marl_eval(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """Return training results in the raw JSON form instadeepai's marl-eval reads
+    (`data_process_pipeline`, `DiagnoseData`): {"stat": {config: {method: {"seed_<N>":
+    {"step_<i>": {"step_count": environment steps, metric: [value]}, ...,
+    "absolute_metrics": {metric: [value]}}}}}}, one "step_<i>" per evaluation of the
+    curve, in order.
+
+    Each value is the evaluation's mean over its greedy episodes (a one-element list, as
+    marl-eval takes for a metric computed over several episodes): "return" (mean episode
+    return) and every other curve metric that is a finite number at every evaluation of
+    every run (marl-eval needs the same metrics everywhere). `absolute_metrics` holds the
+    final evaluation's values: coordbench does not re-evaluate the best policy on ten times
+    the episodes as marl-eval's protocol suggests. ConfigError where a (config, method,
+    seed) appears twice."""
+    rows = [row for r in results for row in r["curve"]]
+    metrics = [k for k in rows[0] if k != "step" and all(
+        isinstance(row.get(k), int | float) and math.isfinite(row[k]) for row in rows)]
+    if "return" in metrics:  # the headline metric first
+        metrics.remove("return")
+        metrics.insert(0, "return")
+    out: dict[str, Any] = {}
+    for (config, method), runs in sorted(group(results).items()):
+        algos = out.setdefault(MARL_EVAL_ENV, {}).setdefault(config, {})
+        seeds: dict[str, Any] = algos.setdefault(method, {})
+        for r in runs:
+            name = f"seed_{r['config']['seed']}"
+            if name in seeds:
+                raise ConfigError(f"{method} on {config} {name} appears in two training "
+                                  "directories; give each run once")
+            run = {f"step_{i}": {"step_count": int(row["step"]),
+                                 **{m: [float(row[m])] for m in metrics}}
+                   for i, row in enumerate(r["curve"])}
+            run["absolute_metrics"] = {m: [float(r["curve"][-1][m])] for m in metrics}
+            seeds[name] = run
+    return out
+
+
+def marl_eval_text(results: list[dict[str, Any]]) -> str:
+    """Return `marl_eval(results)` as the JSON text of marl-eval's input file."""
+    return json.dumps(marl_eval(results), indent=1, allow_nan=False) + "\n"
 
 
 def adopt(path: Path):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import g1_env, robot
+from . import g1, g1_env, robot
 from .env import PhysicalEnv
 from .tasks import EMBODIMENTS, get_task
 
@@ -26,6 +26,14 @@ class Embodiment:
     proprio_dim: int
     # per action dimension, the scale of DART perturbations while recording demonstrations
     perturb_scale: np.ndarray
+    action_names: tuple[str, ...] = ()  # one robot's action, column by column
+    position_names: tuple[str, ...] = ()  # the first half of its proprioception
+
+    @property
+    def proprio_names(self) -> tuple[str, ...]:
+        """Return the names of one robot's proprioception columns (positions, then their
+        velocities)."""
+        return (*self.position_names, *(f"{n}_vel" for n in self.position_names))
 
 
 def _g1_perturb() -> np.ndarray:
@@ -38,12 +46,33 @@ def _g1_perturb() -> np.ndarray:
     return scale
 
 
+_COBOT_ARM = ("lift", "shoulder", "elbow", "wrist_pitch", "wrist_roll")
+_BASE = ("base_x", "base_y", "base_yaw")
 KINDS = {
     "cobot": Embodiment("cobot", robot.ACTION_DIM, robot.PROPRIO_DIM,
-                        np.array([0.1, 0.1, 0.0, 0.0, 0.08, 0.08, 0.0, 0.0, 0.0])),
-    "g1": Embodiment("g1", g1_env.ACTION_DIM, g1_env.PROPRIO_DIM, _g1_perturb()),
+                        np.array([0.1, 0.1, 0.0, 0.0, 0.08, 0.08, 0.0, 0.0, 0.0]),
+                        action_names=("base_vx", "base_vy", "base_wz", *_COBOT_ARM, "grip"),
+                        position_names=(*_BASE, *_COBOT_ARM, "finger")),
+    "g1": Embodiment("g1", g1_env.ACTION_DIM, g1_env.PROPRIO_DIM, _g1_perturb(),
+                     action_names=("base_vx", "base_vy", "base_wz", *g1.UPPER_JOINTS),
+                     position_names=(*_BASE, *g1.UPPER_JOINTS)),
 }
 assert tuple(KINDS) == EMBODIMENTS
+assert all(len(k.action_names) == k.action_dim and len(k.proprio_names) == k.proprio_dim
+           for k in KINDS.values())
+
+
+def obs_names(task_name: str, embodiment: str = "cobot") -> tuple[str, ...]:
+    """Return the names of one robot's state observation columns (`local_obs`), in its own
+    frame: proprioception, then the object, grasp point, goal, touch, time, headings and
+    the task's extra bodies."""
+    xyz = ("x", "y", "z")
+    extras = get_task(task_name, embodiment).extra_bodies
+    return (*KINDS[embodiment].proprio_names, *(f"object_{a}" for a in xyz),
+            *(f"object_up_{a}" for a in xyz), *(f"grasp_point_{a}" for a in xyz),
+            *(f"goal_{a}" for a in xyz), "holding", "time",
+            *(f"object_heading_{a}" for a in xyz), "goal_heading_cos", "goal_heading_sin",
+            *(f"{body}_{a}" for body in extras for a in xyz))
 
 
 def action_bounds(embodiment: str) -> tuple[np.ndarray, np.ndarray]:

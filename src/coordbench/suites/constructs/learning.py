@@ -19,6 +19,7 @@ from coordbench.core.stats import estimate
 from coordbench.envs.household.menu import construct_nodes
 from coordbench.envs.household.pettingzoo_env import Episode
 from coordbench.errors import ConfigError
+from coordbench.learn.train_log import LogSpec, opened
 from coordbench.runner.jobs import Job, JobContext, JobOutput, run_jobs
 
 from .episode import ConstructSpec, load_instance, run_construct
@@ -45,19 +46,29 @@ def checkpoint_path(out: Path, construct: str, team: int, seed: int) -> Path:
     return Path(out) / f"learned_{construct}_team{team}_seed{seed}.pt"
 
 
-def train_job(arg: tuple[str, int, int, int, Any], ctx: JobContext) -> JobOutput:
+def train_job(arg: tuple[str, int, int, int, Any, LogSpec | None],
+              ctx: JobContext) -> JobOutput:
     """Train one team (menu PPO) on the family (a job on the job engine); return its
-    checkpoint and training numbers. `arg`: construct, team size, steps, seed and a progress
-    callback (local runs only)."""
+    checkpoint and training numbers. `arg`: construct, team size, steps, seed, a progress
+    callback (local runs only) and where the training log goes (None: none)."""
     import io
 
     from coordbench.learn import menu_ppo
 
-    construct, team, steps, seed, log = arg
+    construct, team, steps, seed, say, spec = arg
     train_eps, test_eps = family(construct, team)
     cfg = menu_ppo.MenuPPOConfig(steps=steps, seed=seed, eval_every=max(1, steps // 4))
-    net, res = menu_ppo.train(cfg, train_eps, test_eps, team, "with_close", False, log,
-                              snapshots=ctx)
+    with opened(spec) as tlog:
+
+        def log(row: dict[str, float]) -> None:
+            if say is not None:
+                say(row)
+            if tlog is not None:  # the held-out evaluation's numbers as eval/<metric>
+                tlog({k if k in ("step", "wall_s") or "/" in k else f"eval/{k}": v
+                      for k, v in row.items()})
+
+        net, res = menu_ppo.train(cfg, train_eps, test_eps, team, "with_close", False, log,
+                                  snapshots=ctx)
     meta = {"config": res["config"], "construct": construct, "team": team,
             "train_instances": len(train_eps), "test_instances": len(test_eps)}
     buf = io.BytesIO()
@@ -88,13 +99,16 @@ def held_out_results(checkpoint: Path, construct: str, team: int, seed: int = 0
 
 
 def train_team(construct: str, team: int, out: Path, steps: int, seed: int = 0,
-               log: Any = None, snapshot_every_s: float = 60.0) -> dict[str, Any]:
+               log: Any = None, snapshot_every_s: float = 60.0,
+               logs: tuple[str, ...] = ()) -> dict[str, Any]:
     """Train one team (menu PPO) on the family (a job: a finished one is kept), test it
     greedily on the held-out instances through the household episode, write its checkpoint
     and result; return the result (success and completion estimates over the held-out
     instances, the curve, training time). A killed training continues from its last snapshot
-    (taken at most every `snapshot_every_s` seconds). ConfigError where the folder holds this
-    team trained for another number of steps."""
+    (taken at most every `snapshot_every_s` seconds); `log(row)` sees each evaluation, and
+    `logs` (learn/train_log.py) writes the training's scalars under
+    `out/logs/learned_<construct>_team<N>_seed<S>/` as it trains. ConfigError where the
+    folder holds this team trained for another number of steps."""
     path = checkpoint_path(out, construct, team, seed)
     done = path.with_suffix(".training.json")
     if done.is_file():
@@ -108,7 +122,8 @@ def train_team(construct: str, team: int, out: Path, steps: int, seed: int = 0,
         if trained["config"].get("steps") != steps:
             raise ConfigError(f"{path} was trained for {trained.get('config', {}).get('steps')} "
                               f"steps, not {steps}; use another --out or delete it")
-    job = Job(path.stem, done.name, train_job, (construct, team, steps, seed, log))
+    job = Job(path.stem, done.name, train_job,
+              (construct, team, steps, seed, log, LogSpec.of(out, path.stem, logs)))
     run_jobs(Path(out), [job], snapshot_every_s=snapshot_every_s)
     training = json.loads(done.read_text(encoding="utf-8"))
     ok, comp = held_out_results(path, construct, team, seed)

@@ -26,6 +26,7 @@ from coordbench.errors import ConfigError
 from coordbench.learn import imitation
 from coordbench.learn.imitation import PolicyConfig, data_digest
 from coordbench.learn.snapshot import Snapshots
+from coordbench.learn.train_log import LogSpec, opened
 from coordbench.runner.jobs import Job, JobContext, JobOutput
 
 from .demos import DEMO_SEED0, episode_arrays
@@ -89,12 +90,13 @@ def dagger_rounds(cfg: Any, trainer: Any, snaps: Snapshots | None = None
 
 
 def fit_on(cfg: PolicyConfig, train: dict[str, np.ndarray],
-           val: dict[str, np.ndarray] | None, snapshots: Any = None
+           val: dict[str, np.ndarray] | None, snapshots: Any = None, log: Any = None
            ) -> tuple[dict[str, Any], bytes]:
     """Train the baseline on demonstration arrays and DAgger rounds where cfg.dagger > 0,
-    continuing from the last snapshot in `snapshots` if there is one; return (losses, rounds
-    and timing, checkpoint bytes)."""
-    return imitation.fit_on(cfg, train, val, dagger_rounds, snapshots)
+    continuing from the last snapshot in `snapshots` if there is one, the losses sent to
+    `log(row)` as it fits (None: no log); return (losses, rounds and timing, checkpoint
+    bytes)."""
+    return imitation.fit_on(cfg, train, val, dagger_rounds, snapshots, log)
 
 
 def train_policy(cfg: PolicyConfig, demos_dir: Path, out: Path) -> dict[str, Any]:
@@ -116,17 +118,20 @@ def fit_policy(cfg: PolicyConfig, demos_dir: Path) -> tuple[dict[str, Any], byte
     return fit_on(cfg, train, val)
 
 
-def train_job(arg: tuple[PolicyConfig, str, str, bool], ctx: JobContext) -> JobOutput:
+def train_job(arg: tuple[PolicyConfig, str, str, bool, LogSpec | None],
+              ctx: JobContext) -> JobOutput:
     """Train one policy (a job on the job engine), continuing from its last snapshot if a
     killed run left one; return its checkpoint and its result file `<checkpoint>.json` (the
     training numbers, config and demonstrations: written last, it marks the policy done).
     `arg`: the config, the demonstrations folder, the checkpoint's file name in the job's
-    root, and whether to report the validation loss (on `<task>_val.npz`, where present)."""
-    cfg, demos, name, use_val = arg
+    root, whether to report the validation loss (on `<task>_val.npz`, where present), and
+    where the training log goes (None: none)."""
+    cfg, demos, name, use_val, spec = arg
     train = load_demos(Path(demos) / demos_name(cfg.task, cfg.embodiment))
     val_path = Path(demos) / demos_name(cfg.task, cfg.embodiment, "val")
     val = load_demos(val_path) if use_val and val_path.is_file() else None
-    res, blob = fit_on(cfg, train, val, snapshots=ctx)
+    with opened(spec) as tlog:
+        res, blob = fit_on(cfg, train, val, snapshots=ctx, log=tlog)
     res = {**res, "demos": str(demos), "config": asdict(cfg)}
     return JobOutput({name: blob, result_name(name): (json.dumps(res, indent=1) + "\n").encode()},
                      res)
@@ -138,10 +143,11 @@ def result_name(checkpoint: str) -> str:
 
 
 def train_jobs(root: Path, items: list[tuple[PolicyConfig, str]], demos: Path,
-               use_val: bool = True) -> list[Job]:
+               use_val: bool = True, logs: tuple[str, ...] = ()) -> list[Job]:
     """Return one training job per (config, checkpoint name in `root`); ConfigError (one
     line) where a finished policy there was trained with other settings or on other
-    demonstrations (a rerun with the same ones keeps it)."""
+    demonstrations (a rerun with the same ones keeps it). `logs` (learn/train_log.py)
+    writes each policy's losses under `root/logs/<checkpoint stem>/` as it fits."""
     jobs = []
     for cfg, name in items:
         done = Path(root) / result_name(name)
@@ -165,7 +171,9 @@ def train_jobs(root: Path, items: list[tuple[PolicyConfig, str]], demos: Path,
             if old.get("demos_digest", digest) != digest:
                 raise ConfigError(f"{Path(root) / name} was trained on other demonstrations "
                                   f"than {demos}; use another --out or delete it")
-        jobs.append(Job(name, result_name(name), train_job, (cfg, str(demos), name, use_val)))
+        spec = LogSpec.of(root, Path(name).stem, logs)
+        jobs.append(Job(name, result_name(name), train_job,
+                        (cfg, str(demos), name, use_val, spec)))
     return jobs
 
 
