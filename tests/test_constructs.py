@@ -406,7 +406,7 @@ def test_cli_buffer_capacity_is_part_of_the_condition(tmp_path):
     manifest = json.loads((out / "manifest.json").read_text())
     caps = {name: c["buffer_capacity"] for name, c in manifest["conditions"].items()}
     assert sorted(caps.values(), key=str) == [1, 3, None]
-    assert all(name.endswith(f"_cap{c}_limit2") for name, c in caps.items() if c)
+    assert all(name.endswith(f"_cap{c}_sample2") for name, c in caps.items() if c)
     for name, c in caps.items():  # episodes play at the condition's capacity
         ep = sorted((out / "episodes" / name).glob("*.jsonl"))[0]
         info = json.loads(ep.read_text().splitlines()[0])["params"]["construct"]

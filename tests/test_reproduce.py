@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from coordbench.cli import app
 from coordbench.core.rundir import RunDir
 from coordbench.core.trajectory import ModelCallEvent
-from coordbench.reproduce.study import direction, slope_direction
+from coordbench.reproduce.study import VERDICTS, direction, slope_direction
 
 runner = CliRunner()
 FINDING_KEYS = {"id", "paper_ref", "claim", "paper_value", "coordbench_value", "holds"}
@@ -78,8 +78,16 @@ def test_mecobench_quick_findings(tmp_path):
     md = (out / "reproduce.md").read_text()
     for ref in ("Table 9", "Table 10", "Fig. 30", "Table 11", "Table 12", "Table 13",
                 "Table 15", "Table 18", "Tables 19-20", "Table 22", "Table 2", "Table 3",
-                "Fig. 8b", "Fig. 10", "Section 6.2"):
+                "Fig. 8b", "Fig. 10", "Section 6.2", "Figs. 13b / 34b"):
         assert f"## {ref}" in md, ref
+    # Figs. 13b / 34b: the no-location trends, one per team size (1-4 agents)
+    items = {i["ref"]: i["data"] for i in json.loads((out / "findings.json").read_text())[
+        "items"]}
+    noloc = items["Figs. 13b / 34b"]
+    assert set(noloc["trends"]) == {"1", "2", "3", "4"}
+    d, a, b = noloc["slope_difference"], noloc["slope_2_4_agents"], noloc["slope_1_agent"]
+    assert d["delta"] == pytest.approx(a["slope"] - b["slope"])
+    assert found["meco-noloc-objects-sr"]["verdict"] in VERDICTS
     for fid in ("meco-tags-plan", "meco-tags-coordq", "meco-tags-correct-cr", "meco-noise-gain",
                 "meco-leader-saturates", "meco-memory-parallel", "meco-memory-sequential",
                 "meco-dupgrab-size"):
@@ -142,8 +150,10 @@ def test_a_model_fills_the_paper_rows(tmp_path):
 def test_verdict_rule():
     assert direction({"delta": -0.2, "lo": -0.3, "hi": -0.1}, -1) is True
     assert direction({"delta": -0.2, "lo": -0.3, "hi": 0.1}, -1) is None
-    assert direction({"delta": 0.1, "lo": -0.1, "hi": 0.3}, -1) is False
-    assert direction({"delta": 0.0, "lo": 0.0, "hi": 0.0}, +1) is False
+    # the wrong side with an interval across 0 decides nothing (inconclusive), nor does 0
+    assert direction({"delta": 0.1, "lo": -0.1, "hi": 0.3}, -1) is None
+    assert direction({"delta": 0.1, "lo": 0.05, "hi": 0.3}, -1) is False  # contradicted
+    assert direction({"delta": 0.0, "lo": 0.0, "hi": 0.0}, +1) is None  # untestable
     assert direction({"delta": None}, +1) is None
     assert slope_direction({"slope": -1.0, "lo": -2.0, "hi": -0.5}, -1) is True
     assert slope_direction({"slope": None}, -1) is None

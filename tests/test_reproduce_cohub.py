@@ -12,7 +12,8 @@ from coordbench.cli import app
 from coordbench.reproduce import cohub
 
 FINDINGS = {"C-T2-act-dp", "C-T2-joint", "C-F4-expert_noisy", "C-F4-chunk", "C-F4-dp",
-            "C-F4-joint", "C-F4-bc", "C-T3-local-shared", "C-T3-agent-id", "C-T3-global"}
+            "C-F4-joint", "C-F4-bc", "C-T3-local-shared", "C-T3-agent-id", "C-T3-global",
+            "C-T3-dp-global"}
 
 
 def _reproduce(*args: str) -> dict:
@@ -41,6 +42,12 @@ def test_cohub_study_trains_plays_and_resumes(tmp_path, monkeypatch):
     assert "CoCarry/expert" in text and "CoCarry/joint" in text
     md = (out / "reproduce.md").read_text()
     assert "Observation scope x policy sharing" in md and "| local/shared+id |" in md
+    # --quick: Table 3's DP column holds only the main run's dp (local/separate)
+    t3 = next(i for i in data["items"] if i["ref"] == "table3")["data"]
+    assert t3["local/separate"]["dp_pooled"]["n"] == 2
+    assert all(t3[c]["dp_pooled"] is None for c in t3 if c != "local/separate")
+    assert {f["id"]: f for f in payload["findings"]}["C-T3-dp-global"]["verdict"] == \
+        "untestable"
     # Figure 4 for every policy family, and the study's figures
     assert "| CoCarry | joint | p1 |" in md and "| CoCarry | bc | p3 |" in md
     assert sorted(p.name for p in (out / "figures").glob("*.png")) == [
@@ -62,3 +69,26 @@ def test_cohub_bad_input_is_one_line(tmp_path):
     assert "--model and --limit do not apply" in error_line(
         ["reproduce", "cohub", "--quick", "--limit", "2"], tmp_path)
     assert "--regime" in error_line(["reproduce", "cohub", "--regime", "all"], tmp_path)
+
+
+def test_the_full_study_trains_tables_3_dp_cells():
+    from coordbench.reproduce.study import Options
+
+    full = [p for p in cohub.policies(Options()) if p.method == "dp"]
+    cells = {p.cell for p in full if p.task == cohub.TWO[0]}
+    assert cells == {"local/separate", "local/shared", "global/separate", "global/shared"}
+    assert not [p for p in cohub.policies(Options(quick=True))
+                if p.method == "dp" and p.cell != "local/separate"]
+    keys = cohub.keys(Options())
+    assert any(isinstance(k.who, cohub.Policy) and k.who.method == "dp"
+               and k.who.cell == "global/shared" for k in keys)
+
+
+def test_dp_findings_need_both_policy_settings_to_gain():
+    both_gain = {"local/separate": (2, 50), "global/separate": (20, 50),
+                 "local/shared": (1, 50), "global/shared": (18, 50)}
+    (f,) = cohub.dp_findings(both_gain, quick=False)
+    assert f.verdict == "holds"
+    one_gain = {**both_gain, "global/shared": (1, 50)}
+    assert cohub.dp_findings(one_gain, quick=False)[0].verdict == "inconclusive"
+    assert cohub.dp_findings(both_gain, quick=True)[0].verdict == "untestable"

@@ -15,6 +15,7 @@ from coordbench.core.rundir import RunDir
 from coordbench.errors import CoordbenchError
 from coordbench.llm.loopback import ScriptedServer
 from coordbench.reproduce.models import mostly, order_breaks, parse_models
+from coordbench.reproduce.study import VERDICTS
 from tests.scripted_models import oracle_plans, planner_reply, registry
 
 runner = CliRunner()
@@ -57,6 +58,13 @@ def test_three_scripted_models_rank_as_their_scripts_imply(tmp_path):
     table1 = items["Table 1 / Figs. 7-9"]["table1"]
     sr = {m: table1[m]["SR"]["mean"] for m in ("good", "err", "never")}
     assert sr["good"] == 1.0 and sr["never"] == 0.0 and sr["good"] > sr["err"] > sr["never"]
+    for m, row in table1.items():  # SR per construct adds up to the overall SR
+        per = [row[f"SR_D{k}"] for k in (1, 2, 3, 4)]
+        assert sum(r["count"] for r in per) == row["SR"]["count"], m
+        assert sum(r["n"] for r in per) == row["SR"]["n"], m
+        assert {r["mean"] for r in per if r["n"]} == ({1.0} if m == "good" else
+                                                     {0.0} if m == "never" else
+                                                     {r["mean"] for r in per if r["n"]})
     pairs = items["Models, paired"]["pairs"]
     assert set(pairs) == {"good - err", "good - never", "err - never"}
     for key in pairs:  # every difference the scripts put there is found, after Holm
@@ -76,6 +84,7 @@ def test_three_scripted_models_rank_as_their_scripts_imply(tmp_path):
                                                              f["holds"]), f["id"]
     md = (out / "reproduce.md").read_text()
     assert "## Table 1 [good]" in md and "## Models, paired" in md
+    assert "| model | SR | CS | SR D1 | C_D1 | SR D2 |" in md
 
 
 @pytest.mark.parametrize("value", ["", "a,,b", " , "])
@@ -189,8 +198,31 @@ def test_a_two_model_mecobench_study_adds_the_papers_model_items(tmp_path):
         ("strong", "weak", "leader")]
     md = (out / "reproduce.md").read_text()
     for ref in ("## Table 8 / Figs. 5-6", "## Fig. 11", "## Fig. 32",
-                "## Table 9 / Fig. 7a [weak]"):
+                "## Table 9 / Fig. 7a [weak]", "## Tables 14 / 16", "## Fig. 37",
+                "## Figs. 13b / 34b [weak]"):
         assert ref in md, ref
+    for fid in ("meco-models-second-agent-cr", "meco-models-noloc-drop",
+                "meco-models-noloc-second-agent-cr", "meco-models-noisy-second-agent",
+                "meco-models-dupgrab-gain"):
+        assert found[fid]["models"] == ["strong", "weak"], fid
+        assert found[fid]["verdict"] in VERDICTS, fid
+    # two models: a correlation over models has no estimate
+    assert found["meco-models-dupgrab-gain"]["verdict"] == "untestable"
+    assert found["meco-noloc-objects-sr@weak"]["verdict"] in VERDICTS
+    items = {i["ref"]: i["data"] for i in json.loads((out / "findings.json").read_text())[
+        "items"]}
+    t8 = items["Table 8 / Figs. 5-6"]
+    for m in ("strong", "weak"):
+        lv, row = t8["levels"][m], t8["table8"][m]
+        assert row["P1 AUC"] == lv["parallel_1"]["AUC"]
+        p2, s2 = lv["parallel_2"]["CR"]["mean"], lv["sequential_2"]["CR"]["mean"]
+        assert row["Avg. CR"] == pytest.approx((p2 + s2) / 2)
+        assert set(t8["cr_gain"][m]) >= {"delta", "lo", "hi", "n"}
+        assert set(items["Tables 14 / 16"]["no_location"][m]) == {"1", "2"}
+        r = items["Fig. 37"]["rate"][m]  # over the parallel two-agent episodes
+        assert r["n"] == lv["parallel_2"]["n"] >= 1
+    figures = {p.name for p in (out / "figures").glob("*.png")}
+    assert len(figures) >= 3
 
 
 def test_a_study_prints_its_estimate_and_keeps_to_its_cost_limit(tmp_path):

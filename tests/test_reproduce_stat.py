@@ -189,3 +189,24 @@ def test_train_plan_files_pair_networks_under_their_own_label():
     assert ("5A-12T-10x6", "dqn") not in labels and ("3A-6T-5x3", "dqn") in labels
     assert ("5A-12T-10x6", "vdn+pair") in labels
     assert len(plan) == (3 + 4) * 2
+
+
+@pytest.mark.xdist_group("reproduce-stat")
+def test_ctde_competitive_is_judged_on_the_largest_configuration(small_run):
+    from coordbench.reproduce.stat import COMPETITIVE_MARGIN
+    from coordbench.reproduce.study import VERDICTS, judge
+
+    out, payload = small_run
+    found = {f["id"]: f for f in payload["findings"]}["stat-ctde-competitive"]
+    assert found["verdict"] in VERDICTS and "5A-12T-10x6" in found["note"]
+    data = json.loads((out / "findings.json").read_text())
+    mine = next(i for i in data["items"] if i["ref"] == "App. I")["data"]["ctde_competitive"]
+    assert list(mine) == ["5A-12T-10x6"]  # the baseline regime's largest
+    row = mine["5A-12T-10x6"]
+    assert (row["ctde"], row["rival"]) == ("vdn", "iql")
+    # the verdict is the non-inferiority test: the difference shifted by the margin
+    diff = row["difference"]
+    assert row["margin"] > 0 and COMPETITIVE_MARGIN == 0.05
+    shifted = {**diff, **{k: diff[k] + row["margin"] for k in ("delta", "lo", "hi")}}
+    assert judge(shifted, +1, unit="seeds").verdict == row["verdict"] == found["verdict"]
+    assert row["paper_gap"] is not None  # Table 5 has the configuration

@@ -39,18 +39,20 @@ def test_damaged_misplaced_and_half_written_files_are_replayed(tmp_path):
     rd = RunDir.open(out)
     (cond,) = rd.conditions
     folder = out / "episodes" / cond
-    text = (folder / "case0000.jsonl").read_text()
-    (folder / "case0001.jsonl").write_text(text)  # another case's episode under its name
-    (folder / "case0002.jsonl").write_text(text[: len(text) // 2])  # truncated
+    # the --limit 3 sample's cases (stratified: their indices in the set, not 0, 1, 2)
+    first, second, third = rd.episode_keys(cond)
+    text = (folder / f"{first}.jsonl").read_text()
+    (folder / f"{second}.jsonl").write_text(text)  # another case's episode under its name
+    (folder / f"{third}.jsonl").write_text(text[: len(text) // 2])  # truncated
     (folder / ".case0003.jsonl.x1.tmp").write_text("half")  # a killed writer's leftover
     (out / "images").mkdir(exist_ok=True)  # a killed --images run's half-written view
     (out / "images" / f".{'a' * 64}.png.x2.tmp").write_bytes(b"half")
     with pytest.raises(RunDirError, match="holds another episode"):
-        rd.load_episode(cond, "case0001")
+        rd.load_episode(cond, second)
     assert runner.invoke(app, [*MECO, "--out", str(out)]).exit_code == 0
     assert trajectory_hashes(out) == trajectory_hashes(clean)
     assert sorted(p.name for p in (out / "damaged" / cond).iterdir()) == [
-        "case0001.jsonl", "case0002.jsonl"]  # set aside, not deleted
+        f"{second}.jsonl", f"{third}.jsonl"]  # set aside, not deleted
     assert not list(folder.glob("*.tmp")) and not list((out / "images").glob(".*.tmp"))
 
 

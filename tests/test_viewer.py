@@ -106,7 +106,7 @@ def test_construct_pictures_show_the_knife_owner_and_buffers(runs):
 def test_a_tampered_record_is_caught_by_the_replay(runs):
     rd = RunDir.open(runs["run"])
     cond = runs["conds"]["mecobench"]
-    tr = rd.load_episode(cond, "case0000")
+    tr = rd.load_episode(cond, runs["keys"]["mecobench"][0])
     steps = tr.steps(HouseholdStepEvent)
     first = steps[0]
     bad_action = first.actions[0].model_copy(update={"outcome": "too_far"})
@@ -133,7 +133,7 @@ def test_no_replay_without_what_it_needs_says_why(runs):
     assert not pic["replay"]["available"] and "task positions" in pic["replay"]["reason"]
     # a household condition whose task file is gone
     cond = runs["conds"]["mecobench"]
-    tr = rd.load_episode(cond, "case0000")
+    tr = rd.load_episode(cond, runs["keys"]["mecobench"][0])
     moved = RunDir(rd.path, {**rd.manifest, "conditions": {cond: {
         **rd.conditions[cond], "instance_set": None, "source": "x",
         "tasks_file": str(rd.path / "gone.json")}}})
@@ -266,7 +266,8 @@ def test_a_damaged_run_still_opens_and_lists_each_bad_episode_with_its_reason(ru
     assert rows["ep00002"].status == "ok"
     assert rows["ep00003"].status == "errored" and "provider" in rows["ep00003"].problem
     rows = {r.key: r for r in index.condition_rows(rd, viewer_runs.HOUSEHOLD)}
-    assert rows["case0001"].status == "bad" and "unreadable" in rows["case0001"].problem
+    broken = runs["keys"]["mecobench"][1]  # the one damage() made unreadable
+    assert rows[broken].status == "bad" and "unreadable" in rows[broken].problem
     rows = {r.key: r for r in index.condition_rows(rd, viewer_runs.PHYSICAL)}
     assert rows["seed0002"].status == "damaged"
 
@@ -326,7 +327,7 @@ def test_api_on_a_damaged_run(runs):
         status, ep = get(f"{url}api/episode?run={run}&cond={viewer_runs.STAT}&key=ep00000")
         assert status == 200 and "no episode_end" in ep["unavailable"]
         status, ep = get(f"{url}api/episode?run={run}&cond={viewer_runs.HOUSEHOLD}"
-                         "&key=case0001")
+                         f"&key={runs['keys']['mecobench'][1]}")
         assert status == 200 and "corrupt episode file" in ep["unavailable"]
     finally:
         server.shutdown()
@@ -337,8 +338,9 @@ def test_api_on_a_damaged_run(runs):
 # -- export ------------------------------------------------------------------------------------
 def test_export_writes_one_self_contained_file(runs, tmp_path):
     cond = runs["conds"]["mecobench"]
+    key = runs["keys"]["mecobench"][0]
     out = tmp_path / "episode.html"
-    res = runner.invoke(app, ["view", str(runs["run"]), "--episode", f"{cond}/case0000",
+    res = runner.invoke(app, ["view", str(runs["run"]), "--episode", f"{cond}/{key}",
                               "--export", str(out)])
     assert res.exit_code == 0, res.output
     page = out.read_text()
@@ -348,7 +350,7 @@ def test_export_writes_one_self_contained_file(runs, tmp_path):
     assert "/static/" not in page.split("<script>")[0]
     data = json.loads(page.split('<script id="cb-data" type="application/json">')[1]
                       .split("</script>")[0].replace("<\\/", "</"))
-    assert data["episode"]["id"] == f"{cond}/case0000"
+    assert data["episode"]["id"] == f"{cond}/{key}"
     # a key only one condition has is enough
     res = runner.invoke(app, ["view", str(runs["run"]), "--episode", "seed0001", "--export",
                               str(tmp_path / "p.html")])

@@ -94,13 +94,15 @@ def open_episode(page, url: str, cond: str, key: str, step: int = 0) -> None:
     page.wait_for_function(f"document.body.dataset.episode === {f'{cond}/{key}'!r}")
 
 
-EXPECT = {  # family -> (episode key, agents, a selector the picture must hold, how many)
+# family -> (episode key, agents, a selector the picture must hold, how many); key None:
+# the condition's first episode (a --limit run plays a stratified sample: runs["keys"])
+EXPECT = {
     "stat": ("ep00000", 3, "#picture .task", 6),
-    "mecobench": ("case0000", 2, "#picture .agent", 2),
-    "constructs": ("inst0000", 2, "#picture .agent", 2),
-    "constructs_d4": ("inst0000", None, "#picture .agent", None),
+    "mecobench": (None, 2, "#picture .agent", 2),
+    "constructs": (None, 2, "#picture .agent", 2),
+    "constructs_d4": (None, None, "#picture .agent", None),
     "physical": ("seed0001", 2, "#picture .robot", 2),
-    "llm": ("case0000", 2, "#picture .agent", 2),
+    "llm": (None, 2, "#picture .agent", 2),
 }
 
 
@@ -110,6 +112,7 @@ def test_every_family_opens_steps_and_logs_no_error(runs, browser, tmp_path):
     with Serving(runs["run"]) as srv:
         for family, (key, agents, selector, count) in EXPECT.items():
             cond = runs["conds"][family]
+            key = key or runs["keys"][family][0]
             open_episode(page, srv.url, cond, key)
             assert page.locator("#episodes tbody tr").count() >= 1
             assert page.locator("#timeline svg").count() == 1
@@ -198,13 +201,14 @@ def test_an_exported_episode_opens_offline(runs, browser, tmp_path):
     from coordbench.viewer.export import export
 
     cond = runs["conds"]["constructs"]
-    out = export(runs["run"], f"{cond}/inst0000", tmp_path / "episode.html")
+    key = runs["keys"]["constructs"][0]
+    out = export(runs["run"], f"{cond}/{key}", tmp_path / "episode.html")
     errors: list[str] = []
     requests: list[str] = []
     page = page_with_error_log(browser, errors)
     page.on("request", lambda r: requests.append(r.url))
     page.goto(out.resolve().as_uri())
-    page.wait_for_function(f"document.body.dataset.episode === '{cond}/inst0000'")
+    page.wait_for_function(f"document.body.dataset.episode === '{cond}/{key}'")
     assert page.locator("#timeline .cell").count() > 0
     assert page.locator("#picture svg").count() == 1
     assert not page.locator("#sidebar").is_visible()
@@ -401,8 +405,8 @@ def test_map_labels_never_overlap_on_a_100_task_plane_or_a_household(runs, brows
         shoot(page, tmp_path, "stat-plane-100")
     assert drawn > 150  # most of the 100 task labels find a free place
     with Serving(runs["run"]) as srv:
-        for family, key in (("mecobench", "case0000"), ("llm", "case0000"),
-                            ("constructs", "inst0000"), ("constructs_d4", "inst0000")):
+        for family in ("mecobench", "llm", "constructs", "constructs_d4"):
+            key = runs["keys"][family][0]
             for step in (0, 3, 8):
                 open_episode(page, srv.url, runs["conds"][family], key, step)
                 boxes = page.evaluate(_LABEL_BOXES)

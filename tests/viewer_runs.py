@@ -14,8 +14,8 @@ from tests.scripted_team import household_reply
 
 STAT = "stat_3A-6T-5x3_greedy_paper_seed0_limit700"
 HOUSEHOLD = "mecobench_suite-v1_sequential_n2_none_rule_full_seed0"
-D3 = "constructs_rep240_D3_teamall_central_rule_blind_seed0_limit1"
-D4 = "constructs_rep240_D4_teamall_decentralized_rule_blind_seed0_limit1"
+D3 = "constructs_rep240_D3_teamall_central_rule_blind_seed0_sample1"
+D4 = "constructs_rep240_D4_teamall_decentralized_rule_blind_seed0_sample1"
 PHYSICAL = "physical_Handover_expert_main"
 
 
@@ -52,23 +52,35 @@ def build(out: Path) -> dict[str, str]:
             "physical": PHYSICAL, "llm": llm}
 
 
+def episode_keys(run: Path, conds: dict[str, str]) -> dict[str, list[str]]:
+    """Return {family: its condition's episode keys, in order} (a --limit run plays a
+    stratified sample, so the keys are the sampled cases' indices, not 0, 1, ...)."""
+    from coordbench.core.rundir import RunDir
+
+    rd = RunDir.open(run)
+    return {family: rd.episode_keys(cond) for family, cond in conds.items()}
+
+
 def good_and_damaged(base: Path) -> dict:
     """Build the small run of every family under `base` and a damaged copy of it; return
-    {"run", "bad", "conds"} (the run, the copy, {family: a condition name})."""
+    {"run", "bad", "conds", "keys"} (the run, the copy, {family: a condition name},
+    {family: its condition's episode keys})."""
     conds = build(base / "run")
-    damage(base / "run", base / "bad")
-    return {"run": base / "run", "bad": base / "bad", "conds": conds}
+    keys = episode_keys(base / "run", conds)
+    damage(base / "run", base / "bad", keys["mecobench"][1])
+    return {"run": base / "run", "bad": base / "bad", "conds": conds, "keys": keys}
 
 
-def damage(run: Path, bad: Path) -> None:
-    """Copy `run` to `bad` and break it: a truncated file, a file that is not JSON, an
-    episode missing from the middle, an errored attempt, a set-aside file."""
+def damage(run: Path, bad: Path, household_key: str) -> None:
+    """Copy `run` to `bad` and break it: a truncated file, a file that is not JSON (the
+    household episode `household_key`), an episode missing from the middle, an errored
+    attempt, a set-aside file."""
     shutil.copytree(run, bad)
     ep = bad / "episodes" / STAT
     text = (ep / "ep00000.jsonl").read_text()
     (ep / "ep00000.jsonl").write_text(text.rsplit("\n", 2)[0] + "\n")  # no episode_end
     (ep / "ep00001.jsonl").unlink()  # missing between ep00000 and ep00002
-    (bad / "episodes" / HOUSEHOLD / "case0001.jsonl").write_text("this is not json\n")
+    (bad / "episodes" / HOUSEHOLD / f"{household_key}.jsonl").write_text("this is not json\n")
     err = bad / "errors" / STAT
     err.mkdir(parents=True)
     (err / "ep00003.jsonl").write_text(text.replace('"success":true', '"success":false'))

@@ -116,8 +116,9 @@ def run(
     physical: int | None = typer.Option(None, help="Physical suite: expert and noisy-expert "
                                                    "rollouts per task (default 10; 0 skips)."),
     cases: int | None = typer.Option(None, min=1, help="Household and construct cases per "
-                                                       "condition (default: all; a quick "
-                                                       "look)."),
+                                                       "condition, a stratified sample as "
+                                                       "--limit draws (default: all; a "
+                                                       "quick look)."),
     only: str | None = typer.Option(None, "--families", help="Comma-separated families of "
                                     "the default benchmark to run (default: all of them)."),
     executor: str = executor_option(),

@@ -8,7 +8,8 @@ and a t-interval for a least-squares slope.
 
 A rate is {"mean", "lo", "hi", "ci95", "n", "count", "interval"} (count of n); a mean is
 {"mean", "lo", "hi", "ci95", "n", "interval"}; a difference is {"delta", "lo", "hi", "n",
-"n_ref", "method"} (n: the group compared, n_ref: the reference group).
+"n_ref", "method"} (n: the group compared, n_ref: the reference group; a difference of rates
+also has "count" and "count_ref", the events behind each).
 """
 
 from __future__ import annotations
@@ -72,13 +73,13 @@ def proportion_diff(k_a: int, n_a: int, k_b: int, n_b: int) -> Json:
     with [l, u] each group's Wilson interval; delta None when a group is empty."""
     if n_a == 0 or n_b == 0:
         return {"delta": None, "lo": None, "hi": None, "n": n_a, "n_ref": n_b,
-                "method": "newcombe"}
+                "count": k_a, "count_ref": k_b, "method": "newcombe"}
     a, b = wilson_ci(k_a, n_a), wilson_ci(k_b, n_b)
     d = a.mean - b.mean
     lo = d - math.sqrt((a.mean - a.lo) ** 2 + (b.hi - b.mean) ** 2)  # type: ignore[operator]
     hi = d + math.sqrt((a.hi - a.mean) ** 2 + (b.mean - b.lo) ** 2)  # type: ignore[operator]
     return {"delta": d, "lo": max(-1.0, lo), "hi": min(1.0, hi), "n": n_a, "n_ref": n_b,
-            "method": "newcombe"}
+            "count": k_a, "count_ref": k_b, "method": "newcombe"}
 
 
 def mean_diff(a: Sequence[float], b: Sequence[float]) -> Json:

@@ -125,13 +125,11 @@ def _show(study: Any, written: dict[str, Any], quick: bool) -> None:
     """Print the study's findings and where its files are."""
     from rich.table import Table
 
-    from coordbench.reproduce.study import verdict
-
     table = Table(title=f"Reproducing {study.title}", title_justify="left")
-    for col in ("id", "paper", "verdict"):
+    for col in ("id", "paper", "verdict", "reason"):
         table.add_column(col)
     for f in study.findings:
-        table.add_row(f.id, f.paper_ref, verdict(f.holds))
+        table.add_row(f.id, f.paper_ref, f.verdict, f.reason)
     out.print(table)
     out.print(f"study: {written['markdown']}  ({written.get('html', '')})", highlight=False)
     if quick:

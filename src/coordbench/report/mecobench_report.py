@@ -159,8 +159,9 @@ def run_summary(run: RunDir, plan: Any, values: dict[str, Any]) -> tuple[dict, l
 
 
     ctx = plan.context
-    summary = summarize(condition_values(run, SUITE.condition(ctx["cond"]), ctx["cases"]),
-                        KINDS)
+    # the cases played (a --limit sample), not whatever else the folder holds of the condition
+    summary = summarize(condition_values(run, SUITE.condition(ctx["cond"]), ctx["cases"],
+                                         ctx.get("keys")), KINDS)
     payload = {"cases": ctx["cases"], **{k: estimate_json(e) for k, e in summary.items()}}
     if not summary:  # every episode errored (provider failures, said as the command ends)
         return payload, ["no finished episode to summarize"]

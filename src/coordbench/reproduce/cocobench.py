@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from coordbench.analyses.common import (
     mean_diff,
@@ -37,6 +38,7 @@ from coordbench.analyses.constructs import (
     termination_shares,
 )
 from coordbench.core.rundir import RunDir
+from coordbench.core.sample import Sample
 from coordbench.core.trajectory import Trajectory
 from coordbench.metrics.constructs import (
     SCORES,
@@ -46,7 +48,9 @@ from coordbench.metrics.constructs import (
     episode_metrics,
 )
 
+from .examples import cocobench_item
 from .plots import heatmap, interval_bars, lines
+from .sampled import lacks_value, mark_untestable, missing_reason, sample_item, sample_line
 from .study import (
     VERDICT_RULE,
     Episodes,
@@ -54,11 +58,13 @@ from .study import (
     Item,
     Options,
     Study,
+    Verdict,
     direction,
     gathered_json,
+    judge,
+    judge_rate,
     model_settings,
     show,
-    slope_direction,
     table,
 )
 
@@ -115,6 +121,14 @@ def _condition(key: Key, options: Options, out: Path | None = None):
             raise ValueError("an instance folder needs the run's path")
         instances = str(gathered_json(options.instances, out, "instance"))
     return ConstructCondition(spec, key.subset, key.construct, None, options.limit, instances)
+
+
+def ablation_of(fields: dict[str, Any]) -> str | None:
+    """Return the name of coordbench's own ablation a condition (its manifest fields)
+    belongs to, or None for one of the paper's conditions."""
+    if fields.get("buffer_capacity") == 1:
+        return "D4 with capacity-1 buffers"
+    return None
 
 
 def plan(options: Options, out: Path) -> list[tuple]:
@@ -247,7 +261,8 @@ def _correlation_item(ep: Episodes, options: Options) -> Item:
                                 [f"C_{c}" for c in labels_],
                                 [[res["r"][a][b] for b in labels_] for a in labels_],
                                 [[res["n"][a][b] for b in labels_] for a in labels_]))
-    holds = None if not off else max(abs(v) for v in off) < WEAK_R
+    holds = (Verdict("untestable", "no pair of scores varies on 3+ trajectories") if not off
+             else max(abs(v) for v in off) < WEAK_R)
     return Item(
         "Fig. 5", "Construct-score correlations (cross-applied)",
         "All four scores cross-applied to the 897 GPT-5.6-sol trajectories (centralized, "
@@ -304,23 +319,34 @@ def _architecture_item(ep: Episodes) -> Item:
         table(["construct", "planner", "SR", "CS", "delta SR", "delta CS", "n"], rows), [fig],
         [Finding("coco-central-best", "Fig. 6",
                  "Decentralized planning without communication succeeds less than centralized.",
-                 {"central": 0.480, "decentralized": 0.367}, show(dec), direction(dec, -1)),
+                 {"central": 0.480, "decentralized": 0.367}, show(dec), judge(dec, -1)),
          Finding("coco-central-best-comm", "Fig. 6",
                  "Decentralized planning with communication still succeeds less than "
                  "centralized.", {"central": 0.480, "decentralized_comm": 0.396}, show(com),
-                 direction(com, -1)),
+                 judge(com, -1)),
          Finding("coco-comm-helps", "Fig. 6",
                  "Communication narrows the gap: decentralized planners succeed more with it.",
-                 {"with": 0.396, "without": 0.367}, show(comm), direction(comm, +1)),
+                 {"with": 0.396, "without": 0.367}, show(comm), judge(comm, +1)),
          Finding("coco-d4-decentral", "Fig. 6",
                  "Decentralized planners fail handoffs (D4) more than the centralized planner.",
-                 "D4 among the largest SR drops", show(d4), direction(d4, -1)),
+                 "D4 among the largest SR drops", show(d4), judge(d4, -1)),
          Finding("coco-d4-decentral-cs", "Fig. 6",
                  "Decentralized planners pace handoffs worse than the centralized planner "
                  "(lower C_D4: more overflows and waits at an empty buffer).",
-                 "CS falls with decentralization", show(d4_cs), direction(d4_cs, -1))],
+                 "CS falls with decentralization", show(d4_cs), judge(d4_cs, -1))],
         note="Offline rows pool the blind observation only: rule planners read the symbolic "
              "state, so an image adds nothing for them.", data=res)
+
+
+def _takes_images(each: Sequence[Options], models: Sequence[str]) -> dict[str, bool]:
+    """Return per model whether it takes images (its registry entry; False offline)."""
+    settings = model_settings(each[0]) if each and each[0].model else None
+    if settings is None:
+        return {m: False for m in models}
+    from coordbench.llm.client import harness_for
+
+    harness = harness_for(settings)
+    return {m: bool(harness.spec(m).supports_images) for m in models}
 
 
 def _observation_item(ep: Episodes, options: Options) -> Item:
@@ -336,14 +362,19 @@ def _observation_item(ep: Episodes, options: Options) -> Item:
                     "M` (a vision model) to fill this figure.",
                     findings=[Finding("coco-blind", "Fig. 7",
                                       "Removing images does not lower success.",
-                                      {"blind": 0.423, "image": 0.406}, None, None,
-                                      "needs --model: offline planners see no image")])
+                                      {"blind": 0.423, "image": 0.406}, None,
+                                      Verdict("untestable", "offline planners see no image: "
+                                              "run with --model M, a model that takes "
+                                              "images"))])
     res = observation_deltas(image, blind)
     rows = [[c, r["image"]["SR"], r["blind"]["SR"], show(r["delta"]["SR"]), r["image"]["CS"],
              r["blind"]["CS"], show(r["delta"]["CS"])] for c, r in res.items()]
     d = res["all"]["delta"]["SR"]
-    # the claim is "no loss": it fails only when images clearly help
-    holds = None if d["delta"] is None else not (d["lo"] is not None and d["lo"] > 0)
+    # the claim is "no loss" (image minus blind not above 0): contradicted where images
+    # decidedly help; a model that takes no image played the image rows as text
+    holds = (judge(d, -1) if _takes_images([options], [str(options.model)])[str(options.model)]
+             else Verdict("untestable", f"{options.model} takes no images (its registry "
+                                        "entry): it played the image rows as text"))
     return Item("Fig. 7", "Observation: image vs blind",
                 "Blind evaluation 42.3% SR / 0.660 CS vs image 40.6% / 0.655.",
                 table(["construct", "SR image", "SR blind", "delta SR", "CS image", "CS blind",
@@ -351,7 +382,9 @@ def _observation_item(ep: Episodes, options: Options) -> Item:
                 findings=[Finding("coco-blind", "Fig. 7",
                                   "Removing images does not lower success (image minus blind "
                                   "is not significantly positive).",
-                                  {"blind": 0.423, "image": 0.406}, show(d), holds)],
+                                  {"blind": 0.423, "image": 0.406}, show(d), holds,
+                                  "holds where blind is decidedly better, inconclusive where "
+                                  "the interval includes 0 (no loss shown, no gain ruled out)")],
                 data=res)
 
 
@@ -375,7 +408,7 @@ def _team_item(ep: Episodes) -> Item:
                        "CS slope"], rows), [fig],
                 [Finding("coco-team-size", "Fig. 8", "SR falls as the team grows.",
                          {"2": 0.488, "3": 0.458, "4": 0.431}, show(slope),
-                         slope_direction(slope, -1))], data=res)
+                         judge(slope, -1))], data=res)
 
 
 def _failure_item(ep: Episodes) -> Item:
@@ -391,11 +424,16 @@ def _failure_item(ep: Episodes) -> Item:
     grows = [[k, v] for k, v in gap.items() if k != "n"]
     shares = {k: v["mean"] for k, v in fail.items() if v["mean"] is not None}
     # which kind dominates is undecidable when failed episodes show none of the four
-    dep = None if not any(shares.values()) else shares["dependency"] == max(shares.values())
+    dep = (Verdict("untestable", "no failed episode shows any of the four kinds" if shares
+                   else "no failed episode") if not any(shares.values())
+           else shares["dependency"] == max(shares.values()))
     ill = fail["illegal_skill"]
     proto = term["protocol_failure"]
     not_legal = gap["successful_not_legal"]
-    gap_holds = None if not_legal["n"] == 0 else (not_legal["lo"] or 0) > 0
+    gap_holds = (Verdict("untestable", "no successful episode") if not_legal["n"] == 0
+                 else True if (not_legal["lo"] or 0) > 0 else
+                 Verdict("inconclusive", f"{not_legal['count']} of {not_legal['n']} "
+                                         "successful episodes not legal: not shown above 0"))
     return Item(
         "Table 5 / Fig. 9", "Termination, failure decomposition and the legality gap",
         "Proprietary models almost never end in a protocol failure (1.0% on average; open "
@@ -413,17 +451,15 @@ def _failure_item(ep: Episodes) -> Item:
             Finding("coco-dependency-dominates", "Table 5",
                     "Among failed episodes, dependency violations are the most common kind.",
                     {"dependency": "11-95%", "occupancy": "1-7%", "affordance": "0-3%"},
-                    shares or None, dep, "" if dep is not None else
-                    "no failed episode shows any of the four kinds" if shares else
-                    "no failed episode"),
+                    shares or None, dep),
             Finding("coco-illegal-never", "Table 5",
                     "Illegal skills never cause a failure.", {"illegal_skill": 0.0},
-                    show(ill), None if ill["n"] == 0 else ill["count"] == 0,
-                    "" if ill["n"] else "no failed episode"),
+                    show(ill), judge_rate(ill, 0.05, never=True),
+                    "never: contradicted by one; holds when none occurred and the rate is "
+                    "shown below 5%"),
             Finding("coco-protocol-rare", "Fig. 9a",
                     "Protocol failures are rare for capable planners (< 5% of episodes).",
-                    {"proprietary mean": 0.010}, show(proto),
-                    None if proto["n"] == 0 else proto["mean"] < 0.05),
+                    {"proprietary mean": 0.010}, show(proto), judge_rate(proto, 0.05)),
             Finding("coco-legality-gap", "Fig. 9b",
                     "Success overstates coordination: some successful episodes are not legal.",
                     {"Claude Haiku 4.5": {"SR": 0.631, "legal": 0.472}}, show(not_legal),
@@ -440,7 +476,8 @@ def _oracle_item(ep: Episodes) -> Item:
         own = [SCORES[c](t) for t in mine]
         sr = rate(sum(map(success, mine)), len(mine))
         low = min((v for v in own if v is not None), default=None)
-        ok = ok and sr["mean"] == 1.0 and low == 1.0 and None not in own
+        # a construct a --limit sample lacks has nothing to check, not a failed check
+        ok = ok and (not mine or (sr["mean"] == 1.0 and low == 1.0 and None not in own))
         rows.append([c, sr, "n/a" if low is None else f"{low:.3f}", str(len(mine))])
     return Item("Reference", "The oracle planners",
                 "Oracle plans gate every instance: the plan succeeds, is legal, and scores "
@@ -449,7 +486,7 @@ def _oracle_item(ep: Episodes) -> Item:
                 findings=[Finding("coco-oracle", "Quality gates",
                                   "The oracle succeeds on every instance and scores 1 on its "
                                   "own construct.", "near 1", {"all SR 1 and C_Dk 1": ok},
-                                  ok if trajs else None)])
+                                  ok if trajs else Verdict("untestable", "no oracle episode"))])
 
 
 def _capacity_item(ep: Episodes) -> Item:
@@ -476,7 +513,7 @@ def _capacity_item(ep: Episodes) -> Item:
                 findings=[Finding("coco-capacity", "coordbench",
                                   "A one-slot buffer causes more overflows and empty waits "
                                   "for decentralized planners.", None, show(d),
-                                  direction(d, +1))], data={"events": d})
+                                  judge(d, +1))], data={"events": d})
 
 
 def study(run: RunDir, options: Options, out: Path) -> Study:
@@ -497,14 +534,72 @@ def study(run: RunDir, options: Options, out: Path) -> Study:
     items = [_main_item(ep), _correlation_item(ep, options), _architecture_item(ep),
              _observation_item(ep, options), _team_item(ep), _failure_item(ep),
              _capacity_item(ep), _cost_item(ep), _oracle_item(ep)]
+    items.append(cocobench_item(ep))  # Figs. 4, 11-14: examples from the episodes
+    if options.limit is not None:
+        main, sub = _limit_samples(options, out)
+        name = {"all": "the instance files" if options.instances else "the 900 instances",
+                "rep240": "the 240 subset"}
+        samples = {name[keys(options)[0].subset]: main, name[_ablation_subset(options)]: sub}
+        preamble += " " + sample_line(options.limit, samples, "instances",
+                                      "every condition (the one-slot buffer ablation: of "
+                                      "its set's D4 instances)")
+        mark_untestable(items, _needs(options.limit, main, sub))
+        items.append(sample_item(options.limit, samples, "instances"))
     return Study(PAPER, TITLE, preamble, items)
+
+
+def _ablation_subset(options: Options) -> str:
+    """Return the instance set of the ablations (the 240 subset; the user's files)."""
+    return "all" if options.instances else "rep240"
+
+
+def _limit_samples(options: Options, out: Path) -> tuple[Sample, Sample]:
+    """Return the --limit samples of the main evaluation's and the ablations' instance sets
+    (every condition on a set plays its sample)."""
+    main, sub = (_condition(Key(subset), options, out).sample()
+                 for subset in (keys(options)[0].subset, _ablation_subset(options)))
+    assert main is not None and sub is not None  # a limit draws a sample
+    return main, sub
+
+
+def _needs(limit: int, main: Sample, sub: Sample) -> dict[str, str | None]:
+    """Return, per finding id, why a --limit sample cannot test it (None: it can): the
+    handoff comparisons need D4 instances in the ablations' sample `sub`, the team-size
+    trends two team sizes in the main evaluation's sample `main`, a best model per
+    construct two constructs."""
+    d4 = lacks_value(limit, sub, 0, "D4", "D4 instance")
+    sizes = missing_reason(limit, main, 1, 2, "team sizes")
+    return {"coco-d4-decentral": d4, "coco-d4-decentral-cs": d4, "coco-capacity": d4,
+            "coco-team-size": sizes, "coco-models-team-size": sizes,
+            "coco-models-weak-overhead": sizes,
+            "coco-models-best-differs": missing_reason(limit, main, 0, 2, "constructs")}
+
+
+# the paper's Table 1 for four of its 11 models: SR %, CS overall, then SR %, CS per
+# construct D1-D4
+PAPER_T1 = {
+    "GPT-5.6-sol": (84.8, 0.90, 57.3, 0.63, 90.2, 0.96, 96.5, 1.00, 94.2, 0.99),
+    "Claude Opus 4.8": (78.5, 0.87, 38.1, 0.50, 94.7, 1.00, 93.9, 0.99, 85.7, 0.99),
+    "Qwen3-VL-8B": (24.6, 0.57, 95.0, 0.91, 4.9, 0.45, 1.3, 0.73, 0.0, 0.18),
+    "InternVL3.5-8B": (13.4, 0.42, 53.7, 0.45, 1.3, 0.41, 0.0, 0.56, 0.0, 0.26),
+}
 
 
 def compare(run: RunDir, each: Sequence[Options], out: Path) -> list[Item]:
     """Return the paper's model comparisons over the models of a many-model study: Table 1
-    (SR, CS and C_D1-C_D4 per model), Fig. 7 (image vs blind per model), Fig. 8 (team size
-    per model) and Fig. 9 (terminal states and SR vs legal-plan rate per model), with the
-    paper's model findings judged on these models."""
+    (SR, CS, and SR and C_Dk per construct D1-D4, per model), Fig. 7 (image vs blind per
+    model), Fig. 8 (team size per model) and Fig. 9 (terminal states and SR vs legal-plan
+    rate per model), with the paper's model findings judged on these models (untestable
+    where a --limit sample lacks the strata a finding compares)."""
+    items = _compare(run, each, out)
+    limit = each[0].limit
+    if limit is not None:
+        mark_untestable(items, _needs(limit, *_limit_samples(each[0], out)))
+    return items
+
+
+def _compare(run: RunDir, each: Sequence[Options], out: Path) -> list[Item]:
+    """Return `compare`'s items as the runs judge them."""
     from .models import majority_finding, paired_metric_by_task
 
     eps = {str(o.model): episodes(run, o) for o in each}
@@ -512,22 +607,27 @@ def compare(run: RunDir, each: Sequence[Options], out: Path) -> list[Item]:
     main = {m: ep(_main_key(ep)) for m, ep in eps.items()}
     by_c = {m: {c: [t for t in trajs if construct_of(t) == c] for c in CONSTRUCTS}
             for m, trajs in main.items()}
-    rows, scores = [], {}
+    rows, scores, srs = [], {}, {}
     for m in models:
         trajs = main[m]
         cs = {c: mean_score([v for v in map(construct_score, ts) if v is not None])
               for c, ts in by_c[m].items()}
         scores[m] = cs
+        srs[m] = {c: rate(sum(map(success, ts)), len(ts)) for c, ts in by_c[m].items()}
         rows.append([m, rate(sum(map(success, trajs)), len(trajs)),
                      mean_score([v for v in map(construct_score, trajs) if v is not None]),
-                     *(cs[c] for c in CONSTRUCTS), str(len(trajs))])
+                     *(x for c in CONSTRUCTS for x in (srs[m][c], cs[c])), str(len(trajs))])
     # Table 1: does the best model differ by construct, decidedly (paired on the instances)?
     best = {c: max(models, key=lambda m, c=c: (-1.0 if scores[m][c]["mean"] is None
                                                  else scores[m][c]["mean"]))
             for c in CONSTRUCTS if any(by_c[m][c] for m in models)}
-    differs: bool | None = None
-    if len(best) >= 2 and len(set(best.values())) == 1:
-        differs = False
+    differs: bool | None | Verdict = None
+    if all(len({scores[m][c]["mean"] for m in models}) == 1 for c in best):
+        differs = Verdict("untestable", "every model scores the same on every construct")
+    elif len(best) >= 2 and len(set(best.values())) == 1 and all(
+            direction(paired_metric_by_task(by_c[best[c]][c], by_c[m][c], construct_score),
+                      +1) is True for c in best for m in models if m != best[c]):
+        differs = False  # one model decidedly best on every construct
     for c1, c2 in ((a, b) for a in best for b in best if best[a] != best[b]):
         a, b = best[c1], best[c2]
         if (direction(paired_metric_by_task(by_c[a][c1], by_c[b][c1], construct_score), +1)
@@ -543,8 +643,11 @@ def compare(run: RunDir, each: Sequence[Options], out: Path) -> list[Item]:
         blind = ep(*(k for k in pick if k.observation == "blind"))
         observe[m] = (observation_deltas(image, blind)["all"]["delta"]["SR"]
                       if image and blind else None)
-    no_loss = {m: (None if d is None or d["delta"] is None else
-                   not (d["lo"] is not None and d["lo"] > 0)) for m, d in observe.items()}
+    # a vision claim is judged on the models that took the images (their registry entry):
+    # a text-only model plays the image rows as text
+    sees = _takes_images(each, models)
+    no_loss = {m: judge(d, -1, missing="no image and blind rows") for m, d in observe.items()
+               if sees[m]}
     # Fig. 8: SR by team size, its slope per model, and whether weaker models lose more
     trend = {m: team_size_trend(trajs).get("all", {}) for m, trajs in main.items()}
     slopes = {m: t.get("slope", {}).get("SR") for m, t in trend.items()}
@@ -555,8 +658,11 @@ def compare(run: RunDir, each: Sequence[Options], out: Path) -> list[Item]:
     term = {m: termination_shares(trajs) for m, trajs in main.items()}
     gap = {m: legality_gap(trajs) for m, trajs in main.items()}
     gaps = [g["successful_not_legal"] for g in gap.values()]
-    legal_gap = (True if any((g["lo"] or 0) > 0 for g in gaps if g["n"]) else
-                 False if gaps and all(g["n"] and g["count"] == 0 for g in gaps) else None)
+    legal_gap = (Verdict("untestable", "no successful episodes to check")
+                 if not any(g["n"] for g in gaps) else
+                 True if any((g["lo"] or 0) > 0 for g in gaps if g["n"]) else
+                 Verdict("inconclusive", "no model's share of illegal successes is shown "
+                                         "above 0"))
     states = sorted({s for t in term.values() for s in t})
     team_rows = [[m, *(trend[m].get("by_team", {}).get(n, {}).get("SR", "n/a")
                        for n in ("2", "3", "4")), slopes[m] or "n/a"] for m in models]
@@ -579,18 +685,23 @@ def compare(run: RunDir, each: Sequence[Options], out: Path) -> list[Item]:
                 "the instances, bootstrap interval)"),
         majority_finding("coco-models-blind", "Fig. 7",
                          "For most models, removing images does not lower success.",
-                         "blind 42.3% vs image 40.6% SR", observe, no_loss,
-                         "per model: yes unless image minus blind SR is significantly "
-                         "positive; undecided without image and blind runs (offline "
-                         "planners take no image)"),
+                         "blind 42.3% vs image 40.6% SR", observe,
+                         no_loss or {m: Verdict("untestable", "takes no images")
+                                     for m in models},
+                         "per model, image minus blind SR: holds where blind is decidedly "
+                         "better, contradicted where images decidedly help, inconclusive "
+                         "between (no loss shown, no gain ruled out); judged only on the "
+                         "models that take images ("
+                         + (", ".join(m for m in models if sees[m]) or "none here")
+                         + "): a text-only model plays the image rows as text"),
         majority_finding("coco-models-team-size", "Fig. 8",
                          "Most models' SR falls as the team grows.",
                          "48.8% -> 45.8% -> 43.1% (model average)", slopes,
-                         {m: slope_direction(s, -1) for m, s in slopes.items()}),
+                         {m: judge(s, -1) for m, s in slopes.items()}),
         Finding("coco-models-weak-overhead", "Fig. 8",
                 "Weaker models suffer more from team-size overhead (a model's SR slope per "
                 "agent rises with its SR).", "weak models degrade most", show(overhead),
-                slope_direction(overhead, +1),
+                judge(overhead, +1),
                 "" if overhead["slope"] is not None else "needs at least 3 models"),
         Finding("coco-models-legality", "Fig. 9b",
                 "Success and legality diverge: some model's successful episodes are not all "
@@ -601,9 +712,14 @@ def compare(run: RunDir, each: Sequence[Options], out: Path) -> list[Item]:
                  "Over 11 MLLMs on the full set (centralized, image) the best reaches SR 84.8% "
                  "and CS 0.90 and the best model differs by construct (Table 1); removing "
                  "images does not hurt (Fig. 7); SR falls with team size, weak models most "
-                 "(Fig. 8); protocol failures and legality differ by model (Fig. 9).",
-                 "Table 1 (main condition):\n\n"
-                 + table(["model", "SR", "CS", *(f"C_{c}" for c in CONSTRUCTS), "n"], rows)
+                 "(Fig. 8); protocol failures and legality differ by model (Fig. 9). Four of "
+                 "Table 1's rows (SR %, CS):\n\n"
+                 + table(["model", "SR", "CS",
+                          *(x for c in CONSTRUCTS for x in (f"SR {c}", f"C_{c}"))],
+                         [[m, *(f"{v:g}" for v in vals)] for m, vals in PAPER_T1.items()]),
+                 "Table 1 (main condition; SR and C_Dk per construct):\n\n"
+                 + table(["model", "SR", "CS",
+                          *(x for c in CONSTRUCTS for x in (f"SR {c}", f"C_{c}")), "n"], rows)
                  + "\nFig. 7 (image minus blind SR, 240 subset, pooled planners):\n\n"
                  + table(["model", "delta SR"], [[m, show(d)] for m, d in observe.items()])
                  + "\nFig. 8 (SR by team size):\n\n"
@@ -618,7 +734,8 @@ def compare(run: RunDir, each: Sequence[Options], out: Path) -> list[Item]:
                            gap[m]["successful_not_legal"]] for m in models]),
                  [fig8, fig9], findings,
                  data={"table1": {m: {"SR": r[1], "CS": r[2],
-                                      **{f"C_{c}": scores[m][c] for c in CONSTRUCTS}}
+                                      **{f"C_{c}": scores[m][c] for c in CONSTRUCTS},
+                                      **{f"SR_{c}": srs[m][c] for c in CONSTRUCTS}}
                                   for m, r in zip(models, rows, strict=True)},
                        "observation": observe, "team_size": trend, "termination": term,
                        "legality": gap})]

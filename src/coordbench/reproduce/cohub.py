@@ -41,7 +41,8 @@ from .study import (
     Item,
     Options,
     Study,
-    direction,
+    both,
+    judge,
     planned_episodes,
     show,
     table,
@@ -66,6 +67,11 @@ PAPER_NAME = {"chunk": "ACT", "dp": "DP", "joint": "GauDP", "bc": "—"}
 CELLS = (("local", "separate", False), ("local", "shared", False),
          ("global", "separate", False), ("global", "shared", False),
          ("local", "shared", True))
+# Table 3's DP column: the paper's four cells of the diffusion policy (local/separate is "dp"),
+# trained in the full study only: at --quick's budget DP learns nothing (docs/physical.md
+# measures 0% at 2,000 steps), so its cells would add trainings and slow denoising rollouts
+# for columns of zeros
+DP_CELLS = CELLS[:4]
 
 # the paper's Table 2 (success %, 2 humanoids then 3) and Table 3 (ACT, DP columns)
 PAPER_T2 = {
@@ -132,10 +138,14 @@ class Policy:
 
 
 def policies(options: Options) -> list[Policy]:
-    """Return every policy the study trains, in a stable order."""
+    """Return every policy the study trains, in a stable order (the DP ablation cells in the
+    full study only: `DP_CELLS`)."""
     s = settings(options)
     out = [Policy(t, m) for t in s.tasks for m in METHODS]
     out += [Policy(t, "chunk", sc, sh, aid) for t in s.ablation for sc, sh, aid in CELLS[1:]]
+    if not options.quick:
+        out += [Policy(t, "dp", sc, sh, aid) for t in s.ablation
+                for sc, sh, aid in DP_CELLS[1:]]
     return out
 
 
@@ -201,7 +211,7 @@ def keys(options: Options) -> list[Key]:
                                                                    for m in METHODS))
                 for k in (1, 2, 3)]
     out += [Key(p.task, p) for p in policies(options) if p.cell != "local/separate"
-            and p.method == "chunk"]
+            and p.method in ("chunk", "dp")]
     return out
 
 
@@ -280,7 +290,7 @@ def _main_item(ep: Episodes, s: Settings) -> Item:
         "succeeds more often than the diffusion policy (DP) over the two-robot tasks",
         f"ACT {PAPER_T2_AVG['ACT']}% vs DP {PAPER_T2_AVG['DP']}%",
         f"chunk {show(rate(*pooled['chunk']))} vs dp {show(rate(*pooled['dp']))}; "
-        f"difference {show(d)}", direction(d, +1),
+        f"difference {show(d)}", judge(d, +1),
         "success pooled over the two-robot tasks; Newcombe interval"))
     d = proportion_diff(*pooled["joint"], *pooled["chunk"])
     findings.append(Finding(
@@ -288,7 +298,7 @@ def _main_item(ep: Episodes, s: Settings) -> Item:
         "execution (GauDP; ours: joint) does not beat per-robot action chunking (ACT)",
         f"GauDP {PAPER_T2_AVG['GauDP']}% vs ACT {PAPER_T2_AVG['ACT']}%",
         f"joint {show(rate(*pooled['joint']))} vs chunk {show(rate(*pooled['chunk']))}; "
-        f"difference {show(d)}", direction(d, -1),
+        f"difference {show(d)}", judge(d, -1),
         "holds when joint is lower with the whole interval below 0"))
     header = ["task", "method", "paper's", "paper success", "n", "success", "p1", "p2", "p3"]
     return Item("table2", "Main evaluation: success and cumulative phase rates from the start",
@@ -334,7 +344,7 @@ def _phase_item(ep: Episodes, s: Settings) -> Item:
             f"often than non-collaborative ones in phase-level evaluation ({who})",
             "lower for every policy family (ACT: 72.1% collaborative)",
             f"collaborative {show(collab)} vs non-collaborative {show(non)}; difference "
-            f"{show(d)}", direction(d, -1),
+            f"{show(d)}", judge(d, -1),
             "phase-level rollouts from the training demonstrations' phase starts, two-robot "
             "tasks; CartService has no collaborative phase"))
     figs = [interval_bars("Figure 4: phase-level success of every policy family, "
@@ -359,36 +369,63 @@ def table3_findings(pooled: dict[str, tuple[int, int]], tasks: Sequence[str]) ->
         "policy (no robot id) gives the lowest success of the four cells",
         "ACT 23.9% vs 25.6-27.9%; DP 9.5% vs 10.4-19.1%",
         f"local/shared {show(rate(*pooled['local/shared']))} vs the lowest other cell "
-        f"({lowest}) {show(rate(*others[lowest]))}; difference {show(d)}", direction(d, -1),
+        f"({lowest}) {show(rate(*others[lowest]))}; difference {show(d)}", judge(d, -1),
         f"pooled over {', '.join(tasks)}"))
     d = proportion_diff(*pooled["local/shared+id"], *pooled["local/shared"])
     findings.append(Finding(
         "C-T3-agent-id", "CoHuB Section 4.4 (after RoboFactory)", "with local observations, "
         "a robot id lets one shared policy tell the robots apart (shared+id beats shared)",
-        "explained, not measured, in the paper", show(d), direction(d, +1)))
+        "explained, not measured, in the paper", show(d), judge(d, +1)))
     d = proportion_diff(*pooled["global/separate"], *pooled["local/separate"])
     findings.append(Finding(
         "C-T3-global", "CoHuB Table 3", "global observation helps separate policies",
-        "DP 19.1% vs 10.4% (ACT 25.6% vs 27.9%: no gain)", show(d), direction(d, +1),
+        "DP 19.1% vs 10.4% (ACT 25.6% vs 27.9%: no gain)", show(d), judge(d, +1),
         "the paper finds it for DP only; ours is the chunk policy"))
     return findings
 
 
-def _ablation_item(ep: Episodes, s: Settings) -> Item:
-    rows, pooled, data = [], {}, {}
+def dp_findings(pooled: dict[str, tuple[int, int]], quick: bool) -> list[Finding]:
+    """Return the paper's DP claims of Table 3 checked on `pooled` (DP cell label ->
+    (successes, rollouts) pooled over the ablation tasks): global observation helps under
+    both policy settings; untestable with `quick` (the DP cells are not trained)."""
+    if quick or any(c not in pooled or not pooled[c][1] for c in
+                    ("local/separate", "global/separate", "local/shared", "global/shared")):
+        why = ("untestable: the DP ablation cells are trained in the full study only (not "
+               "with --quick)" if quick else "untestable: a DP cell has no rollouts")
+        return [Finding("C-T3-dp-global", "CoHuB Table 3, Section 4.4", "for DP, global "
+                        "observation helps under both policy settings",
+                        "19.1% vs 10.4% (separate), 16.0% vs 9.5% (shared)", "n/a", None,
+                        why)]
+    sep = proportion_diff(*pooled["global/separate"], *pooled["local/separate"])
+    sha = proportion_diff(*pooled["global/shared"], *pooled["local/shared"])
+    return [Finding(
+        "C-T3-dp-global", "CoHuB Table 3, Section 4.4", "for DP, global observation helps "
+        "under both policy settings", "19.1% vs 10.4% (separate), 16.0% vs 9.5% (shared)",
+        {"separate: global minus local": show(sep), "shared: global minus local": show(sha)},
+        both(judge(sep, +1), judge(sha, +1)), "dp policy, pooled over the ablation tasks "
+        "(Newcombe intervals); holds when both differences lie above 0")]
+
+
+def _ablation_item(ep: Episodes, s: Settings, quick: bool = False) -> Item:
+    rows, pooled, data, dp_pooled = [], {}, {}, {}
     for sc, sh, aid in CELLS:
         ks = [Key(t, Policy(t, "chunk", sc, sh, aid)) for t in s.ablation]
         per = {k.task: _rate(ep(k)) for k in ks if ep(k)}
         cell = Policy("", "chunk", sc, sh, aid).cell
         pooled[cell] = _pooled(ep, ks)
+        dp = None
+        if (sc, sh, aid) in DP_CELLS and (not quick or cell == "local/separate"):
+            dp_pooled[cell] = _pooled(ep, [Key(t, Policy(t, "dp", sc, sh, aid))
+                                           for t in s.ablation])
+            dp = rate(*dp_pooled[cell])
         paper = PAPER_T3.get((sc, sh)) if not aid else None
         rows.append([cell, "—" if paper is None else f"{paper[0]}%",
                      "—" if paper is None else f"{paper[1]}%",
                      *(_pct(per[t]) if t in per else "n/a" for t in s.ablation),
-                     rate(*pooled[cell])])
-        data[cell] = {"per_task": per, "pooled": rate(*pooled[cell])}
-    findings = table3_findings(pooled, s.ablation)
-    header = ["cell", "paper ACT", "paper DP", *s.ablation, "pooled"]
+                     rate(*pooled[cell]), "—" if dp is None else dp])
+        data[cell] = {"per_task": per, "pooled": rate(*pooled[cell]), "dp_pooled": dp}
+    findings = table3_findings(pooled, s.ablation) + dp_findings(dp_pooled, quick)
+    header = ["cell", "paper ACT", "paper DP", *s.ablation, "pooled", "DP pooled"]
     panel: dict[str, tuple[Any, Any, Any]] = {}
     for cell, d in data.items():
         r = d["pooled"]
@@ -404,7 +441,10 @@ def _ablation_item(ep: Episodes, s: Settings) -> Item:
                 "observations)", "Table 3: average success over the two-robot tasks",
                 table(header, rows), figs, findings=findings, data=data,
                 note="local: the robot's own observation; global: every robot's; shared+id "
-                     "adds a one-hot robot id (not in the paper's table).")
+                     "adds a one-hot robot id (not in the paper's table). DP pooled: the dp "
+                     "policy in the paper's four cells, trained in the full study only; with "
+                     "--quick only its local/separate cell (the main run's dp) is shown, as "
+                     "DP learns nothing at --quick's budget (docs/physical.md).")
 
 
 def _training_item(out: Path, options: Options) -> Item:
@@ -437,4 +477,5 @@ def study(run: RunDir, options: Options, out: Path) -> Study:
                 "physics and networks differ from the paper's (docs/physical.md): compare "
                 "directions, not absolute rates. " + VERDICT_RULE)
     return Study(PAPER, TITLE, preamble, [_main_item(ep, s), _phase_item(ep, s),
-                                          _ablation_item(ep, s), _training_item(out, options)])
+                                          _ablation_item(ep, s, options.quick),
+                                          _training_item(out, options)])

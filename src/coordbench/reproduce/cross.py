@@ -32,6 +32,7 @@ from coordbench.core.trajectory import Trajectory
 from coordbench.metrics.profile import KINDS, MEASURES, episode_profile
 
 from .plots import interval_bars
+from .sampled import sample_line
 from .study import (
     VERDICT_RULE,
     Episodes,
@@ -39,11 +40,11 @@ from .study import (
     Item,
     Options,
     Study,
-    direction,
+    both,
+    judge,
     model_settings,
     planned_episodes,
     show,
-    slope_direction,
     table,
 )
 
@@ -257,8 +258,7 @@ def _protocol_item(ep: Episodes, who: str) -> Item:
         fams = reds.get(p, {})
         if not fams:
             continue
-        votes = [direction(d, -1) for d in fams.values()]
-        holds = False if False in votes else (None if None in votes else True)
+        holds = both(*(judge(d, -1) for d in fams.values()))
         findings.append(Finding(
             f"X-{who}-{p}-redundancy", "MECoBench Table 9 (household: communication cuts "
             "duplicate grabs)", f"{p} lowers redundancy against no communication in every "
@@ -269,7 +269,7 @@ def _protocol_item(ep: Episodes, who: str) -> Item:
         findings.append(Finding(
             f"X-{who}-broadcast-progress-{family}", "MECoBench Table 9", f"broadcast raises "
             f"progress per step against no communication ({family})", "communication "
-            "raises completion (household)", show(d), direction(d, +1)))
+            "raises completion (household)", show(d), judge(d, +1)))
     header = ["family", "team / config", "protocol", "n", "success", "redundancy",
               "messages / unit", "progress / step", "Δ redundancy vs none",
               "Δ progress vs none"]
@@ -342,7 +342,7 @@ def _phenomenon_item(ep: Episodes) -> Item:
             f"X-same-{family}", "STAT Table 7, MECoBench CAR, CoCoBench occupancy",
             f"more duplicated claims go with less progress per step ({family}, no "
             "communication)", "conflicts cost progress", show(r_progress),
-            direction(r_progress, -1), "Pearson r over episodes, within strata, with its "
+            judge(r_progress, -1), "Pearson r over episodes, within strata, with its "
             "Fisher interval"))
     fig = interval_bars("Correlation of redundancy with each family's own conflict measure "
                         "and with progress per step, within strata (Fisher 95% intervals).",
@@ -384,7 +384,7 @@ def _team_item(ep: Episodes) -> Item:
                 findings.append(Finding(
                     f"X-team-{family}", "MECoBench Fig. 7, STAT Table 14 (agents)",
                     f"redundancy rises with team size ({family}, no communication)",
-                    "more agents, more contention", show(fit), slope_direction(fit, +1),
+                    "more agents, more contention", show(fit), judge(fit, +1),
                     "least-squares slope per agent over episodes"))
     fig = interval_bars("Change per added agent, no communication (least-squares slopes, t "
                         "95% intervals).", {f"{m} per agent": v for m, v in slopes.items()},
@@ -432,7 +432,7 @@ def _allocation_item(ep: Episodes, options: Options) -> Item:
             findings.append(Finding(
                 f"X-learned-{config}", "STAT Tables 5 and 9", "the learned team returns more "
                 f"than rule minds without communication ({config})", "MARL below "
-                "scripted allocators", show(d), direction(d, +1),
+                "scripted allocators", show(d), judge(d, +1),
                 "the paper's learners stay near random; the pair network closes most of the "
                 "gap"))
         for k in llm:
@@ -442,13 +442,23 @@ def _allocation_item(ep: Episodes, options: Options) -> Item:
                 findings.append(Finding(
                     f"X-llm-{k.protocol}-{config}", "issue: LLM teams vs MARL",
                     f"the model team under {k.protocol} returns more than the learned team "
-                    f"({config})", "—", show(d), direction(d, +1)))
+                    f"({config})", "—", show(d), judge(d, +1)))
     figs = [interval_bars("Return per team on the same STAT instances (t 95% intervals).",
                           panels, "return")] if panels else []
     return Item("allocation", "Who allocates best on the same STAT instances",
                 "STAT compares MARL methods with scripted allocators",
                 table(["config", "team", "episodes", "return", "redundancy", "idle share",
                        "progress / step"], rows), figs, findings=findings)
+
+
+def _limit_samples(options: Options, out: Path) -> dict[str, Any]:
+    """Return the --limit samples of the model's household and construct rows, by family."""
+    household, constructs = (_condition(Key(family, "none", where, "llm"), options, out)
+                             for family, where in (("household", str(HOUSEHOLD_TEAM)),
+                                                   ("constructs", "rep240")))
+    assert options.limit is not None
+    return {"household tasks": household[0].sample(household[1], options.limit),
+            "construct instances": constructs[1].sample()}
 
 
 def study(run: RunDir, options: Options, out: Path) -> Study:
@@ -460,6 +470,9 @@ def study(run: RunDir, options: Options, out: Path) -> Study:
     size = ("a quarter of the household v1 parallel cases, rep240, 20 STAT layouts"
             if options.quick else "the household v1 parallel cases, rep240, 100 STAT layouts")
     preamble = f"Played by {who}, on {size}. " + VERDICT_RULE
+    if options.limit is not None:  # the model's rows play a stratified sample
+        preamble += " " + sample_line(options.limit, _limit_samples(options, out), "cases",
+                                      "the model's rows")
     items = [_protocol_item(ep, "rule")]
     if options.model:
         items.append(_protocol_item(ep, "llm"))

@@ -32,9 +32,10 @@ from .study import (
     Episodes,
     Finding,
     Item,
-    direction,
+    Verdict,
+    both,
+    judge,
     show,
-    slope_direction,
     table,
 )
 
@@ -80,7 +81,7 @@ def failure_item(ep: Episodes) -> Item:
         findings=[
             Finding("meco-conflict-sr", "Table 22",
                     "Episodes with a grab conflict succeed less often (delta SR < 0).",
-                    {"parallel delta SR": -0.090}, show(conflict), direction(conflict, -1),
+                    {"parallel delta SR": -0.090}, show(conflict), judge(conflict, -1),
                     "within each protocol, the per-protocol differences combined by their "
                     "episodes (pooling protocols would confound conflicts with not talking); "
                     "protocols with both sides: "
@@ -130,7 +131,7 @@ def query_item(ep: Episodes) -> Item:
     for structure, paper in (("parallel", {"with": 0.646, "without": 0.747}),
                              ("sequential", {"with": 0.323, "without": 0.478})):
         d = res.get(structure, {}).get("delta_SR")
-        holds = direction(d, -1) if d else None
+        holds = judge(d, -1, missing="untestable: no coordination query in these episodes")
         found.append(Finding(f"meco-query-sr-{structure}", "Table 18",
                              f"Episodes with coordination queries succeed less ({structure}).",
                              paper, show(d), holds,
@@ -171,7 +172,8 @@ def correction_item(ep: Episodes) -> Item:
         paper = {"parallel": {"adjusted dSR": 0.024, "dCR": 0.035},
                  "sequential": {"adjusted dSR": 0.118, "dCR": 0.154}}[structure] \
             if structure in ("parallel", "sequential") else None
-        holds = direction(adj["SR"], +1)
+        holds = judge(adj["SR"], +1, missing="no wrong-grab stratum with 2+ corrected and "
+                                             "2+ uncorrected episodes")
         found.append(Finding(
             f"meco-correction-{structure}", "Tables 19-20",
             f"Given wrong grabs, correction raises SR once stratified by the number of wrong "
@@ -207,7 +209,7 @@ def oracle_item(ep: Episodes) -> Item:
         ok = ok and sr["mean"] == 1.0 and max(car, default=0.0) == 0.0
         rows.append([k.structure, str(k.team), sr, f"{max(car, default=0.0):.3f}",
                      str(len(trajs))])
-    holds = ok if any_ep else None
+    holds = ok if any_ep else Verdict("untestable", "no oracle episode")
     return Item(
         "Reference", "The oracle team",
         "The paper's tasks are validated with scripted plans; it reports no oracle numbers.",
@@ -269,7 +271,7 @@ def tags_item(ep: Episodes) -> Item:
                  for k, st in enumerate(("parallel", "sequential"))}
         return Finding(fid, "Table 2", claim, {f"{st} {key.split('_')[1]} (points)": v
                                                for st, v in paper.items()}, show(d),
-                       direction(d, sign), "" if d["delta"] is not None else
+                       judge(d, sign), "" if d["delta"] is not None else
                        "the behaviour never (or always) occurs in these episodes")
     found = [sign_finding("meco-tags-plan", "Info-Plan", "Episodes that share plans "
                           "(Info-Plan) succeed more often.", +1),
@@ -324,7 +326,14 @@ def relative_gain_item(ep: Episodes) -> Item:
         rows.append([prior, paper, s1, s2, diff, "n/a" if gain is None else f"{gain:+.1%}"])
     noisy = gains["noisy"]
     others = [g for k, g in gains.items() if k != "noisy" and g is not None]
-    holds = None if noisy is None or not others else noisy > max(others)
+    # relative gains are point estimates (no interval): they show a direction, not decide it
+    holds = (Verdict("untestable", "no relative gain: a prior's one-agent SR is 0 or it "
+                                   "was not played") if noisy is None or not others else
+             Verdict("untestable", "every prior's relative gain is the same")
+             if all(g == noisy for g in others) else
+             Verdict("inconclusive", "by point estimates the noisy prior's relative gain is "
+                     + ("the largest" if noisy > max(others) else "not the largest")
+                     + "; relative gains have no interval here"))
     return Item(
         "Table 3 / Fig. 12", "Collaboration under noisy and missing location priors",
         "Relative SR gain of two agents (broadcast) over one, with noisy location priors "
@@ -379,7 +388,7 @@ def leader_scaling_item(ep: Episodes) -> Item:
                  "The leader protocol's advantage over broadcast shrinks as the team grows "
                  "(slope of the per-case SR difference on team size < 0).",
                  "saturates with team size (figure only)", show(fit),
-                 slope_direction(fit, -1))],
+                 judge(fit, -1))],
         data={"slope": fit})
 
 
@@ -402,16 +411,16 @@ def shared_memory_item(ep: Episodes) -> Item:
                 "Shared memory raises SR over broadcast on parallel tasks (2 and 4 agents).",
                 "improves SR on parallel tasks", {"2 agents": show(par), "4 agents":
                                                   show(par4)},
-                None if direction(par, +1) is None or direction(par4, +1) is None
-                else direction(par, +1) and direction(par4, +1)),
+                both(judge(par, +1), judge(par4, +1))),
         Finding("meco-memory-sequential", "Fig. 10 / Fig. 31",
                 "Shared memory lowers SR below broadcast on sequential tasks.",
-                "degrades on sequential tasks", show(seq), direction(seq, -1)),
+                "degrades on sequential tasks", show(seq), judge(seq, -1)),
         Finding("meco-memory-tokens", "Fig. 10",
                 "Shared memory greatly reduces token use.", "greatly reduces tokens",
-                show(tokens), None if not any(v for v in (tokens.get("delta"),)) else
-                direction(tokens, -1), "rule minds spend no tokens (--model, or a message "
-                "cost dial, measures it)" if not tokens.get("delta") else "")]
+                show(tokens), judge(tokens, -1) if tokens.get("delta") else
+                Verdict("untestable", "no tokens spent in either group"),
+                "rule minds spend no tokens (--model, or a message cost dial, measures it)"
+                if not tokens.get("delta") else "")]
     return Item(
         "Fig. 10 / Fig. 31", "Shared memory against broadcast",
         "Shared memory improves SR on parallel tasks and lowers token use greatly, but "
@@ -446,7 +455,7 @@ def duplicate_grab_item(ep: Episodes) -> Item:
         findings=[Finding("meco-dupgrab-size", "Section 6.2",
                           "Duplicate grabs become more common as the team grows (broadcast).",
                           {"Qwen3-32B-VL, 5 agents": 0.574}, show(fit),
-                          slope_direction(fit, +1))],
+                          judge(fit, +1))],
         data={"by_team": data, "slope": fit})
 
 

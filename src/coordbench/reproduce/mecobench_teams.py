@@ -22,6 +22,7 @@ from coordbench.metrics.household import (
     handover_failure_rate,
     n_objects,
     spatial_error_rate,
+    step_auc,
     tokens_per_step,
     wrong_class_grabs,
 )
@@ -40,9 +41,10 @@ from .study import (
     Episodes,
     Finding,
     Item,
-    direction,
+    Verdict,
+    both,
+    judge,
     show,
-    slope_direction,
     table,
 )
 
@@ -59,8 +61,7 @@ def scaling_item(ep: Episodes) -> Item:
                            sum(map(success, multi_o)), len(multi_o))
     best = res["with comm. (broadcast)"]["best_team"]
     sr = {int(k): v["SR"]["mean"] for k, v in res["with comm. (broadcast)"]["teams"].items()}
-    inverted = None if best is None or not sr else (1 < best < max(sr)
-                                                    and sr[best] > sr[max(sr)])
+    inverted = _inverted(res["with comm. (broadcast)"]["teams"])
     panels = {"SR": {}, "CR": {}}
     for label, r in res.items():
         teams = sorted(int(k) for k in r["teams"])
@@ -81,12 +82,13 @@ def scaling_item(ep: Episodes) -> Item:
         [Finding("meco-comm-scaling", "Table 9",
                  "With communication, teams of 2-4 agents succeed more often than without.",
                  {"32B SR (2-4 agents) with": 0.826, "without": 0.517}, show(comm),
-                 direction(comm, +1)),
+                 judge(comm, +1)),
          Finding("meco-inverted-u", "Fig. 7a",
                  "Team-size scaling under communication is an inverted U: the best team size "
                  "lies strictly between 1 and 5 agents.", {"32B best": 4, "8B best": 3},
                  {"best team": best, "SR by team": sr}, inverted,
-                 "" if inverted is not None else "no episodes")],
+                 "the best team of 2-4 agents (by SR) against one agent and against five: "
+                 "both differences must lie above 0 (Newcombe intervals)")],
         data=res)
 
 
@@ -101,19 +103,9 @@ def objects_item(ep: Episodes) -> Item:
                            [float(success(t)) for t in trajs])
     top = max((r["objects"] for r in res["rows"]), default=None)
     at_top = {r["team"]: r["SR"]["mean"] for r in res["rows"] if r["objects"] == top}
-    robust = None
-    if 1 in at_top and len(at_top) > 1:
-        robust = max(v for n, v in at_top.items() if n > 1) > at_top[1]
-    panels: dict[str, dict] = {"SR": {}}
-    trends: dict[str, dict] = {"SR": {}}
-    for team in sorted({r["team"] for r in res["rows"]}):
-        mine = [r for r in res["rows"] if r["team"] == team]
-        label = f"{team} agent{'s' * (team > 1)}"
-        panels["SR"][label] = ([r["objects"] for r in mine], [r["SR"]["mean"] for r in mine],
-                               [r["SR"]["lo"] for r in mine], [r["SR"]["hi"] for r in mine])
-        fit = res["trends"][str(team)]["SR"]
-        trends["SR"][label] = (fit["slope"], fit["intercept"]) if fit["slope"] is not None \
-            else None
+    robust = _team_beats_one({r["team"]: r["SR"] for r in res["rows"] if r["objects"] == top},
+                             "at the highest object count")
+    panels, trends = _object_panels(res)
     fig = lines("SR by number of target objects per team size (broadcast; team 1: alone), "
                 "95% Wilson intervals, dashed: least-squares trend.", panels, "target objects",
                 "SR", trends=trends, integer_x=True)
@@ -131,12 +123,12 @@ def objects_item(ep: Episodes) -> Item:
                  "the paper's trend lines fall for every team size).",
                  {"32B, 1 agent, 2 -> 7 objects": [0.875, 0.385]},
                  {"slope (all teams)": show(pooled_fit), "slope (1 agent)": show(single)},
-                 slope_direction(pooled_fit, -1)),
+                 judge(pooled_fit, -1)),
          Finding("meco-objects-robust", "Table 10",
                  "At the highest object count a multi-agent team beats the single agent.",
                  {"32B at 7 objects": {"1 agent": 0.385, "best team": 0.750}},
                  {"objects": top, "SR by team": at_top}, robust,
-                 "" if robust is not None else "no single-agent or team episodes")],
+                 "the best multi-agent team (by SR) minus one agent, Newcombe interval")],
         data=res)
 
 
@@ -156,10 +148,117 @@ def no_location_item(ep: Episodes) -> Item:
         findings=[Finding("meco-noloc-scaling", "Fig. 34",
                           "Without the location prior, a team still beats one agent (the best "
                           "team size is above 1).", {"Qwen3-32B-VL": "weaker inverted U"},
-                          {"best team": best}, None if best is None else best > 1)],
+                          {"best team": best},
+                          _team_beats_one({int(k): v["SR"] for k, v in
+                                           res["no location prior, broadcast"]["teams"].items()},
+                                          "without the location prior"),
+                          "the best multi-agent team (by SR) minus one agent, Newcombe "
+                          "interval")],
         note="Without location the budget is 80 effective steps (MECoBench's no-location "
              "modes), 60 with it, so AUC is normalised by a different budget in the two rows.",
         data=res)
+
+
+def no_location_objects_item(ep: Episodes) -> Item:
+    """Figs. 13b / 34b: SR by number of target objects per team size without the location
+    prior (one agent alone, 2-4 with broadcast), with fitted trends; whether SR falls with
+    the object count and whether teams fall more gently than one agent."""
+    single = ep(Key("parallel", 1, "none", "no_location"))
+    teams = ep(*(Key("parallel", n, "broadcast", "no_location") for n in (2, 3, 4)))
+    res = by_objects(single + teams)
+    rows = [[str(r["team"]), str(r["objects"]), r["SR"], r["CR"], str(r["n"])]
+            for r in res["rows"]]
+    trend_rows = [[team, t["SR"], t["CR"], str(t["SR"]["n"])] for team, t in res["trends"].items()]
+    pooled = ols_slope([float(n_objects(t)) for t in single + teams],
+                       [float(success(t)) for t in single + teams])
+    alone = ols_slope([float(n_objects(t)) for t in single], [float(success(t)) for t in single])
+    multi = ols_slope([float(n_objects(t)) for t in teams], [float(success(t)) for t in teams])
+    milder = slope_difference(multi, alone)
+    panels, trends = _object_panels(res)
+    fig = lines("Figs. 13b / 34b: SR by number of target objects per team size without the "
+                "location prior (broadcast; team 1: alone), 95% Wilson intervals, dashed: "
+                "least-squares trend.", panels, "target objects", "SR", trends=trends,
+                integer_x=True)
+    return Item(
+        "Figs. 13b / 34b", "SR by number of objects without the location prior",
+        "Qwen3-32B-VL without location priors: SR falls with the number of target objects "
+        "for every team size (fitted trend lines), and \"larger teams still show a milder "
+        "performance drop\" (Appendix D.5; Table 15: SR 0.219, 0.260, 0.292, 0.219 for 1-4 "
+        "agents).",
+        table(["agents", "objects", "SR", "CR", "n"], rows)
+        + "\nTrend of SR and CR on the object count (slope per object, 95% CI):\n\n"
+        + table(["agents", "SR slope", "CR slope", "n"], trend_rows)
+        + f"\nSR slope, 2-4 agents minus 1 agent: {show(milder)}.\n",
+        [fig],
+        [Finding("meco-noloc-objects-sr", "Figs. 13b / 34b",
+                 "Without the location prior, SR falls as the number of target objects grows "
+                 "(every team size pooled).", "falling trend lines for every team size",
+                 {"slope (all teams)": show(pooled), "slope (1 agent)": show(alone)},
+                 judge(pooled, -1)),
+         Finding("meco-noloc-objects-milder", "Fig. 34b",
+                 "Without the location prior, teams lose less SR per extra object than one "
+                 "agent (the 2-4-agent slope is above the single agent's).",
+                 "larger teams show a milder drop", show(milder), judge(milder, +1),
+                 "difference of the two least-squares slopes, normal interval from their "
+                 "standard errors")],
+        data={**res, "pooled_slope": pooled, "slope_1_agent": alone,
+              "slope_2_4_agents": multi, "slope_difference": milder})
+
+
+def slope_difference(a: dict, b: dict) -> dict:
+    """Return the difference of two fitted slopes (`common.ols_slope`), a minus b, with a
+    normal 95% interval from their standard errors, in the difference form {"delta", "lo",
+    "hi", "n", "n_ref"} (delta None where either slope is undefined)."""
+    import math
+
+    out = {"delta": None, "lo": None, "hi": None, "n": a.get("n"), "n_ref": b.get("n")}
+    if a.get("slope") is None or b.get("slope") is None:
+        return out
+    d = a["slope"] - b["slope"]
+    half = 1.959964 * math.sqrt(a["se"] ** 2 + b["se"] ** 2)
+    out.update(delta=d, lo=d - half, hi=d + half)
+    return out
+
+
+def _object_panels(res: dict) -> tuple[dict[str, dict], dict[str, dict]]:
+    """Return the SR-by-objects panels per team size (means and Wilson intervals) and their
+    least-squares trend lines, from `analyses.household.by_objects`."""
+    panels: dict[str, dict] = {"SR": {}}
+    trends: dict[str, dict] = {"SR": {}}
+    for team in sorted({r["team"] for r in res["rows"]}):
+        mine = [r for r in res["rows"] if r["team"] == team]
+        label = f"{team} agent{'s' * (team > 1)}"
+        panels["SR"][label] = ([r["objects"] for r in mine], [r["SR"]["mean"] for r in mine],
+                               [r["SR"]["lo"] for r in mine], [r["SR"]["hi"] for r in mine])
+        fit = res["trends"][str(team)]["SR"]
+        trends["SR"][label] = (fit["slope"], fit["intercept"]) if fit["slope"] is not None \
+            else None
+    return panels, trends
+
+
+def _team_beats_one(srs: dict[int, dict], where: str) -> Verdict:
+    """Return whether the best multi-agent team (by SR) beats one agent: its SR minus the
+    single agent's, judged on the Newcombe interval; untestable without both."""
+    multi = {n: r for n, r in srs.items() if int(n) > 1 and r.get("n")}
+    one = srs.get(1) or srs.get("1")
+    if not multi or not one or not one.get("n"):
+        return Verdict("untestable", f"no single-agent or team episodes {where}")
+    best = max(multi, key=lambda n: multi[n]["mean"])
+    r = multi[best]
+    return judge(proportion_diff(r["count"], r["n"], one["count"], one["n"]), +1)
+
+
+def _inverted(teams: dict[str, dict]) -> Verdict:
+    """Return whether SR by team size is an inverted U: the best team of the middle sizes
+    decidedly above both ends (one agent and the largest team)."""
+    sizes = sorted(int(k) for k, v in teams.items() if v["SR"].get("n"))
+    if len(sizes) < 3:
+        return Verdict("untestable", "fewer than three team sizes")
+    ends = (sizes[0], sizes[-1])
+    mid = max(sizes[1:-1], key=lambda n: teams[str(n)]["SR"]["mean"])
+    m = teams[str(mid)]["SR"]
+    return both(*(judge(proportion_diff(m["count"], m["n"], teams[str(e)]["SR"]["count"],
+                                        teams[str(e)]["SR"]["n"]), +1) for e in ends))
 
 
 def progress_item(ep: Episodes) -> Item:
@@ -168,11 +267,13 @@ def progress_item(ep: Episodes) -> Item:
               for n in (1, 2, 3, 4, 5)}
     curves = progress_curves(groups)
     auc = {label: levels(trajs)["AUC"] for label, trajs in groups.items()}
-    faster = None
-    if auc["1 agent"]["mean"] is not None and any(
-            auc[k]["mean"] is not None for k in auc if k != "1 agent"):
-        faster = max(v["mean"] for k, v in auc.items() if k != "1 agent" and v["mean"]
-                     is not None) > auc["1 agent"]["mean"]
+    teams = [k for k in auc if k != "1 agent" and auc[k]["mean"] is not None]
+    if auc["1 agent"]["mean"] is None or not teams:
+        faster = Verdict("untestable", "no single-agent or team episodes")
+    else:  # the best team by AUC against one agent, Welch over the episodes
+        top = max(teams, key=lambda k: auc[k]["mean"])
+        faster = judge(mean_diff([step_auc(t) for t in groups[top]],
+                                 [step_auc(t) for t in groups["1 agent"]]), +1)
     panel = {label: (c["steps"], c["mean"], c["lo"], c["hi"]) for label, c in curves.items()}
     fig = lines("Task progress over equivalent steps (effective steps summed over agents), "
                 "1-5 agents under broadcast on parallel tasks: mean CR and 95% band.",
@@ -226,11 +327,11 @@ def protocol_item(ep: Episodes) -> Item:
         [Finding("meco-leader-dol", "Table 12",
                  "A leader divides the labour more evenly than broadcast (higher DOL).",
                  {"32B leader": 0.855, "broadcast": 0.802}, show(dol_diff),
-                 direction(dol_diff, +1)),
+                 judge(dol_diff, +1)),
          Finding("meco-discuss-car", "Table 12",
                  "Discussion rounds lower the conflict rate below broadcast's.",
                  {"32B discuss": 0.003, "broadcast": 0.020}, show(car_diff),
-                 direction(car_diff, -1))],
+                 judge(car_diff, -1))],
         note="Rule minds answer READY in the first discussion round unless their claim just "
              "changed, so discuss plays like broadcast for them; they use no model (tokens "
              "per step 0) and never step outside their zone (spatial error 0).",
@@ -263,14 +364,14 @@ def comm_ablation_item(ep: Episodes) -> Item:
     found += [
         Finding("meco-comm-car", "Table 11 / Fig. 9a",
                 "Communication lowers the conflict-action rate on parallel tasks.",
-                {"32B broadcast": 0.020, "no comm": 0.028}, show(car), direction(car, -1)),
+                {"32B broadcast": 0.020, "no comm": 0.028}, show(car), judge(car, -1)),
         Finding("meco-comm-hfr", "Table 11 / Fig. 9a",
                 "Communication lowers the handover failure rate on sequential tasks.",
-                {"32B broadcast": 0.294, "no comm": 0.733}, show(hfr), direction(hfr, -1)),
+                {"32B broadcast": 0.294, "no comm": 0.733}, show(hfr), judge(hfr, -1)),
         Finding("meco-comm-seq-sr", "Table 11",
                 "Without communication sequential (handover) tasks mostly fail.",
                 {"32B broadcast": 0.365, "no comm": 0.073}, show(seq_sr),
-                direction(seq_sr, +1))]
+                judge(seq_sr, +1))]
     return Item("Table 11 / Fig. 9a", "Removing communication (two agents)",
                 "Removing communication lowers SR and CR, raises CAR on parallel tasks and "
                 "HFR on sequential ones (Qwen3-VL-32B: parallel SR 0.802 vs 0.583, CAR 0.020 "
@@ -313,16 +414,16 @@ def prior_item(ep: Episodes) -> Item:
             Finding("meco-location-sr", "Table 13 / Fig. 35",
                     "Removing the location prior lowers SR (two agents).",
                     {"GPT-5-mini": [0.917, 0.344], "Qwen3-32B-VL": [0.802, 0.260]}, show(sr),
-                    direction(sr, -1),
+                    judge(sr, -1),
                     "MECoBench gives no-location runs 80 effective steps instead of 60"),
             Finding("meco-location-steps", "Section 6.1",
                     "Without location the team needs more steps to finish (exploration).",
                     None, {"2 agents": show(steps), "1 agent": show(steps1)},
-                    direction(steps, +1), "coordbench's measure: steps on success"),
+                    judge(steps, +1), "coordbench's measure: steps on success"),
             Finding("meco-appearance-wg", "Section 6.1",
                     "Without appearance descriptions look-alike objects are grabbed by "
                     "mistake more often.", "model-dependent (no number)", show(wg),
-                    direction(wg, +1),
+                    judge(wg, +1),
                     "rule teams model look-alike confusion (docs/household.md)")],
         note="Rule minds use what each prior gives: location hints and named furniture send "
              "them to search there first; appearance descriptions stop them taking a "
@@ -341,8 +442,7 @@ def bars_item(ep: Episodes) -> Item:
                         "parallel tasks, Welch 95% intervals.",
                         {"CAR": {k: (d["delta"], d["lo"], d["hi"]) for k, d in diffs.items()}},
                         "difference", zero=True)
-    verdicts = [direction(d, -1) for d in diffs.values()]
-    holds = (False if False in verdicts else None if None in verdicts else True)
+    holds = both(*(judge(d, -1) for d in diffs.values()))
     return Item("Fig. 9a (by team size)", "Communication and conflicts at every team size",
                 "Removing communication increases CAR (Table 11 and Fig. 9a, two agents).",
                 table(["team", "CAR broadcast minus none", "n"],

@@ -24,7 +24,19 @@ from coordbench.core.rundir import RunDir
 from coordbench.core.trajectory import Trajectory
 from coordbench.errors import ConfigError
 
-from .study import VERDICT_RULE, Finding, Item, Options, Study, direction, show, table
+from .study import (
+    VERDICT_RULE,
+    VERDICTS,
+    Finding,
+    Item,
+    Options,
+    Study,
+    Verdict,
+    direction,
+    from_holds,
+    show,
+    table,
+)
 
 
 def parse_models(values: Sequence[str] | None) -> tuple[str, ...]:
@@ -134,10 +146,29 @@ def instance_of(traj: Trajectory, spec: dict[str, Any]) -> tuple:
     return setting_of(spec), traj.header.task_id, traj.header.seed
 
 
-def paired_models(run: RunDir, conditions: dict[str, list[str]]) -> dict[str, Any]:
+PAPER_CONDITIONS = "the paper's conditions"
+
+
+def paired_models(run: RunDir, conditions: dict[str, list[str]],
+                  ablation_of: Any = None) -> dict[str, Any]:
     """Return each model's success over its own rows and, per pair of models, the paired
     success difference over the episodes both played (the same row, task and seed):
-    McNemar's exact p with Holm's correction over the pairs."""
+    McNemar's exact p with Holm's correction over the pairs. Only the paper's conditions are
+    pooled: a condition `ablation_of(manifest fields)` names (one of coordbench's own
+    ablations) is compared apart, under "ablations" by its name."""
+    groups: dict[str, dict[str, list[str]]] = {}
+    for model, names in conditions.items():
+        for name in names:
+            label = (ablation_of(run.conditions[name]) if ablation_of else None) \
+                or PAPER_CONDITIONS
+            groups.setdefault(label, {}).setdefault(model, []).append(name)
+    out = _paired(run, groups.pop(PAPER_CONDITIONS, {}))
+    out["ablations"] = {label: _paired(run, g) for label, g in groups.items()}
+    return out
+
+
+def _paired(run: RunDir, conditions: dict[str, list[str]]) -> dict[str, Any]:
+    """Return `paired_models`' numbers over one group of conditions."""
     outcomes: dict[str, dict[tuple, bool]] = {}
     for model, names in conditions.items():
         cells = outcomes.setdefault(model, {})
@@ -185,34 +216,55 @@ def _cost_item(run: RunDir, module: ModuleType, each: list[Options], out: Path) 
                 "a model's rows spent on them.", data=result)
 
 
-def _paired_item(result: dict[str, Any]) -> Item:
+def _paired_tables(result: dict[str, Any]) -> str:
+    """Return one group's tables: success per model, then the paired differences."""
     rows = [[m, lv, str(lv["n"])] for m, lv in result["success"].items()]
     prow = [[k, p, str(p["pairs"]), "n/a" if p.get("p") is None else f"{p['p']:.3g}",
              "n/a" if p.get("p_holm") is None else f"{p['p_holm']:.3g}"]
             for k, p in result["pairs"].items()]
+    return (table(["model", "SR", "episodes"], rows)
+            + "\nPaired over the episodes both models played (the same row, task and seed): "
+              "the success difference with its bootstrap interval, McNemar's exact p and "
+              "Holm's correction over the pairs:\n\n"
+            + table(["models", "SR difference", "pairs", "p", "p (Holm)"], prow))
+
+
+def _paired_item(result: dict[str, Any]) -> Item:
+    text = ("Success over every row of the paper's conditions a model played:\n\n"
+            + _paired_tables(result))
+    for label, group in result.get("ablations", {}).items():
+        text += f"\ncoordbench's ablation, compared apart ({label}):\n\n" + \
+            _paired_tables(group)
     return Item(
         "Models, paired", "Every model on the same instances",
         "The paper compares models by their rates on one shared instance set (unpaired).",
-        "Success over every row a model played:\n\n"
-        + table(["model", "SR", "episodes"], rows)
-        + "\nPaired over the episodes both models played (the same row, task and seed): the "
-          "success difference with its bootstrap interval, McNemar's exact p and Holm's "
-          "correction over the pairs:\n\n"
-        + table(["models", "SR difference", "pairs", "p", "p (Holm)"], prow),
-        data=result)
+        text, data=result)
 
 
-def mostly(verdicts: Sequence[bool | None]) -> bool | None:
+def mostly(verdicts: Sequence[bool | None | Verdict]) -> bool | None:
     """Return a claim about most models: True when more than half of the models decide it
     (True), False when at least half contradict it (False), None otherwise."""
-    if not verdicts:
-        return None
-    n = len(verdicts)
-    if sum(v is True for v in verdicts) * 2 > n:
-        return True
-    if sum(v is False for v in verdicts) * 2 >= n:
-        return False
-    return None
+    return majority(list(verdicts)).holds
+
+
+def majority(verdicts: Sequence[bool | None | Verdict]) -> Verdict:
+    """Return the verdict of a claim about most models from each model's: holds when more
+    than half hold, contradicted when at least half are contradicted, untestable when every
+    model's is, else inconclusive (the reason counts them)."""
+    vs = [v if isinstance(v, Verdict) else from_holds(v) for v in verdicts]
+    if not vs:
+        return Verdict("untestable", "no model to judge")
+    n = len(vs)
+    count = {k: sum(v.verdict == k for v in vs) for k in VERDICTS}
+    tally = ", ".join(f"{c} {k}" for k, c in count.items() if c) + f" of {n} models"
+    if count["holds"] * 2 > n:
+        return Verdict("holds", tally)
+    if count["contradicted"] * 2 >= n:
+        return Verdict("contradicted", tally)
+    if count["untestable"] == n:
+        reasons = sorted({v.reason for v in vs})
+        return Verdict("untestable", f"every model's is ({'; '.join(reasons)})")
+    return Verdict("inconclusive", tally)
 
 
 def combined_study(module: ModuleType, run: RunDir, each: list[Options], out: Path,
@@ -240,7 +292,8 @@ def combined_study(module: ModuleType, run: RunDir, each: list[Options], out: Pa
         items += compare(run, firsts, out)
         for f in (f for item in items for f in item.findings):
             f.models = list(models)
-    items.append(_paired_item(paired_models(run, rows)))
+    items.append(_paired_item(paired_models(run, rows,
+                                            getattr(module, "ablation_of", None))))
     items += extra
     first = ""
     for o in firsts:
@@ -260,16 +313,17 @@ def combined_study(module: ModuleType, run: RunDir, each: list[Options], out: Pa
 
 
 def majority_finding(fid: str, ref: str, claim: str, paper_value: Any,
-                     per_model: dict[str, Any], verdicts: dict[str, bool | None],
+                     per_model: dict[str, Any], verdicts: dict[str, bool | None | Verdict],
                      note: str = "") -> Finding:
     """Return a finding about most models: each model's value and verdict, judged by
-    `mostly`."""
-    shown = {m: f"{show(v)} ({ {True: 'yes', False: 'no', None: '?'}[verdicts[m]] })"
-             for m, v in per_model.items()}
-    return Finding(fid, ref, claim, paper_value, shown, mostly(list(verdicts.values())),
-                   note or "per model: yes when its interval lies on the claimed side, no "
-                           "when its estimate does not; holds when most models say yes")
-
+    `majority`."""
+    word = {m: (v if isinstance(v, Verdict) else from_holds(v)).verdict
+            for m, v in verdicts.items()}
+    shown = {m: f"{show(v)} ({word.get(m, 'left out')})" for m, v in per_model.items()}
+    return Finding(fid, ref, claim, paper_value, shown, majority(list(verdicts.values())),
+                   note or "per model: holds when its interval lies on the claimed side, "
+                           "contradicted when it lies on the other; holds when most models "
+                           "hold")
 
 
 def _shared(first: Sequence[Trajectory], second: Sequence[Trajectory], fn

@@ -134,8 +134,9 @@ def value_grid(caption: str, rows: Sequence[str], cols: Sequence[str],
 
 
 def scatter(caption: str, panels: Mapping[str, Mapping[str, tuple[float, float]]],
-            xlabel: str, ylabel: str, columns: int = 3) -> Figure:
-    """Return one panel per entry of `panels`, a labelled point (x, y) per series."""
+            xlabel: str, ylabel: str, columns: int = 3, quartiles: bool = False) -> Figure:
+    """Return one panel per entry of `panels`, a labelled point (x, y) per series
+    (`quartiles`: dashed lines at the quartiles of the panel's x and of its y values)."""
     plt = _plt()
     n = max(1, len(panels))
     cols = min(columns, n)
@@ -147,6 +148,13 @@ def scatter(caption: str, panels: Mapping[str, Mapping[str, tuple[float, float]]
         for k, (label, (x, y)) in enumerate(points.items()):
             ax.scatter([x], [y], color=f"C{k % 10}", s=24)
             ax.annotate(label, (x, y), fontsize=7, xytext=(3, 3), textcoords="offset points")
+        if quartiles and points:
+            xs = [p[0] for p in points.values()]
+            ys = [p[1] for p in points.values()]
+            for q in np.percentile(xs, [25, 50, 75]):
+                ax.axvline(float(q), ls="--", lw=0.8, color="grey")
+            for q in np.percentile(ys, [25, 50, 75]):
+                ax.axhline(float(q), ls="--", lw=0.8, color="grey")
         ax.set_title(title, fontsize=10)
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)

@@ -3,6 +3,7 @@ the study that holds them."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -157,9 +158,11 @@ def planned_episodes(run: Any, ks: list[Any], condition: Any) -> Episodes:
 class Finding:
     """One claim of the paper checked on coordbench's runs.
 
-    `holds` is True or False where our numbers decide the claim, None where they cannot
-    (too few episodes, a quantity that does not apply to these agents); `note` says why, or
-    where coordbench deliberately measures differently.
+    `holds` is True or False where our numbers decide the claim, None where they cannot;
+    `verdict` says which of four (`VERDICTS`) and `reason` why. Give `holds` a `Verdict`
+    (from `judge`) and both are filled from it; a plain True / False / None is read as
+    holds / contradicted / inconclusive, or untestable where the note starts with
+    "untestable:". `note` says where coordbench deliberately measures differently.
     """
 
     id: str
@@ -167,16 +170,27 @@ class Finding:
     claim: str
     paper_value: Any
     coordbench_value: Any
-    holds: bool | None
+    holds: bool | None | Verdict
     note: str = ""
     # the models whose runs decide the finding (empty: offline agents only)
     models: list[str] = field(default_factory=list)
+    verdict: str = ""
+    reason: str = ""
+
+    def __post_init__(self) -> None:
+        v = self.holds
+        if not isinstance(v, Verdict):
+            v = from_holds(v, self.note)
+        self.holds = v.holds
+        self.verdict = self.verdict or v.verdict
+        self.reason = self.reason or v.reason
 
     def as_json(self) -> dict[str, Any]:
         """Return the finding as the JSON object `reproduce --json` prints."""
         return {"id": self.id, "paper_ref": self.paper_ref, "claim": self.claim,
                 "paper_value": self.paper_value, "coordbench_value": self.coordbench_value,
-                "holds": self.holds, "note": self.note, "models": list(self.models)}
+                "holds": self.holds, "verdict": self.verdict, "reason": self.reason,
+                "note": self.note, "models": list(self.models)}
 
 
 @dataclass
@@ -215,43 +229,167 @@ class Study:
         return {"paper": self.paper, "findings": [f.as_json() for f in self.findings]}
 
 
+VERDICTS = ("holds", "contradicted", "inconclusive", "untestable")
 VERDICT_RULE = (
-    "Each verdict says whether the paper's qualitative finding holds on these runs: *holds* "
-    "when the whole 95% interval of the effect lies on the claimed side of zero; *does not "
-    "hold* when the estimate lies on the other side or at zero (the runs show no effect in "
-    "the claimed direction, whatever the interval's width); *undecided* when the estimate "
-    "points the claimed way but the interval includes zero, or the quantity does not occur "
-    "(the note says which). Intervals: Wilson for rates, Newcombe for differences of rates, "
-    "Welch for differences of means, t for slopes, a stratified bootstrap for "
-    "stratum-adjusted differences.")
+    "Each finding gets one of four verdicts on these runs: *holds* when the whole 95% "
+    "interval of the effect lies on the claimed side of zero; *contradicted* when it lies "
+    "wholly on the other side; *inconclusive* when it includes zero (the reason says about "
+    "how many units would decide it at the observed variance); *untestable* when there is "
+    "nothing to test: every value equal, no events, too few units, or the claim is about "
+    "something these runs do not have (the reason says which). Intervals: Wilson for "
+    "rates, Newcombe for differences of rates, Welch for differences of means, t for "
+    "slopes, Fisher's z for correlations, bootstrap for paired and stratum-adjusted "
+    "differences.")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A finding's verdict (one of `VERDICTS`) and why."""
+
+    verdict: str
+    reason: str
+
+    @property
+    def holds(self) -> bool | None:
+        """Return the verdict as `holds`: True, False (contradicted) or None."""
+        return {"holds": True, "contradicted": False}.get(self.verdict)
+
+
+def from_holds(holds: bool | None, note: str = "") -> Verdict:
+    """Return the verdict of a plain True / False / None (a finding decided by its own rule:
+    the note, where it starts with "untestable:", gives the reason it cannot be tested)."""
+    if holds is True:
+        return Verdict("holds", "the runs show the claimed direction (" + (note or
+                                                                          "see the value") + ")")
+    if holds is False:
+        return Verdict("contradicted", "the runs show the other direction (" + (note or
+                                                                               "see the value")
+                       + ")")
+    if note.startswith("untestable:"):
+        return Verdict("untestable", note[len("untestable:"):].strip())
+    if note.startswith(ABSENT) or any(x in note for x in ABSENT_INSIDE):
+        return Verdict("untestable", note)  # the note names what these runs lack
+    return Verdict("inconclusive", note or "the runs cannot tell either way")
+
+
+# how a note of an undecided finding says that something it needs is not in the runs
+ABSENT = ("no ", "needs ", "too few", "untestable")
+ABSENT_INSIDE = ("not in these runs", "missing", "not both in these runs")
+
+
+def judge_rate(r: dict[str, Any] | None, below: float, never: bool = False) -> Verdict:
+    """Return the verdict of a claim that a rate is low: below `below` (holds when its whole
+    95% interval is, contradicted when the whole interval is at or above it), or with
+    `never`, that the event never happens (contradicted by one event; holds when none
+    occurred and the interval's upper end is below `below`); untestable without units."""
+    if not r or not r.get("n"):
+        return Verdict("untestable", "no episodes to count")
+    k, n, lo, hi = r.get("count"), r["n"], r["lo"], r["hi"]
+    shown = f"{r['mean']:.3f} [{lo:.3f}, {hi:.3f}] of {n}"
+    if never and k:
+        return Verdict("contradicted", f"{k} of {n}: it happens")
+    if hi < below:
+        return Verdict("holds", f"{shown} lies below {below:g}")
+    if not never and lo >= below:
+        return Verdict("contradicted", f"{shown} lies at or above {below:g}")
+    if not k:  # none seen: the Wilson upper end, z^2 / (n + z^2), falls below `below` at
+        need = int(math.ceil(1.96 ** 2 * (1 - below) / below)) + 1  # about this many units
+    else:
+        p = r["mean"]
+        need = int(math.ceil(1.96 ** 2 * p * (1 - p) / (below - p) ** 2)) if p < below \
+            else None
+    more = (f"; about {need} units would decide it at the observed rate" if need
+            else "")
+    return Verdict("inconclusive", f"{shown} includes {below:g}{more}")
+
+
+def _n(diff: dict[str, Any]) -> int | None:
+    """Return the units behind a difference: its smaller group (a slope's or correlation's
+    points)."""
+    ns = [k for k in (diff.get("n"), diff.get("n_ref")) if isinstance(k, int)]
+    return min(ns) if ns else None
+
+
+def judge(diff: dict[str, Any] | None, sign: int, unit: str = "units",
+          missing: str = "no runs to compare") -> Verdict:
+    """Return the verdict of a difference, slope or correlation (`sign` +1: the claim is up,
+    -1: down): holds when its whole 95% interval lies on the claimed side of 0, contradicted
+    when it lies wholly on the other, inconclusive when it includes 0 (the reason says about
+    how many `unit` per group would decide it at the observed variance), untestable where
+    there is nothing to test (no estimate, every value equal, no events, too few units;
+    `missing`: the reason where there is no estimate at all)."""
+    if diff and "slope" in diff and "delta" not in diff:
+        diff = {"delta": diff["slope"], "lo": diff.get("lo"), "hi": diff.get("hi"),
+                "n": diff.get("n")}
+    if not diff:
+        return Verdict("untestable", missing.removeprefix("untestable:").strip())
+    n, d, lo, hi = _n(diff), diff.get("delta"), diff.get("lo"), diff.get("hi")
+    counts = (diff.get("count"), diff.get("count_ref"))
+    if d is None:
+        if n == 0:
+            return Verdict("untestable", f"a group has no {unit}")
+        if diff.get("method") == "pearson-fisher" and (n or 0) >= 4:
+            return Verdict("untestable", "no variation: a variable is the same in every unit")
+        return Verdict("untestable", f"too few {unit} for an estimate (n = {n})")
+    if None not in counts and diff.get("n") and diff.get("n_ref"):
+        k_a, k_b = counts
+        if k_a == k_b == 0:
+            return Verdict("untestable", f"no events: 0 of {diff['n']} and 0 of "
+                                         f"{diff['n_ref']}")
+        if k_a == diff["n"] and k_b == diff["n_ref"]:
+            return Verdict("untestable", f"no variation: every unit counts in both groups "
+                                         f"({k_a} of {diff['n']}, {k_b} of {diff['n_ref']})")
+    if lo is None or hi is None:
+        return Verdict("untestable", f"too few {unit} for an interval (n = {n})")
+    if lo == hi == d == 0:
+        return Verdict("untestable", "no variation: every value is equal"
+                       + (f" ({n} {unit})" if n else ""))
+    if lo == hi and (n or 0) < 2:
+        return Verdict("untestable", f"a single {unit[:-1] if unit.endswith('s') else unit}: "
+                                     "no interval")
+    low, high = (lo, hi) if sign > 0 else (-hi, -lo)  # the claimed side is positive
+    shown = f"{d:+.3g} [{lo:+.3g}, {hi:+.3g}]"
+    if low > 0:
+        return Verdict("holds", f"{shown} lies on the claimed side of 0")
+    if high < 0:
+        return Verdict("contradicted", f"{shown} lies on the other side of 0")
+    half = (hi - lo) / 2
+    if abs(d) <= 1e-9 * max(1.0, half) or not n:  # an estimate of 0 up to rounding
+        return Verdict("inconclusive", f"{shown} includes 0 with an estimate of 0: no number "
+                                       f"of {unit} decides an effect not seen")
+    need = n * (half / abs(d)) ** 2
+    side = "claimed" if sign * d > 0 else "other"
+    many = (f"about {int(math.ceil(need))} {unit} (now {n})" if need < 1e6 else
+            f"more than a million {unit} (now {n})")
+    return Verdict("inconclusive", f"{shown} includes 0; the estimate points the {side} way, "
+                                   f"and {many} would decide it at the observed variance")
+
+
+def both(*verdicts: Verdict) -> Verdict:
+    """Return the verdict of a claim made of several parts that must all hold: contradicted
+    if one is, untestable if one is, holds if all do, else inconclusive."""
+    for kind in ("contradicted", "untestable", "inconclusive"):
+        hit = [v for v in verdicts if v.verdict == kind]
+        if hit:
+            return Verdict(kind, "; ".join(v.reason for v in hit))
+    return Verdict("holds", "; ".join(v.reason for v in verdicts))
 
 
 def verdict(holds: bool | None) -> str:
-    """Return the word a report prints for a finding's verdict."""
-    return {True: "holds", False: "does not hold", None: "undecided"}[holds]
+    """Return the word a report prints for a plain `holds` value."""
+    return from_holds(holds).verdict
 
 
 def direction(diff: dict[str, Any] | None, sign: int) -> bool | None:
-    """Return whether a difference shows the claimed direction (`sign` +1: up, -1: down):
-    True when its whole 95% interval lies on that side of 0, False when its estimate lies on
-    the other side or at 0, None when the estimate agrees but the interval includes 0 (the
-    runs cannot tell) or there is no estimate."""
-    if not diff or diff.get("delta") is None:
-        return None
-    d, lo, hi = diff["delta"], diff.get("lo"), diff.get("hi")
-    if sign * d <= 0:
-        return False
-    bound = lo if sign > 0 else hi
-    if bound is None:
-        return None
-    return True if sign * bound > 0 else None
+    """Return `judge(diff, sign).holds`: True when the difference's whole 95% interval lies on
+    the claimed side (`sign` +1: up, -1: down), False when it lies wholly on the other, None
+    otherwise."""
+    return judge(diff, sign).holds
 
 
 def slope_direction(fit: dict[str, Any] | None, sign: int) -> bool | None:
     """Return `direction` for a fitted slope (`common.ols_slope`)."""
-    if not fit or fit.get("slope") is None:
-        return None
-    return direction({"delta": fit["slope"], "lo": fit["lo"], "hi": fit["hi"]}, sign)
+    return judge(fit, sign).holds
 
 
 def show(value: Any, digits: int = 3) -> str:

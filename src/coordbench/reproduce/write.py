@@ -9,7 +9,7 @@ from typing import Any
 
 from coordbench.core.atomic import write_atomic
 
-from .study import Study, show, verdict
+from .study import Study, show
 
 
 def _slug(text: str) -> str:
@@ -22,9 +22,15 @@ def findings_table(study: Study) -> str:
              "|---|---|---|---|---|---|"]
     for f in study.findings:
         lines.append(f"| {f.id} | {f.paper_ref} | {f.claim} | {_cell(f.paper_value)} | "
-                     f"{_cell(f.coordbench_value)} | **{verdict(f.holds)}**"
-                     + (f" ({f.note})" if f.note else "") + " |")
+                     f"{_cell(f.coordbench_value)} | **{f.verdict}**: {_text(f.reason)}"
+                     + (f" ({_text(f.note)})" if f.note and f.note != f.reason else "")
+                     + " |")
     return "\n".join(lines) + "\n"
+
+
+def _text(text: str) -> str:
+    """Return prose safe in a markdown table cell."""
+    return text.replace("|", "/").replace("\n", " ")
 
 
 def _cell(value: Any) -> str:
@@ -45,8 +51,8 @@ def item_markdown(item) -> str:
         parts += ["", f"*Note.* {item.note}"]
     for f in item.findings:
         parts += ["", f"- **{f.id}** {f.claim} Paper: {_cell(f.paper_value)}. coordbench: "
-                  f"{_cell(f.coordbench_value)}. **{verdict(f.holds)}**"
-                  + (f" ({f.note})" if f.note else "") + "."]
+                  f"{_cell(f.coordbench_value)}. **{f.verdict}**: {f.reason}"
+                  + (f" ({f.note})" if f.note and f.note != f.reason else "") + "."]
     return "\n".join(parts) + "\n"
 
 

@@ -225,8 +225,10 @@ def run_conditions(run: RunDir, plan: Sequence[tuple], *, executor: str = "local
                    progress: Progress | None = None) -> list[str]:
     """Play every missing case of every condition in `plan`; return the condition names.
 
-    A plan item is (suite, spec) or (suite, spec, limit). `limit` keeps the first `limit`
-    cases of each condition (an item's own limit wins); `resources` reaches every play (e.g.
+    A plan item is (suite, spec) or (suite, spec, limit). `limit` plays `limit` cases of
+    each condition, those its suite's `cases(spec, limit)` gives (an item's own limit wins:
+    the first episodes, or a stratified sample of household and construct cases);
+    `resources` reaches every play (e.g.
     model-harness settings); `labels` name the conditions in progress reports.
     """
     limits = limits or Limits()

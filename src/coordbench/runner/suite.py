@@ -116,7 +116,8 @@ class Suite(Protocol, Generic[S]):
         """Return the spec's fields as recorded in the manifest (the suite name is added)."""
 
     def cases(self, spec: S, limit: int | None = None) -> list[Case]:
-        """Return the condition's cases in order (the first `limit` of them)."""
+        """Return the condition's cases in order (`limit` of them: a household or construct
+        suite draws a stratified sample, `core.sample`)."""
 
     def unit_size(self, spec: S) -> int:
         """Return how many cases a worker plays in one unit of work."""

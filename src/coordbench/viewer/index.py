@@ -2,8 +2,9 @@
 each file's first and last line, so a listing of a thousand episodes needs no full parse.
 
 Bad episodes are listed too, each with its reason: a file that cannot be read or does not end
-with `episode_end`, a key missing from an otherwise numbered sequence, an attempt errored by a
-model provider (`RUN/errors/`), a file set aside on resume (`RUN/damaged/`).
+with `episode_end`, a key missing from an otherwise numbered sequence (of a `--limit` sample:
+one the sample holds), an attempt errored by a model provider (`RUN/errors/`), a file set
+aside on resume (`RUN/damaged/`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from coordbench.core.rundir import RunDir, head_tail
-from coordbench.errors import RunDirError
+from coordbench.errors import CoordbenchError, RunDirError
 
 _NUMBERED = re.compile(r"^(.*?)(\d+)$")
 
@@ -133,6 +134,37 @@ def _gaps(keys: list[str]) -> list[str]:
     return missing
 
 
+def _missing(run: RunDir, condition: str, keys: list[str]) -> list[str]:
+    """Return the keys missing among `keys`: the numbered gaps (`_gaps`), of a suite that
+    draws `--limit` samples (`sample_keys`) only those its sample holds. Samples nest (a
+    sample of K is the first K of the suite's draw order), so the smallest sample holding
+    every key there is ends at the last of them; a gap outside it was never drawn."""
+    gaps = _gaps(keys)
+    order = _draw_order(run, condition) if gaps else None
+    if order is None:
+        return gaps
+    position = {k: i for i, k in enumerate(order)}
+    last = max((position[k] for k in keys if k in position), default=-1)
+    return [k for k in gaps if position.get(k, len(order)) <= last]
+
+
+def _draw_order(run: RunDir, condition: str) -> list[str] | None:
+    """Return the condition's case keys in its suite's `--limit` draw order (None: the
+    suite draws no samples, or its cases cannot be rebuilt here, e.g. a task file gone)."""
+    from coordbench.runner.family import family
+
+    fields = run.conditions.get(condition) or {}
+    f = family(str(fields.get("suite")))
+    suite = f.get("suite") if f is not None else None
+    keys_of = getattr(suite, "sample_keys", None)
+    if keys_of is None:
+        return None
+    try:
+        return keys_of(fields)
+    except (CoordbenchError, OSError, KeyError, ValueError, TypeError):
+        return None
+
+
 def condition_rows(run: RunDir, condition: str) -> list[EpisodeRow]:
     """Return every episode row of `condition`: the files on disk, plus the missing, errored
     and set-aside episodes, each with its reason; sorted by key."""
@@ -145,7 +177,7 @@ def condition_rows(run: RunDir, condition: str) -> list[EpisodeRow]:
         if k not in rows:
             rows[k] = EpisodeRow(k, status="damaged", problem="set aside under damaged/ on "
                                  "resume (unusable file); not replayed yet")
-    for k in _gaps(sorted(rows)):
+    for k in _missing(run, condition, sorted(rows)):
         rows[k] = EpisodeRow(k, status="missing", problem="no file, though episodes before "
                              "and after it exist")
     return [rows[k] for k in sorted(rows)]

@@ -20,6 +20,7 @@ import random
 from functools import cache
 from typing import Any
 
+from coordbench.core.sample import Sample, stratified_sample
 from coordbench.errors import ConfigError
 from coordbench.metrics.constructs import construct_score
 
@@ -124,11 +125,10 @@ def fingerprint(raws: tuple[dict[str, Any], ...]) -> str:
     return hashlib.sha256(json.dumps(raws, sort_keys=True).encode()).hexdigest()
 
 
-def select(subset: str = "all", construct: str | None = None, team: int | None = None,
-           limit: int | None = None) -> list[dict[str, Any]]:
-    """Return v1 instances: all or rep240, optionally one construct and/or team size, the
-    first `limit` of them. The dicts are the process's cached instances, shared by every
-    caller: copy one (copy.deepcopy) before changing it."""
+def _selection(subset: str, construct: str | None, team: int | None
+               ) -> list[tuple[str, int, int]]:
+    """Return the (family, team, index) rows of the v1 instances a selection holds, in set
+    order (ConfigError for a subset, construct or team size that does not exist)."""
     if subset not in ("all", "rep240"):
         raise ConfigError(f"--subset must be all or rep240, not {subset!r}")
     if construct is not None and construct not in CONSTRUCTS:
@@ -137,11 +137,56 @@ def select(subset: str = "all", construct: str | None = None, team: int | None =
         raise ConfigError(f"--team must be one of {', '.join(map(str, TEAMS))}")
     out = []
     for family, t, k in v1_plan():
-        if limit is not None and len(out) >= limit:
-            break
         c = TASK_FAMILIES[family][0]
         if subset == "rep240" and k >= REP_PER_CELL:
             continue
         if (construct is None or c == construct) and (team is None or t == team):
-            out.append(_generated(family, t, k))  # only the instances asked for are built
+            out.append((family, t, k))
     return out
+
+
+def stratum(construct: str, team: int) -> tuple[str, int]:
+    """Return an instance's stratum in a `--limit` sample: its construct and team size."""
+    return (construct, team)
+
+
+def selection_strata(subset: str = "all", construct: str | None = None,
+                     team: int | None = None) -> list[tuple[str, int]]:
+    """Return the stratum of every instance of a selection, in the selection's order (no
+    instance is built)."""
+    return [stratum(TASK_FAMILIES[f][0], t) for f, t, _ in _selection(subset, construct, team)]
+
+
+def select_sample(subset: str = "all", construct: str | None = None, team: int | None = None,
+                  limit: int | None = None) -> Sample:
+    """Return the stratified sample of `limit` instances of a selection (constructs x team
+    sizes, `core.sample`; None: every instance), its indices into the selection's order."""
+    return stratified_sample(selection_strata(subset, construct, team), lambda s: s, limit)
+
+
+def select_indexed(subset: str = "all", construct: str | None = None,
+                   team: int | None = None, limit: int | None = None
+                   ) -> list[tuple[int, dict[str, Any]]]:
+    """Return (index in the selection, instance) of the v1 instances of a selection: all or
+    rep240, optionally one construct and/or team size; with `limit`, a stratified sample of
+    that many (`select_sample`), in selection order. Only the instances returned are built."""
+    rows = _selection(subset, construct, team)
+    picked = (range(len(rows)) if limit is None
+              else select_sample(subset, construct, team, limit).indices)
+    return [(i, _generated(*rows[i])) for i in picked]
+
+
+def select(subset: str = "all", construct: str | None = None, team: int | None = None,
+           limit: int | None = None) -> list[dict[str, Any]]:
+    """Return v1 instances: all or rep240, optionally one construct and/or team size; with
+    `limit`, a stratified sample of that many over constructs x team sizes (`select_sample`).
+    The dicts are the process's cached instances, shared by every caller: copy one
+    (copy.deepcopy) before changing it."""
+    return [raw for _, raw in select_indexed(subset, construct, team, limit)]
+
+
+def instance_at(subset: str, construct: str | None, team: int | None, index: int
+                ) -> dict[str, Any] | None:
+    """Return instance `index` of a selection (None past its end), building only that one."""
+    rows = _selection(subset, construct, team)
+    return _generated(*rows[index]) if 0 <= index < len(rows) else None

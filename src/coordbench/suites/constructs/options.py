@@ -60,8 +60,10 @@ OPTIONS = (
     Option("on_protocol_failure", str, "end", "A planner reply that cannot be parsed or "
            "names no menu action: end the episode as a protocol failure (the paper's "
            "protocol) | skip (the agent idles, the episode runs on).", commands=("run",)),
-    Option("limit", int, None, "Play only the first K instances.", low=1, high=MAX_EPISODES,
-           defaults={"play": 1}, helps={"play": "Instances in the session (the first K)."}),
+    Option("limit", int, None, "Play a stratified sample of K instances (round-robin over "
+           "constructs x team sizes, the same K instances every time).", low=1,
+           high=MAX_EPISODES, defaults={"play": 1},
+           helps={"play": "Instances in the session (a stratified sample of K)."}),
     Option("seed", int, 0, "Episode seed.", low=0, high=MAX_SEED),
     DIAL,
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +12,7 @@ from coordbench.agents.team.dials import dials_suffix
 from coordbench.agents.team.seats import has_human, team_label
 from coordbench.core.provenance import file_digest
 from coordbench.core.rundir import safe_name
+from coordbench.core.sample import Sample, draw_order, stratified_sample
 from coordbench.core.trajectory import Trajectory
 from coordbench.envs.household.render import ImageStore
 from coordbench.errors import ConfigError
@@ -21,7 +22,7 @@ from coordbench.runner import Case, PlayContext, play_concurrently
 from coordbench.runner.suite import Played, harness_source
 
 from .episode import ConstructSpec, arun_construct, load_instance
-from .instances import select
+from .instances import select_indexed, select_sample, selection_strata, stratum
 
 HEADLINE = ("SR", "CS", "legal_rate")
 
@@ -45,7 +46,8 @@ def condition_name(subset: str, construct: str | None, team: int | None,
 @dataclass(frozen=True)
 class ConstructCondition:
     """A construct condition: the planners' spec and which instances (a built-in subset, or
-    an instance file; only construct D1-D4 / team size; only the first `limit`)."""
+    an instance file; only construct D1-D4 / team size; with `limit`, a stratified sample of
+    that many over constructs x team sizes: `core.sample`)."""
 
     planners: ConstructSpec
     subset: str = "all"
@@ -58,11 +60,39 @@ class ConstructCondition:
         if self.limit is not None and self.limit < 1:
             raise ConfigError(f"--limit must be >= 1, got {self.limit}")
 
+    def indexed(self) -> list[tuple[int, dict[str, Any]]]:
+        """Return (index in the selection, instance dict) of the condition's instances, in
+        the selection's order (with `limit`: its stratified sample)."""
+        if not self.instances_file:
+            return select_indexed(self.subset, self.construct, self.team, self.limit)
+        raws = load_instance_file(Path(self.instances_file))
+        picked = (range(len(raws)) if self.limit is None
+                  else file_sample(raws, self.limit).indices)
+        return [(i, raws[i]) for i in picked]
+
     def instances(self) -> list[dict[str, Any]]:
         """Return the condition's instance dicts, in order."""
-        raws = (load_instance_file(Path(self.instances_file)) if self.instances_file
-                else select(self.subset, self.construct, self.team, self.limit))
-        return raws[:self.limit] if self.limit else raws
+        return [raw for _, raw in self.indexed()]
+
+    def sample(self) -> Sample | None:
+        """Return the stratified sample `limit` draws (None without a limit)."""
+        if self.limit is None:
+            return None
+        if self.instances_file:
+            return file_sample(load_instance_file(Path(self.instances_file)), self.limit)
+        return select_sample(self.subset, self.construct, self.team, self.limit)
+
+
+def instance_stratum(raw: dict[str, Any]) -> tuple[str, int]:
+    """Return an instance dict's stratum: its construct and team size (its roles, else its
+    agents' start rooms)."""
+    task, info = load_instance(raw, str(raw.get("task_id")))
+    return stratum(info["construct"], len(task.roles) if task.roles else len(task.start_rooms))
+
+
+def file_sample(raws: list[dict[str, Any]], limit: int) -> Sample:
+    """Return the stratified sample of `limit` of an instance file's instances."""
+    return stratified_sample(raws, instance_stratum, limit)
 
 
 def load_instance_file(path: Path) -> list[dict[str, Any]]:
@@ -96,8 +126,10 @@ class ConstructSuite:
     def condition(self, spec: ConstructCondition) -> str:
         """Return the condition's directory name."""
         subset = f"file-{Path(spec.instances_file).stem}" if spec.instances_file else spec.subset
+        # `_sample`, not the `_limit` of runs that played the first K instances: such a run
+        # is never resumed (and mixed) as a sample
         return (condition_name(subset, spec.construct, spec.team, spec.planners)
-                + (f"_limit{spec.limit}" if spec.limit else ""))
+                + (f"_sample{spec.limit}" if spec.limit else ""))
 
     def manifest(self, spec: ConstructCondition) -> dict[str, Any]:
         """Return the planners' spec (buffer capacity included: None, the instances' own, is
@@ -118,10 +150,24 @@ class ConstructSuite:
                 "team": spec.team, "limit": spec.limit, "instances_file": spec.instances_file}
 
     def cases(self, spec: ConstructCondition, limit: int | None = None) -> list[Case]:
-        """Return the condition's instances in order."""
-        raws = spec.instances()
-        return [Case(f"inst{k:04d}", raw) for k, raw in enumerate(raws[:limit] if limit
-                                                                   else raws)]
+        """Return the condition's instances in order, each keyed by its index in the
+        selection; `limit` (a run's cap) draws the stratified sample of that many, a part of
+        the condition's own sample (samples of one selection nest)."""
+        if limit is not None and (spec.limit is None or limit < spec.limit):
+            spec = replace(spec, limit=limit)
+        return [Case(f"inst{k:04d}", raw) for k, raw in spec.indexed()]
+
+    def sample_keys(self, fields: dict[str, Any]) -> list[str]:
+        """Return the case keys of the condition recorded as `fields` (its manifest entry)
+        in the order `--limit` draws them: a sample of K is the first K (the viewer tells a
+        missing episode from one never drawn by it)."""
+        if fields.get("instances_file"):
+            raws = load_instance_file(Path(fields["instances_file"]))
+            strata = [instance_stratum(raw) for raw in raws]
+        else:
+            strata = selection_strata(fields.get("subset", "all"), fields.get("construct"),
+                                      fields.get("team"))
+        return [f"inst{k:04d}" for k in draw_order(strata)]
 
     def unit_size(self, spec: ConstructCondition) -> int:
         """Return instances per unit."""
@@ -155,7 +201,7 @@ SUITE = ConstructSuite()
 
 def plan_items(p: dict[str, Any]) -> tuple[list[tuple], list[str]]:
     """Return (runner items, progress labels) of the default benchmark's construct section:
-    each planner on the subset (its optional `limit`: first cases)."""
+    each planner on the subset (its optional `limit`: a stratified sample of that many)."""
     items = [(SUITE, ConstructCondition(ConstructSpec(planner, p["agents"]), p["subset"]),
               p.get("limit")) for planner in p["planners"]]
     return items, [f"constructs {p['subset']} {planner}" for planner in p["planners"]]

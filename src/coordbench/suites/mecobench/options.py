@@ -44,8 +44,10 @@ OPTIONS = (
     Option("prior", str, "full", "full|no_appearance|no_location|none|noisy"),
     Option("conflict_set", str, "paper", "Same-step contention: paper (grab, open) | "
            "with_close (grab, open, close).", commands=("run",)),
-    Option("limit", int, None, "Play only the first K cases.", low=1, high=MAX_EPISODES,
-           defaults={"play": 1}, helps={"play": "Cases in the session (the first K)."}),
+    Option("limit", int, None, "Play a stratified sample of K cases (round-robin over "
+           "object counts, the same K cases every time).", low=1, high=MAX_EPISODES,
+           defaults={"play": 1},
+           helps={"play": "Cases in the session (a stratified sample of K)."}),
     Option("seed", int, 0, "Base seed; case k uses seed + k.", low=0, high=MAX_SEED),
     Option("images", bool, False, "Render and store agents' views.", flag="--images",
            commands=("run", "play"), helps={"play": "Render your seat's views."}),
@@ -129,7 +131,8 @@ class MecobenchPlayed(PlayedBase):
             else None,
             lambda settings, replies: MecobenchResources(settings, replies, images=images,
                                                          max_steps=max_steps),
-            note, {"cond": cond, "cases": len(cases), "agents": agents, "seats": seats})
+            note, {"cond": cond, "cases": len(cases), "keys": [c.key for c in cases],
+                   "agents": agents, "seats": seats})
 
     def team_size(self, values: dict[str, Any], command: str) -> int:
         """Return the team's size."""

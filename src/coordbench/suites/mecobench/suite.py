@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -13,6 +13,7 @@ from typing import Any
 from coordbench.agents.team.dials import dials_suffix
 from coordbench.agents.team.seats import has_human, team_label
 from coordbench.core.rundir import RunDir, safe_name
+from coordbench.core.sample import Sample, draw_order, stratified_sample
 from coordbench.core.trajectory import Trajectory
 from coordbench.envs.household.render import ImageStore
 from coordbench.envs.household.task import HouseholdTask, load_tasks
@@ -26,6 +27,22 @@ from coordbench.suites.mecobench.instances import PARALLEL_EXAMPLES, SEQUENTIAL_
 from .episode import HouseholdSpec, arun_case
 
 HEADLINE = ("SR", "CR", "AUC", "DOL", "CAR", "HFR", "spatial_error")
+
+
+def task_stratum(task: HouseholdTask) -> tuple[str, int]:
+    """Return a task's stratum in a `--limit` sample: its structure and its number of target
+    objects (the team size is the condition's own: a study plays each size as a condition)."""
+    return (task.structure, sum(g.count for g in task.subgoals))
+
+
+def stratum_label(stratum: tuple) -> str:
+    """Return a household stratum's name, e.g. "parallel 4 objects"."""
+    return f"{stratum[0]} {stratum[1]} objects"
+
+
+def sample_tasks(tasks: Sequence[HouseholdTask], limit: int) -> Sample:
+    """Return the stratified sample of `limit` of `tasks` (`core.sample`)."""
+    return stratified_sample(tasks, task_stratum, limit, label=stratum_label)
 
 
 def load_source(tasks_file: str | None, suite: str | None, structure: str
@@ -128,10 +145,25 @@ class MecobenchSuite:
                 "tasks_file": spec.tasks_file, "instance_set": spec.instance_set}
 
     def cases(self, spec: MecobenchCondition, limit: int | None = None) -> list[Case]:
-        """Return the condition's tasks in order (the first `limit`)."""
+        """Return the condition's tasks in order (with `limit`, the stratified sample of that
+        many: `sample`), each keyed and seeded by its index in the source, so a sampled case
+        is the same episode as in a run of every case, and samples of one source nest."""
         _, tasks = load_source(spec.tasks_file, spec.instance_set, spec.household.structure)
-        tasks = tasks[:limit] if limit else tasks
-        return [Case(f"case{k:04d}", (k, task)) for k, task in enumerate(tasks)]
+        picked = range(len(tasks)) if limit is None else sample_tasks(tasks, limit).indices
+        return [Case(f"case{k:04d}", (k, tasks[k])) for k in picked]
+
+    def sample(self, spec: MecobenchCondition, limit: int) -> Sample:
+        """Return the stratified sample of `limit` of the condition's tasks."""
+        _, tasks = load_source(spec.tasks_file, spec.instance_set, spec.household.structure)
+        return sample_tasks(tasks, limit)
+
+    def sample_keys(self, fields: dict[str, Any]) -> list[str]:
+        """Return the case keys of the condition recorded as `fields` (its manifest entry)
+        in the order `--limit` draws them: a sample of K is the first K (the viewer tells a
+        missing episode from one never drawn by it)."""
+        _, tasks = load_source(fields.get("tasks_file"), fields.get("instance_set"),
+                               fields["structure"])
+        return [f"case{k:04d}" for k in draw_order([task_stratum(t) for t in tasks])]
 
     def unit_size(self, spec: MecobenchCondition) -> int:
         """Return cases per unit (model-driven teams: enough to keep calls in flight)."""
@@ -165,16 +197,23 @@ class MecobenchSuite:
 SUITE = MecobenchSuite()
 
 
-def condition_values_of(run: RunDir, cond: str, limit: int | None = None
-                        ) -> dict[str, list[float | None]]:
-    """Return {metric: per-case values (None = n/a)} recomputed from saved trajectories."""
-    keys = run.episode_keys(cond)
-    return condition_values(run, cond, SUITE.metrics, keys[:limit] if limit else keys)
+def condition_values_of(run: RunDir, cond: str, limit: int | None = None,
+                        keys: Sequence[str] | None = None) -> dict[str, list[float | None]]:
+    """Return {metric: per-case values (None = n/a)} recomputed from saved trajectories: of
+    the cases `keys` where given (those of them on disk), else of the first `limit` saved."""
+    saved = run.episode_keys(cond)
+    if keys is not None:
+        wanted = set(keys)
+        saved = [k for k in saved if k in wanted]
+    elif limit:
+        saved = saved[:limit]
+    return condition_values(run, cond, SUITE.metrics, saved)
 
 
 def plan_items(p: dict[str, Any]) -> tuple[list[tuple], list[str]]:
     """Return (runner items, progress labels) of the default benchmark's household section:
-    each team under each protocol on the instance set (its optional `limit`: first cases)."""
+    each team under each protocol on the instance set (its optional `limit`: a stratified
+    sample of that many)."""
     items: list[tuple] = []
     labels: list[str] = []
     for t in p["teams"]:
@@ -189,7 +228,8 @@ def plan_items(p: dict[str, Any]) -> tuple[list[tuple], list[str]]:
 def api_condition(options: dict[str, Any]) -> tuple[MecobenchSuite, MecobenchCondition,
                                                    int | None]:
     """Return (suite, condition, limit) from `coordbench.evaluate("mecobench", ...)`'s
-    options (`tasks` a task file or `suite` an instance set, `limit` the first cases)."""
+    options (`tasks` a task file or `suite` an instance set, `limit` a stratified sample of
+    that many cases)."""
     tasks, instance_set = options.pop("tasks", None), options.pop("suite", None)
     limit = options.pop("limit", None)
     spec = HouseholdSpec(**options)

@@ -1,6 +1,7 @@
 """Construct states: rebuild the instance from the manifest's selection (subset, construct,
-team, limit or instance file) and the instance index in the key, check it is the recorded
-task id, then replay on the household engine with the recorded seed and landing order.
+team or instance file) and the instance's index in that selection (the key), check it is the
+recorded task id, then replay on the household engine with the recorded seed and landing
+order.
 The picture adds the buffers' loads, who holds the knife and each agent's zone."""
 
 from __future__ import annotations
@@ -26,20 +27,21 @@ def find_instance(spec: dict, key: str, task_id: str) -> dict[str, Any] | str:
         path = Path(spec["instances_file"])
         if not path.is_file():
             return f"the instance file {path} is not readable from here"
+        # the key is the instance's index in the file, with or without a --limit (a sample
+        # keeps the selection's indices; a run of the first K had them too)
         raws = load_instance_file(path)
-        limit = spec.get("limit")
-        raws = raws[:limit] if limit else raws
+        raw = raws[k] if k < len(raws) else None
     else:
-        from coordbench.suites.constructs.instances import select
+        from coordbench.suites.constructs.instances import instance_at
 
-        # only the first k+1 are built: instances are generated on first use
-        raws = select(spec.get("subset", "all"), spec.get("construct"), spec.get("team"),
-                      min(k + 1, spec.get("limit") or k + 1))
-    if k >= len(raws):
+        # only instance k is built: instances are generated on first use
+        raw = instance_at(spec.get("subset", "all"), spec.get("construct"), spec.get("team"),
+                          k)
+    if raw is None:
         return f"the condition's selection has no instance {k}"
-    if str(raws[k].get("task_id")) != task_id:
-        return f"instance {k} is {raws[k].get('task_id')}, the episode records {task_id}"
-    return raws[k]
+    if str(raw.get("task_id")) != task_id:
+        return f"instance {k} is {raw.get('task_id')}, the episode records {task_id}"
+    return raw
 
 
 def picture(run: RunDir, condition: str, traj: Trajectory) -> Picture:
