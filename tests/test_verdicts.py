@@ -5,6 +5,7 @@ on all-equal rows that may print neither holds nor contradicted."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -169,3 +170,43 @@ def test_rule_text_names_the_four_verdicts():
 
     for word in VERDICTS:
         assert f"*{word}*" in VERDICT_RULE
+
+
+@pytest.mark.xdist_group("reproduce")
+def test_a_vision_claim_is_judged_on_the_models_that_take_images(tmp_path):
+    """CoCoBench Fig. 7 on two scripted planners, one registered as taking images: the
+    many-model finding is judged on that one alone and names it; the text-only model's own
+    image finding is untestable. Registered both as text-only, the claim is untestable."""
+    from typer.testing import CliRunner
+
+    from coordbench.cli import app
+    from coordbench.llm.loopback import ScriptedServer
+    from tests.scripted_models import oracle_plans, planner_reply
+
+    def study(models: Path, out: Path) -> dict:
+        res = CliRunner().invoke(app, ["reproduce", "cocobench", "--quick", "--limit", "2",
+                                       "--models", str(models), "--model", "good,err",
+                                       "--out", str(out), "--json"])
+        assert res.exit_code == 0, res.output
+        return {f["id"]: f for f in json.loads(res.stdout.strip().splitlines()[-1])["findings"]}
+
+    def registry(images: set[str]) -> Path:
+        f = tmp_path / f"models-{len(images)}.yaml"
+        f.write_text("models:\n" + "".join(
+            f"  {m}:\n    base_url: {server.base_url}\n    model: {m}\n    max_retries: 0\n"
+            f"    timeout_s: 5\n    supports_images: {str(m in images).lower()}\n"
+            for m in ("good", "err")))
+        return f
+
+    with ScriptedServer(planner_reply(oracle_plans([(None, 2), ("D4", 2)]))) as server:
+        one = study(registry({"good"}), tmp_path / "s")
+        none = study(registry(set()), tmp_path / "s")  # the same runs, judged again
+    blind = one["coco-models-blind"]
+    assert "(good)" in blind["note"] and "err" not in blind["note"].split("(")[-1]
+    assert "left out" in blind["coordbench_value"]["err"]
+    assert "left out" not in blind["coordbench_value"]["good"]
+    assert one["coco-blind@err"]["verdict"] == "untestable"
+    assert "takes no images" in one["coco-blind@err"]["reason"]
+    assert "takes no images" not in one["coco-blind@good"]["reason"]
+    assert none["coco-models-blind"]["verdict"] == "untestable"
+    assert "takes no images" in none["coco-models-blind"]["reason"]
