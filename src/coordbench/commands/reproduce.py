@@ -35,7 +35,9 @@ MODEL = typer.Option(None, "--model", help="Model alias that plays every model r
 REPEATS = typer.Option(1, "--repeats", metavar="K", help="Play every model row with K seeds "
                        "(0..K-1) and report pass@K and pass^K per model.")
 QUICK = typer.Option(False, "--quick", help="A minutes-long subset.")
-LIMIT = typer.Option(None, help="Play only the first K cases per condition.")
+LIMIT = typer.Option(None, help="Play a stratified sample of K cases per condition "
+                                "(constructs x team sizes, structures x object counts; the "
+                                "same K every time).")
 MAX_STEPS = typer.Option(None, help="Cap team steps per household episode (smoke runs; "
                                     "mecobench only).")
 REGIME = typer.Option(None, help="stat: baseline | extreme | all (default baseline; --quick: "
