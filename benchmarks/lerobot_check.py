@@ -184,7 +184,7 @@ def main() -> None:
     subprocess.run([*cli, "physical", "export", str(demos), "--format", "lerobot", "--out",
                     str(sets), "--json"], check=True, stdout=subprocess.DEVNULL)
     subprocess.run([*cli, "physical", "export", str(demos), "--format", "lerobot", "--out",
-                    str(tmp / "images"), "--images", "--task", args.images_task, "--json"],
+                    str(tmp / "images"), "--images", "--only", args.images_task, "--json"],
                    check=True, stdout=subprocess.DEVNULL)
     export_s = time.perf_counter() - t0
     jobs = []

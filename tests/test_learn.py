@@ -257,10 +257,13 @@ def test_train_cli_json_and_resume(tmp_path):
     assert set(payload["final_return"]) == {"mean", "ci95", "n", "lo", "hi"}
     assert payload["final_return"]["n"] == 2 and "conflict_rate" in payload
     files = sorted(p.name for p in tmp_path.iterdir())
-    assert files == ["manifest.json", "report.html", "report.md", "results.json",
+    assert files == ["logs", "manifest.json", "report.html", "report.md", "results.json",
                      "vdn_3A-6T-5x3_seed0.csv", "vdn_3A-6T-5x3_seed0.json",
                      "vdn_3A-6T-5x3_seed0.pt", "vdn_3A-6T-5x3_seed1.csv",
                      "vdn_3A-6T-5x3_seed1.json", "vdn_3A-6T-5x3_seed1.pt"]
+    # the live logs (--log csv, the default): one folder per seed
+    assert sorted(p.name for p in (tmp_path / "logs").iterdir()) == [
+        "vdn_3A-6T-5x3_seed0", "vdn_3A-6T-5x3_seed1"]
     # the learning log: one row per evaluation, the curve's numbers with its timing
     result = json.loads((tmp_path / "vdn_3A-6T-5x3_seed0.json").read_text())
     log = (tmp_path / "vdn_3A-6T-5x3_seed0.csv").read_text().splitlines()

@@ -235,7 +235,7 @@ def test_bad_exports_are_one_line_and_write_nothing(demos, tmp_path, case, msg):
     elif case == "fps":
         args += ["--fps", "7"]
     elif case == "task":
-        args += ["--task", "CoCarry"]
+        args += ["--only", "CoCarry"]
     before = sorted(p.name for p in tmp_path.iterdir())
     assert msg in error_line(args, tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == before

@@ -23,6 +23,7 @@ from .common import (
     episode_option,
     err,
     executor_option,
+    format_option,
     json_option,
     need_av,
     out,
@@ -37,6 +38,16 @@ MAX_VIDEO = 2048  # pixels of a video frame side (a CPU renderer: a 4K frame tak
 def task_option() -> Any:
     """Return the --task option (its one description: `suites/physical/options.py`)."""
     return typer.Option(..., TASK.cli, help=TASK.help)
+
+
+def images_option(help: str) -> Any:
+    """Return the --images option (camera frames: recorded, or exported as videos)."""
+    return typer.Option(False, "--images", help=help)
+
+
+def size_option(help: str) -> Any:
+    """Return the --size option (a square camera frame's side, pixels)."""
+    return typer.Option(64, "--size", help=help)
 
 
 def embodiment_option() -> Any:
@@ -58,9 +69,9 @@ app = typer.Typer(no_args_is_help=True,
 def physical_demos(
     task: str = task_option(),
     n: int = typer.Option(60, help="Successful demonstrations per task (5/6 train)."),
-    images: bool = typer.Option(False, "--images", help="Also render egocentric frames "
-                                                        "(10 Hz, replayed from states)."),
-    size: int = typer.Option(64, help="Frame size (pixels, square)."),
+    images: bool = images_option("Also render egocentric frames (10 Hz, replayed from "
+                                 "states)."),
+    size: int = size_option("Frame size (pixels, square)."),
     executor: str = executor_option(),
     workers: int = workers_option(),
     out_dir: Path = out_option(Path("runs/demos"), "Output directory."),
@@ -159,18 +170,16 @@ FORMATS = ("lerobot",)
 def physical_export(
     source: Path = typer.Argument(..., help="Demonstrations folder (`physical demos`) or a "
                                   "physical run directory (`physical eval`)."),
-    fmt: str = typer.Option(..., "--format", help="lerobot (LeRobotDataset v3.0)."),
+    fmt: str = format_option(..., "lerobot (LeRobotDataset v3.0)."),
     out_dir: Path = out_option(..., "Dataset folder to create (a source with several tasks "
                                "or conditions: one dataset each, in folders inside it)."),
     fps: int = typer.Option(50, help="Frames a second: the control rate (50) or a divisor of "
                                      "it (every 50/N-th control step)."),
-    images: bool = typer.Option(False, "--images", help="Also write each robot's head camera "
-                                                        "as a video (rendered from the saved "
-                                                        "simulator states)."),
-    size: int = typer.Option(64, help="Camera frame size with --images (pixels, square, "
-                                      "even)."),
-    task: str | None = typer.Option(None, "--task", help="Only these tasks (a name or a "
-                                                         "comma-separated list)."),
+    images: bool = images_option("Also write each robot's head camera as a video (rendered "
+                                 "from the saved simulator states)."),
+    size: int = size_option("Camera frame size with --images (pixels, square, even)."),
+    only: str | None = typer.Option(None, "--only", help="Only these tasks of the source "
+                                                         "(a name or a comma-separated list)."),
     g1_model: Path | None = g1_model_option(),
     as_json: bool = json_option(),
 ) -> None:
@@ -192,7 +201,7 @@ def physical_export(
         embodiment_from({"embodiment": "g1", "g1_model": g1_model})
     if out_dir.exists():
         raise ConfigError(f"--out {out_dir} already exists; export into a new folder")
-    sets = _export_sets(source, task)
+    sets = _export_sets(source, only)
     import shutil
     import tempfile
 

@@ -128,7 +128,6 @@ def stat_train(
     need_torch()
     from coordbench.learn.methods import train_configs
     from coordbench.learn.sweep import MAX_NUM_ENVS, MAX_TRAIN_STEPS, parse_seeds, summarize, sweep
-    from coordbench.report.format import estimate_json
     from coordbench.runner import check_executor
 
     check_executor(executor, workers)
@@ -149,7 +148,13 @@ def stat_train(
     say = say_err  # stderr, --json too
     summary = summarize(sweep(tcs, out_dir, workers, executor, say=say,
                               snapshot_every_s=snapshot_every, logs=logs))
+    _show_training(out_dir, summary, f"{algo} on {config}, seeds {seeds}", as_json)
+
+
+def _show_training(out_dir: Path, summary: dict[str, Any], title: str, as_json: bool) -> None:
+    """Write the training run's report; print its summary (a table, or JSON)."""
     from coordbench.report.compose import open_for_report
+    from coordbench.report.format import estimate_json
 
     write_report(open_for_report(out_dir))
     if as_json:
@@ -157,7 +162,7 @@ def stat_train(
         return
     from rich.table import Table
 
-    table = Table(title=f"{algo} on {config}, seeds {seeds}")
+    table = Table(title=title)
     table.add_column("metric")
     table.add_column("mean ± 95% CI", justify="right")
     for k, e in summary.items():
