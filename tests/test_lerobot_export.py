@@ -265,3 +265,17 @@ def test_a_dataset_that_does_not_fit_the_task_is_refused_naming_the_feature(data
                        f"lerobot:{tmp_path / 'nowhere'}", "--rollouts", "0"], tmp_path)
     assert "does not exist" in line
     assert not (tmp_path / "runs").exists()
+
+
+def test_a_changed_dataset_converts_again_wherever_it_lies(dataset, tmp_path):
+    from coordbench.suites.physical.lerobot import to_demos
+
+    root = tmp_path / "videos" / "ds"  # a folder named like the datasets' own videos folder
+    shutil.copytree(dataset, root)
+    first = to_demos(root, [TASK], "cobot", tmp_path / "cache")
+    assert to_demos(root, [TASK], "cobot", tmp_path / "cache") == first  # converted once
+    info = json.loads((root / "meta/info.json").read_text())
+    info["splits"] = {"train": "0:3"}
+    (root / "meta/info.json").write_text(json.dumps(info))
+    again = to_demos(root, [TASK], "cobot", tmp_path / "cache")
+    assert again != first and not (again / f"{TASK}_val.npz").exists()

@@ -115,8 +115,14 @@ def stratified(cells: dict[str, dict | None]) -> dict:
     total = sum(n for _, n, _, _ in parts)
     delta = sum(n * x for _, n, x, _ in parts) / total
     se = math.sqrt(sum((n / total) ** 2 * h ** 2 for _, n, _, h in parts))
-    return {"delta": delta, "lo": delta - 1.96 * se, "hi": delta + 1.96 * se,
-            "strata": [name for name, *_ in parts]}
+    out = {"delta": delta, "lo": delta - 1.96 * se, "hi": delta + 1.96 * se,
+           "strata": [name for name, *_ in parts]}
+    # the events behind both sides, summed over the strata: all 0 (or all n) is no evidence
+    used = [cells[name]["delta_SR"] for name, *_ in parts]
+    for key in ("n", "n_ref", "count", "count_ref"):
+        if all(isinstance(d.get(key), int) for d in used):
+            out[key] = sum(d[key] for d in used)
+    return out
 
 
 def query_item(ep: Episodes) -> Item:

@@ -341,7 +341,9 @@ def judge(diff: dict[str, Any] | None, sign: int, unit: str = "units",
                                          f"({k_a} of {diff['n']}, {k_b} of {diff['n_ref']})")
     if lo is None or hi is None:
         return Verdict("untestable", f"too few {unit} for an interval (n = {n})")
-    if lo == hi == d == 0:
+    # sums of equal floats differ in the last bits: within `tol` of 0 is 0
+    tol = 1e-9 * max(1.0, abs(d), abs(lo), abs(hi))
+    if abs(lo) <= tol and abs(hi) <= tol:
         return Verdict("untestable", "no variation: every value is equal"
                        + (f" ({n} {unit})" if n else ""))
     if lo == hi and (n or 0) < 2:
@@ -349,9 +351,9 @@ def judge(diff: dict[str, Any] | None, sign: int, unit: str = "units",
                                      "no interval")
     low, high = (lo, hi) if sign > 0 else (-hi, -lo)  # the claimed side is positive
     shown = f"{d:+.3g} [{lo:+.3g}, {hi:+.3g}]"
-    if low > 0:
+    if low > tol:
         return Verdict("holds", f"{shown} lies on the claimed side of 0")
-    if high < 0:
+    if high < -tol:
         return Verdict("contradicted", f"{shown} lies on the other side of 0")
     half = (hi - lo) / 2
     if abs(d) <= 1e-9 * max(1.0, half) or not n:  # an estimate of 0 up to rounding

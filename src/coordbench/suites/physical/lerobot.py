@@ -460,7 +460,7 @@ REPLAY_BATCH = 16  # the suite's lockstep batch: a learned policy's forward pass
 def run_episodes(run: Any, condition: str, fields: dict[str, Any]) -> Iterator[EpisodeRows]:
     """Yield a physical run condition's episodes with their per-step arrays, re-simulated from
     their seeds by the condition's policy (a run keeps poses, not actions); RunDirError where
-    a replay does not end as the episode did (step, success and phase steps)."""
+    a replay is not the episode recorded (its last step, success, phase steps or poses)."""
     from coordbench.core.trajectory import PhysicalPhaseEvent
 
     from .episode import run as rollout
@@ -473,13 +473,19 @@ def run_episodes(run: Any, condition: str, fields: dict[str, Any]) -> Iterator[E
     def phases(tr: Any) -> list[int]:
         return [e.t for e in tr.steps(PhysicalPhaseEvent)]
 
+    def poses(tr: Any) -> Any:
+        # the 10 Hz poses: two policies that both fail the same way still move differently
+        return next((e.model_dump() for e in tr.events if e.type == "physical_poses"), None)
+
     for a in range(0, len(saved), REPLAY_BATCH):
         part = saved[a:a + REPLAY_BATCH]
         trs, recs = rollout(task, policy, [tr.header.seed for tr in part], record=True,
-                            poses=False, embodiment=emb)
+                            embodiment=emb)
         for old, new, rec in zip(part, trs, recs, strict=True):
+            saved = poses(old)  # episodes of schema 1.5 and later keep them
             if (old.end is None or new.end is None or old.end.t != new.end.t
-                    or old.end.success != new.end.success or phases(old) != phases(new)):
+                    or old.end.success != new.end.success or phases(old) != phases(new)
+                    or (saved is not None and saved != poses(new))):
                 raise RunDirError(f"{old.header.episode_id} did not replay as it was recorded "
                                   "(another coordbench version, robot model or policy file?); "
                                   "nothing was exported")
@@ -649,7 +655,9 @@ def to_demos(root: Path, tasks: list[str], embodiment: str, cache: Path) -> Path
     task = tasks[0]
     read_info(root)
     h = hashlib.sha256(task.encode() + embodiment.encode())
-    for f in sorted(p for p in Path(root).rglob("*") if p.is_file() and "videos" not in p.parts):
+    # the camera videos are not imported: a changed video alone needs no new conversion
+    for f in sorted(p for p in Path(root).rglob("*")
+                    if p.is_file() and p.relative_to(root).parts[0] != "videos"):
         h.update(str(f.relative_to(root)).encode())
         h.update(f.read_bytes())
     folder = Path(cache) / f"lerobot-{h.hexdigest()[:16]}"
