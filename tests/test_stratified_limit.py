@@ -123,7 +123,6 @@ def _played(out) -> dict[str, list[tuple[str, str, int]]]:
                  len(t.header.team)) for t in run.load_episodes(c)] for c in run.conditions}
 
 
-@pytest.mark.xdist_group("reproduce")
 def test_cocobench_limit_8_plays_every_construct_and_several_team_sizes(tmp_path):
     from coordbench.llm.loopback import ScriptedServer
     from tests.scripted_models import planner_reply, registry
@@ -155,7 +154,6 @@ def test_cocobench_limit_8_plays_every_construct_and_several_team_sizes(tmp_path
     assert set(offline) == {"paper", "findings"}  # the --json contract is unchanged
 
 
-@pytest.mark.xdist_group("reproduce")
 def test_a_sample_without_the_strata_a_finding_needs_makes_it_untestable(tmp_path):
     payload = _study("cocobench", "--quick", "--limit", "1", "--out", str(tmp_path / "c"))
     found = {f["id"]: f for f in payload["findings"]}
@@ -178,7 +176,6 @@ def test_a_sample_without_the_strata_a_finding_needs_makes_it_untestable(tmp_pat
                    for f in payload["findings"])
 
 
-@pytest.mark.xdist_group("reproduce")
 def test_mecobench_limit_8_plays_both_structures(tmp_path):
     out = tmp_path / "meco"
     _study("mecobench", "--quick", "--limit", "8", "--max-steps", "2", "--out", str(out))

@@ -98,7 +98,9 @@ def mean_diff(a: Sequence[float], b: Sequence[float]) -> Json:
     res = welch_test(x, y)
     se = math.sqrt(x.var(ddof=1) / x.size + y.var(ddof=1) / y.size)
     half = 0.0 if se == 0 else float(_st.t.ppf(0.975, res.df)) * se
-    out.update(lo=res.diff - half, hi=res.diff + half, p=res.p)
+    # a variance below float resolution leaves Welch's degrees of freedom undefined: no
+    # interval (None), never NaN
+    out.update(lo=num(res.diff - half), hi=num(res.diff + half), p=num(res.p))
     return out
 
 
