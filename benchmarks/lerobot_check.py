@@ -224,8 +224,9 @@ def main() -> None:
     ok = all(r["episodes"] == r["want_episodes"] and r["frames"] == r["want_frames"] ==
              r["iterated"] and r["action_max_diff"] == 0.0 and r["state_max_diff"] == 0.0
              and not r["writer_diffs"] for r in rows)
-    command = (f"python benchmarks/lerobot_check.py --lerobot-python {args.lerobot_python} "
-               f"--n {args.n}")
+    # the venv's path is this machine's: the command names it as the usage line does
+    command = ("python benchmarks/lerobot_check.py --lerobot-python "
+               f"LEROBOT_VENV/bin/python --n {args.n}")
     data = {"meta": {"command": command, "lerobot": res["lerobot"], "lerobot_torch": res["torch"],
                      "python": platform.python_version(), "n": args.n, "g1_tasks": g1,
                      "record_s": round(record_s, 1), "export_s": round(export_s, 1),
