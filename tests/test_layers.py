@@ -21,7 +21,7 @@ LAYERS = [
     ("analyses",),
     ("learn",),
     ("agents", "play"),
-    ("suites", "crossplay"),
+    ("suites", "crossplay", "attribution"),
     ("report",),
     ("viewer", "data"),
     ("reproduce", "api"),

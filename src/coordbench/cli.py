@@ -13,7 +13,7 @@ from pathlib import Path
 import typer
 from rich.markup import escape
 
-from coordbench.commands import crossplay, models, reproduce, tables, view
+from coordbench.commands import attribute, crossplay, models, reproduce, tables, view
 from coordbench.commands import play as play_commands
 from coordbench.commands.common import (
     err,
@@ -92,6 +92,7 @@ app.command("view")(view.view)
 app.command("export")(tables.export)
 app.command("table")(tables.table)
 app.command("profile")(tables.profile)
+app.command("attribute")(attribute.attribute)
 app.command("reproduce")(reproduce.reproduce)
 
 

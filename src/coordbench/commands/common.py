@@ -450,6 +450,22 @@ def episode_option(help: str, default: Any = None) -> Any:
     return typer.Option(default, "--episode", help=help)
 
 
+def reference_option(metavar: str, help: str) -> Any:
+    """Return the --reference option (what others are compared with, or who takes a seat
+    over)."""
+    return typer.Option(None, "--reference", metavar=metavar, help=help)
+
+
+def metric_option(help: str) -> Any:
+    """Return the --metric option (an episode metric of the family)."""
+    return typer.Option(None, "--metric", help=help)
+
+
+def yes_option(help: str) -> Any:
+    """Return the --yes option (start although the estimate exceeds --cost-limit)."""
+    return typer.Option(False, "--yes", help=help)
+
+
 def port_option(default: int, help: str) -> Any:
     """Return the --port option of a server on 127.0.0.1 (the viewer, the play page)."""
     return typer.Option(default, "--port", help=help)

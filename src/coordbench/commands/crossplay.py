@@ -20,7 +20,7 @@ from coordbench.agents.team.seats import model_aliases
 from coordbench.errors import ConfigError
 from coordbench.runner.options import for_command
 
-from .common import emit_json, errored_json, out
+from .common import emit_json, errored_json, metric_option, out
 from .run_options import RunOptions, run_options
 
 app = typer.Typer(no_args_is_help=True, help="Cross-play: every ordered pair of partners "
@@ -150,9 +150,8 @@ def crossplay_command(family: Any) -> Callable[..., Any]:
     own = [param("partner", list[str] | None,
                   typer.Option(None, "--partner", help=PARTNER_HELP)),
            param("metric", str | None,
-                  typer.Option(None, "--metric",
-                               help=f"The matrix's metric (default {played.metric}; "
-                                          "any episode metric of the family).")),
+                  metric_option(f"The matrix's metric (default {played.metric}; any "
+                                "episode metric of the family).")),
            out_param(), opts_param()]
     command = with_options(for_command(played.options, "crossplay"), "crossplay", own, body,
                            f"crossplay_{family.name}",

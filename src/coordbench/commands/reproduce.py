@@ -24,11 +24,13 @@ from .common import (
     say_err,
     workers_option,
     write_report,
+    yes_option,
 )
 
 # the options of `reproduce`, declared once here (a paper's record says which it takes)
 PAPER_ARG = typer.Argument(..., help="mecobench | cocobench | stat | cross | cohub | metrics "
-                                     "(do the metrics detect what they name?)")
+                                     "(do the metrics detect what they name?) | attribution "
+                                     "(who made a team fail, against injected failures)")
 MODEL = typer.Option(None, "--model", help="Model alias that plays every model row (default: "
                      "the offline agents); repeat it or give several comma-separated to "
                      "compare models on the same instances and seeds.")
@@ -62,8 +64,10 @@ OFFLINE = typer.Option("rule", "--offline-agents", help="Who plays the rows with
 COST_LIMIT = typer.Option(None, "--cost-limit", help="Stop the study's model calls at this "
                           "spend ($); a study estimated to cost more asks first (--yes: "
                           "start anyway).")
-YES = typer.Option(False, "--yes", help="Start a study whose estimate exceeds --cost-limit "
-                                        "without asking.")
+JUDGE = typer.Option(None, "--judge", metavar="MODEL", help="attribution: also measure "
+                     "the Who&When log-reading judge (all-at-once and step-by-step) played "
+                     "by this model alias.")
+YES = yes_option("Start a study whose estimate exceeds --cost-limit without asking.")
 EMBODIMENT = typer.Option(EMBODIMENT_RECORD.default, EMBODIMENT_RECORD.cli,
                           help="cohub: the robots, cobot | g1 (the G1 humanoids play the "
                                "tasks they have: docs/physical.md).")
@@ -79,7 +83,8 @@ def reproduce(
     methods: str | None = METHODS, seeds: str | None = SEEDS, steps: int | None = STEPS,
     tasks: Path | None = TASKS, instances: Path | None = INSTANCES,
     offline_agents: str = OFFLINE, embodiment: str = EMBODIMENT,
-    g1_model: Path | None = G1_MODEL, cost_limit: float | None = COST_LIMIT, yes: bool = YES,
+    g1_model: Path | None = G1_MODEL, judge: str | None = JUDGE,
+    cost_limit: float | None = COST_LIMIT, yes: bool = YES,
     executor: str = executor_option(), workers: int = workers_option(),
     fail_fast: bool = fail_fast_option(), out_dir: Path | None = OUT, as_json: bool = JSON,
 ) -> None:
@@ -100,7 +105,7 @@ def reproduce(
         "max_steps": max_steps, "regime": regime, "methods": methods, "seeds": seeds,
         "steps": steps, "tasks": tasks, "instances": instances,
         "offline_agents": offline_agents, "embodiment": embodiment, "g1_model": g1_model,
-        "cost_limit": cost_limit, "workers": workers, "out": out_dir}, names)
+        "judge": judge, "cost_limit": cost_limit, "workers": workers, "out": out_dir}, names)
     study = run_study(record, options, names, study_dir(record, options, out_dir),
                       Budget(cost_limit, yes, fail_fast, executor, workers), _study_io())
     written = write_study(study, study_dir(record, options, out_dir))

@@ -10,7 +10,7 @@ import typer
 
 from coordbench.errors import ConfigError
 
-from .common import err, format_option, json_option, out, out_option
+from .common import err, format_option, json_option, out, out_option, reference_option
 
 
 def export(
@@ -45,9 +45,9 @@ def table(
     by: str | None = typer.Option(None, "--by", help="model: a leaderboard, models as rows, "
                                                      "with paired differences against "
                                                      "--reference."),
-    reference: str | None = typer.Option(None, "--reference", metavar="MODEL",
-                                         help="With --by model: the model the others are "
-                                              "paired against (default: the first)."),
+    reference: str | None = reference_option("MODEL", "With --by model: the model the others "
+                                                      "are paired against (default: the "
+                                                      "first)."),
     as_json: bool = json_option("With --by model: print a JSON list, "
                                                        "one object per model."),
 ) -> None:

@@ -40,6 +40,7 @@ _WHAT = {
     "instances": "--instances names construct instance files",
     "offline_agents": "--offline-agents sets who plays the rule-mind rows",
     "embodiment": "--embodiment sets the CoHuB study's robots",
+    "judge": "--judge names the log-reading judge of the attribution study",
 }
 
 
@@ -79,6 +80,9 @@ PAPERS: dict[str, Paper] = {p.name: p for p in (
           prepare=True,
           refuses="reproduce cohub plays learned and scripted robots only: --model and "
                   "--limit do not apply"),
+    Paper("attribution", f"{_R}.attribution", frozenset({"judge"}),
+          refuses="reproduce attribution injects failures into rule teams: --model and "
+                  "--limit do not apply (--judge MODEL adds the log-reading judge)"),
     Paper("metrics", f"{_R}.metrics", frozenset(),
           refuses="reproduce metrics injects failures into rule minds: --model and --limit "
                   "do not apply"),
@@ -116,7 +120,7 @@ def _check_taken(p: Paper, v: dict[str, Any], model_given: bool) -> None:
                           "--seeds and --steps)")
     for option, what in _WHAT.items():
         given = (v.get(option) not in (None, "rule", "cobot")
-                 if option in ("offline_agents", "embodiment") else v[option] is not None)
+                 if option in ("offline_agents", "embodiment") else v.get(option) is not None)
         if given and option not in p.takes:
             raise ConfigError(f"{what}: it applies to {_takers(option)}"
                               + (f", not {p.name}" if option == "offline_agents" else " only"))
@@ -163,6 +167,11 @@ def options_of(p: Paper, v: dict[str, Any], models: tuple[str, ...]) -> Options:
         from coordbench.llm.registry import load_registry
 
         load_registry(v["models"])
+    if v.get("judge"):  # an unknown alias or a missing key: one line before any work
+        from coordbench.llm.client import HarnessSettings, harness_for
+
+        harness_for(HarnessSettings(str(v["models"]) if v["models"] else None)).provider(
+            v["judge"])
     seeds = None
     if v["steps"] is not None or v["seeds"] is not None:  # studies that train (torch is there)
         from coordbench.learn.sweep import MAX_TRAIN_STEPS, parse_seeds
@@ -181,7 +190,7 @@ def options_of(p: Paper, v: dict[str, Any], models: tuple[str, ...]) -> Options:
                    offline_agents=v["offline_agents"],
                    tasks=str(v["tasks"]) if v["tasks"] is not None else None,
                    instances=str(v["instances"]) if v["instances"] is not None else None,
-                   repeats=v["repeats"], embodiment=embodiment)
+                   repeats=v["repeats"], embodiment=embodiment, judge=v.get("judge"))
 
 
 def out_dir(p: Paper, options: Options, out: Path | None) -> Path:

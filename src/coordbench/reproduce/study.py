@@ -42,6 +42,8 @@ class Options:
     # the model rows' seed (`--repeats K` plays seeds 0..K-1), and K
     seed: int = 0
     repeats: int = 1
+    # the attribution study's log-reading judge (a model alias of `models`)
+    judge: str | None = None
 
     @property
     def agents(self) -> str:

@@ -37,7 +37,8 @@ class Family:
     {metric: estimate kind} of its episode metrics (`core.stats.estimate`); `commands` the
     typer app served as ``coordbench <command>``; `options` what it plays
     (`runner.played.Played`), `seats` who may sit (`runner.played.Seats`) and `summary` its
-    run command's output: from these three, its run, crossplay and play commands are made.
+    run command's output: from these three, its run, crossplay and play commands are made;
+    `counterfactual` its part in failure attribution (`runner.counterfactual`).
     """
 
     name: str
@@ -60,6 +61,8 @@ class Family:
     options: str | None = None
     seats: str | None = None
     summary: str | None = None
+    # failure attribution (`coordbench attribute`): a `runner.counterfactual.Counterfactual`
+    counterfactual: str | None = None
     # metrics a summary leads with, for a family without a Suite (e.g. training runs)
     headline: tuple[str, ...] = ()
     # condition-name prefixes of manifests written before suites were recorded
@@ -179,6 +182,7 @@ register(Family(
     profile=f"{_P}:stat_profile", kinds=f"{_M}.stat:KINDS", commands=f"{_C}.stat:app",
     options=f"{_S}.stat.options:PLAYED", seats=f"{_S}.stat.options:FAMILY_SEATS",
     summary=f"{_R}.stat_report:run_summary",
+    counterfactual=f"{_S}.stat.counterfactual:COUNTERFACTUAL",
     command="stat",
     prefixes=("stat_",)))
 register(Family(
@@ -193,7 +197,8 @@ register(Family(
     warm=f"{_V}.mecobench:warm", profile=f"{_P}:household_profile",
     kinds=f"{_M}.household:KINDS", commands=f"{_C}.mecobench:app",
     options=f"{_S}.mecobench.options:PLAYED", seats=f"{_S}.mecobench.options:FAMILY_SEATS",
-    summary=f"{_R}.mecobench_report:run_summary", command="mecobench",
+    summary=f"{_R}.mecobench_report:run_summary",
+    counterfactual=f"{_S}.mecobench.counterfactual:COUNTERFACTUAL", command="mecobench",
     prefixes=("mecobench_",)))
 register(Family(
     "constructs", "CoCoBench coordination constructs", suite=f"{_S}.constructs.suite:SUITE",
@@ -205,7 +210,8 @@ register(Family(
     replay=f"{_V}.constructs:picture", profile=f"{_P}:construct_profile",
     kinds=f"{_M}.constructs:KINDS", commands=f"{_C}.constructs:app",
     options=f"{_S}.constructs.options:PLAYED", seats=f"{_S}.constructs.options:FAMILY_SEATS",
-    summary=f"{_R}.constructs_report:run_summary", command="constructs",
+    summary=f"{_R}.constructs_report:run_summary",
+    counterfactual=f"{_S}.constructs.counterfactual:COUNTERFACTUAL", command="constructs",
     prefixes=("constructs_",)))
 register(Family(
     "physical", "CoHuB physical collaboration", suite=f"{_S}.physical.suite:SUITE",
@@ -216,7 +222,8 @@ register(Family(
     profile=f"{_P}:physical_profile", kinds=f"{_M}.physical:KINDS",
     commands=f"{_C}.physical:app",
     options=f"{_S}.physical.options:PLAYED", seats=f"{_S}.physical.options:FAMILY_SEATS",
-    summary=f"{_R}.physical_report:run_summary", command="physical",
+    summary=f"{_R}.physical_report:run_summary",
+    command="physical",
     prefixes=("physical_",)))
 register(Family(
     "stat_train", "STAT training", report=f"{_R}.stat_train_report:section",

@@ -21,6 +21,7 @@ from typing import Any
 
 from coordbench.agents.household.llm import LlmMind
 from coordbench.agents.team.claims import ClaimMind, rule_variant
+from coordbench.agents.team.counterfactual import switch_minds
 from coordbench.agents.team.dials import Dials, Faults
 from coordbench.agents.team.protocols import (
     Decision,
@@ -176,6 +177,9 @@ class ProtocolPlanners:
             minds = [ConstructLlmMind(agent=i, harness=self.harness, alias=str(self.alias),
                                       role=spec.role(i), catalog=catalog)
                      for i in range(env.n)]
+        # a counterfactual replay's seat taken over (coordbench attribute)
+        minds = switch_minds(minds, {"rule": lambda i: ConstructRuleMind(
+            i, RuleAgent(i, info, spec.talks))}, "construct")
         self.team = ProtocolTeam(minds, self.protocol)
         self.step, self.used, self.budget = 0, 0, env.task.budget()
         self.last: list[Any] = []

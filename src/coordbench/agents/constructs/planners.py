@@ -164,7 +164,7 @@ class RuleAgent:
 # the dials a construct rule planner can fail by (it sees the whole state each step, so there
 # is nothing for a bounded memory to forget)
 RULE_DIALS = ("perception", "hallucination", "message_loss", "protocol_violation",
-              "message_cost")
+              "message_cost", "fail_at")
 
 
 def misperceived(action: Action | None, info: dict[str, Any], faults: Faults | None,

@@ -25,7 +25,7 @@ from coordbench.envs.stat.config import IDLE, SELECT0
 from coordbench.envs.stat.observe import StatObservation
 
 # the dials a STAT rule mind can fail by
-STAT_RULE_DIALS = ("perception", "message_loss", "message_cost")
+STAT_RULE_DIALS = ("perception", "message_loss", "message_cost", "fail_at")
 
 
 def _nearest(x: float, y: float, obs: StatObservation, candidates: list[int]) -> int | None:

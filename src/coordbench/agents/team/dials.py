@@ -18,6 +18,13 @@ injects one failure at a set rate, independently per agent and per opportunity:
   the same step (a same-step conflict);
 - handover_slip (rate, household): a receiver a teammate hands over to is not ready (it walks
   off instead of receiving), so the handover fails.
+- fail_at (a step): one failure at one known step, the ground truth of failure attribution
+  (docs/attribution.md): at step t = fail_at the seat misperceives and believes the task done,
+  each where its family's minds can (household: a false `done` and its DONE note; constructs:
+  the planner stops; STAT: it misreads the task it goes for), and at no other step.
+
+A counterfactual replay (`agents.team.counterfactual`, the `clean` reference) turns one
+seat's injected failures off from a given step on: every draw below asks it first.
 
 Draws are pure functions of (episode seed, agent, dial, step, key), so a run is reproducible
 and a dial at 0 draws nothing: with every dial at 0 a mind plays exactly as without dials.
@@ -27,16 +34,20 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from typing import Any, TypeVar
 
+from coordbench.agents.team.counterfactual import faults_off
 from coordbench.errors import ConfigError
 
 RATES = ("perception", "hallucination", "message_loss", "protocol_violation", "contention",
          "handover_slip")
 COUNTS = ("memory", "message_cost")
+STEPS = ("fail_at",)
 DIALS = ("perception", "hallucination", "message_loss", "memory", "protocol_violation",
-         "message_cost", "contention", "handover_slip")
+         "message_cost", "contention", "handover_slip", "fail_at")
+# the failures the one-shot dial strikes with at its step (each family's minds ask for theirs)
+ONE_SHOT = ("perception", "hallucination")
 T = TypeVar("T")
 
 
@@ -52,6 +63,7 @@ class Dials:
     message_cost: int = 0
     contention: float = 0.0
     handover_slip: float = 0.0
+    fail_at: int | None = None  # a step (0 is the first); None: no one-shot failure
 
     def __post_init__(self) -> None:
         for name in RATES:
@@ -62,11 +74,15 @@ class Dials:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 1_000_000:
                 raise ConfigError(f"--dial {name}={v}: must be a whole number >= 0")
+        v = self.fail_at
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int)
+                              or not 0 <= v <= 1_000_000):
+            raise ConfigError(f"--dial fail_at={v}: must be a step, a whole number >= 0")
 
     @property
     def active(self) -> bool:
         """Return whether any dial is set."""
-        return any(getattr(self, f.name) for f in fields(self))
+        return bool(self.used())
 
     def as_dict(self) -> dict[str, Any]:
         """Return every dial by name (the header's `params["dials"]`)."""
@@ -75,11 +91,12 @@ class Dials:
     def label(self) -> str:
         """Return the set dials as a short name part (e.g. `perception0.1-memory8`), '' if
         none is set."""
-        return "-".join(f"{k}{_short(v)}" for k, v in self.as_dict().items() if v)
+        return "-".join(f"{k}{_short(getattr(self, k))}" for k in self.used())
 
     def used(self) -> list[str]:
-        """Return the names of the dials that are set."""
-        return [k for k, v in self.as_dict().items() if v]
+        """Return the names of the dials that are set (a one-shot step 0 is set)."""
+        return [k for k, v in self.as_dict().items()
+                if (v is not None if k in STEPS else bool(v))]
 
 
 def _short(value: float) -> str:
@@ -112,7 +129,8 @@ def restricted(dials: Dials | None, allowed: Sequence[str]) -> Dials | None:
     played by every family: each takes the failures it has)."""
     if dials is None:
         return None
-    return Dials(**{k: (v if k in allowed else type(v)(0)) for k, v in dials.as_dict().items()})
+    return Dials(**{k: (v if k in allowed else None if k in STEPS else type(v)(0))
+                    for k, v in dials.as_dict().items()})
 
 
 def parse_dials(items: Sequence[str] | None) -> Dials | None:
@@ -131,7 +149,8 @@ def parse_dials(items: Sequence[str] | None) -> Dials | None:
         try:
             value: Any = float(raw) if name in RATES else int(raw)
         except ValueError:
-            kind = "a number in [0, 1]" if name in RATES else "a whole number >= 0"
+            kind = ("a number in [0, 1]" if name in RATES else
+                    "a step, a whole number >= 0" if name in STEPS else "a whole number >= 0")
             raise ConfigError(f"--dial {name}={raw}: must be {kind}") from None
         if name in RATES and value != value:  # NaN
             raise ConfigError(f"--dial {name}={raw}: a rate must be a number in [0, 1]")
@@ -178,7 +197,15 @@ class Faults:
                               "big") / 2**64
 
     def hit(self, name: str, *key: Any) -> bool:
-        """Return whether the failure `name` strikes at `key` (never for a dial at 0)."""
+        """Return whether the failure `name` strikes at `key` (a step first, then what the
+        family draws for): never for a dial at 0, always at the one-shot step for the
+        failures it strikes with, never from the step a counterfactual replay turns this
+        seat's failures off."""
+        t = key[0] if key and isinstance(key[0], int) else None
+        if t is not None and faults_off(self.agent, t):
+            return False
+        if name in ONE_SHOT and self.dials.fail_at is not None and t == self.dials.fail_at:
+            return True
         rate = getattr(self.dials, name)
         return rate > 0 and self.uniform(name, *key) < rate
 

@@ -23,15 +23,16 @@ from __future__ import annotations
 import asyncio
 import copy
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from coordbench.agents.constructs.learned import LearnedPlanners
 from coordbench.agents.constructs.llm import LlmPlanners
 from coordbench.agents.constructs.minds import ProtocolPlanners, check_protocol
 from coordbench.agents.constructs.oracle import OraclePlanners
-from coordbench.agents.constructs.planners import RULE_DIALS, RulePlanners
+from coordbench.agents.constructs.planners import RULE_DIALS, RuleAgent, RulePlanners, StepChoice
 from coordbench.agents.team.claims import checked_variant
+from coordbench.agents.team.counterfactual import Swap, current
 from coordbench.agents.team.dials import Dials, check_applicable, dials_from, with_message_cost
 from coordbench.agents.team.protocols import maybe_await, message_events
 from coordbench.agents.team.seats import Seat
@@ -202,16 +203,65 @@ def make_team(spec: ConstructSpec, harness=None, key: str = "", resources: Any =
               episode: str = ""):
     """Return the construct team `spec` names (a model harness for agents=llm); `key` names
     the episode in the draws of injected failures (its dials)."""
-    if spec.protocol is not None:
+    if spec.protocol is not None:  # its minds are taken over where they are made
         return ProtocolPlanners(spec.protocol, spec.agents, harness, spec.model, spec.dials,
                                 key, spec.seats, resources, episode)
+    planners: Any
     if spec.agents == "oracle":
-        return OraclePlanners(spec.planner)
-    if spec.agents == "learned":
-        return LearnedPlanners(str(spec.checkpoint))
-    if spec.agents == "rule":
-        return RulePlanners(spec.planner, spec.dials, key)
-    return LlmPlanners(harness, spec.model, spec.planner)
+        planners = OraclePlanners(spec.planner)
+    elif spec.agents == "learned":
+        planners = LearnedPlanners(str(spec.checkpoint))
+    elif spec.agents == "rule":
+        planners = RulePlanners(spec.planner, spec.dials, key)
+    else:
+        planners = LlmPlanners(harness, spec.model, spec.planner)
+    swap = current()
+    if swap is not None and swap.reference != "clean":
+        return SeatTakenOver(planners, swap, spec.planner == "decentralized_comm")
+    return planners
+
+
+class SeatTakenOver:
+    """Planners whose seat `swap.seat` a rule agent plays from team step `swap.step` on (a
+    counterfactual replay, `coordbench attribute`): the rule agent reads the shared state
+    and the broadcast board as the team's own rule agents do."""
+
+    def __init__(self, planners: Any, swap: Swap, comm: bool) -> None:
+        if swap.reference != "rule":
+            raise ConfigError(f"--reference {swap.reference}: a construct seat's references "
+                              "are clean, rule")
+        self.planners, self.swap, self.comm = planners, swap, comm
+        self.name = getattr(planners, "name", type(planners).__name__)
+        self.t = 0
+
+    def reset(self, env: HouseholdEnv, info: dict[str, Any]) -> None:
+        """Start an episode on `env` (the planners and the rule agent)."""
+        if not 0 <= self.swap.seat < env.n:
+            raise ConfigError(f"seat agent_{self.swap.seat}: the team has seats "
+                              f"agent_0..agent_{env.n - 1}")
+        self.planners.reset(env, info)
+        self.env, self.t = env, 0
+        self.rule = RuleAgent(self.swap.seat, info, self.comm)
+        self.board: list[tuple[int, str]] = []
+
+    async def act(self, images: dict[int, str]) -> StepChoice:
+        """Return the planners' choices, the taken-over seat's from the rule agent."""
+        step = await maybe_await(self.planners.act(images))
+        t, self.t = self.t, self.t + 1
+        if t < self.swap.step:
+            return step
+        seat = self.swap.seat
+        self.rule.read(self.board)
+        chosen = list(step.chosen)
+        chosen[seat] = self.rule.decide(self.env)
+        return replace(step, chosen=chosen,
+                       errors={k: v for k, v in step.errors.items() if k != seat})
+
+    def executed(self, acting: list[int], records: list[Any] = ()) -> list[tuple[int, str]]:
+        """Return the planners' notes (the rule agent reads them next step)."""
+        notes = self.planners.executed(acting, records)
+        self.board = list(notes)
+        return notes
 
 
 class InstanceTeam:

@@ -10,6 +10,7 @@ from coordbench.agents.household.llm import LlmMind
 from coordbench.agents.household.oracle import OracleTeam
 from coordbench.agents.household.rule import RuleMind
 from coordbench.agents.team.claims import checked_variant, rule_variant
+from coordbench.agents.team.counterfactual import swap_for, switch_minds
 from coordbench.agents.team.dials import (
     Dials,
     Faults,
@@ -40,7 +41,7 @@ AGENT_KINDS = ("oracle", "rule", "llm")
 SEAT_KINDS = ("llm", "rule", "human")  # what a MECoBench seat of a mixed team can be
 # every dial has a household meaning (agents.household.rule)
 RULE_DIALS = ("perception", "hallucination", "message_loss", "memory", "protocol_violation",
-              "message_cost", "contention", "handover_slip")
+              "message_cost", "contention", "handover_slip", "fail_at")
 
 
 @dataclass(frozen=True)
@@ -172,6 +173,11 @@ def make_case_team(env: HouseholdEnv, task: HouseholdTask, spec: HouseholdSpec,
     elif minds is None and spec.agents == "llm":
         minds = [LlmMind(i, harness, spec.alias(i, protocol) or "", role=protocol.role(i),
                          max_tokens=max_reply_tokens) for i in range(spec.team)]
+    if minds is not None:  # a counterfactual replay's seat taken over (coordbench attribute)
+        minds = switch_minds(minds, {"rule": lambda i: RuleMind(
+            i, comm=protocol.talks, seed=case_seed)}, "MECoBench")
+    else:
+        swap_for(spec.team, {}, "MECoBench oracle team")
     return CaseTeam(env, task, spec, protocol, case_seed, steps, minds)
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from coordbench.agents.stat.seats import SeatPolicies
+from coordbench.agents.team.counterfactual import current
 from coordbench.agents.team.dials import with_message_cost
 from coordbench.agents.team.protocols import ProtocolTeam, message_events
 from coordbench.core.trajectory import AgentSpec, Conflict, StatStepEvent, Trajectory
@@ -67,6 +68,9 @@ async def arun_team_episode(spec, k: int, episode_id: str, minds: list[Any],
     return its trajectory."""
     cfg = spec.cfg()
     seated = spec.seat_policies() if getattr(spec, "seats", None) is not None else {}
+    swap = current()
+    if swap is not None and swap.reference == "hungarian":  # the seat's pick, from its step
+        seated = {**seated, swap.seat: "hungarian"}
     policies = SeatPolicies(seated) if seated else None
     env = StatVecEnv(cfg, 1, auto_reset=False,
                      compute_obs=policies is not None and policies.reads_obs)

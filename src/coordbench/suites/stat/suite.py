@@ -22,6 +22,7 @@ from coordbench.agents.stat.rule import STAT_RULE_DIALS, StatRuleMind
 from coordbench.agents.stat.scripted import get_policy, is_checkpoint
 from coordbench.agents.stat.seats import SeatPolicies, SeatPolicyMind
 from coordbench.agents.team.claims import checked_variant, rule_variant
+from coordbench.agents.team.counterfactual import switch_minds
 from coordbench.agents.team.dials import (
     Dials,
     Faults,
@@ -276,7 +277,11 @@ class StatSuite:
                                         episode))
             else:
                 minds.append(SeatPolicyMind(i, role=proto.role(i)))
-        return minds
+        # a counterfactual replay's seat taken over (coordbench attribute): a rule mind, or
+        # the per-step Hungarian seat (its pick comes through the observation)
+        return switch_minds(minds, {
+            "rule": lambda i: StatRuleMind(i, role=proto.role(i)),
+            "hungarian": lambda i: SeatPolicyMind(i, role=proto.role(i))}, "STAT")
 
     def _play_team(self, spec: StatEvalSpec, cases: list[Case], ctx: PlayContext
                    ) -> AsyncIterator[tuple[Case, Trajectory]]:

@@ -1,0 +1,1 @@
+"""Failure attribution: who made a failed episode fail, and at which step."""
