@@ -10,6 +10,7 @@
     run.problems()    # episode files that could not be read, with the reason
     run.events()      # one row per event of any kind, its fields as JSON
     run.conditions()  # one row per condition: suite, spec fields, episodes, errored
+    run.attribution() # one row per attributed episode and responsible seat (who and when)
 
 Every frame is recomputed from the saved trajectories (metrics by each family's
 `Suite.metrics`), never read from results.json. pandas is the frame library because it is what
@@ -40,6 +41,8 @@ from coordbench.runner.family import suite_object
 
 EPISODE_COLUMNS = ("suite", "condition", "episode_id", "key", "seed", "task_id", "team",
                    "termination", "success", "events")
+ATTRIBUTION_COLUMNS = ("condition", "episode_id", "key", "outcome", "seat", "step", "reference",
+                       "blame", "rescue_rate", "rescue_lo", "rescue_hi", "replays", "calls")
 STEP_COLUMNS = ("suite", "condition", "episode_id", "t", "agent", "action", "outcome",
                 "conflict", "reward", "completion", "detail")
 
@@ -224,6 +227,49 @@ class RunData:
                             ["suite", "condition", "episode_id", "index", "type", "t",
                              "fields"])
 
+    def attribution(self) -> pd.DataFrame:
+        """Return one row per attributed episode and responsible seat, from the results
+        `coordbench attribute` stored beside the episodes (`RUN/attribution/`): condition,
+        episode_id, key, outcome (the recorded metric the failure was judged by), seat,
+        step (its decisive step: the last from which taking the seat over still rescues the
+        episode), reference (what took it over), blame (its share), rescue_rate with
+        rescue_lo and rescue_hi (the rate's 95% interval), replays and calls (of the whole
+        episode's attribution). An episode that no single seat rescues has one row with seat
+        and reference None and step, blame and the rescue rate missing; an episode whose
+        replay differed from its recording (refused) is left out. No rows for a run never
+        attributed."""
+        from coordbench.report.compose import attributions
+
+        rows = []
+        for r in attributions(self.run):
+            if "refused" in r:
+                continue
+            base = {"condition": r.get("condition"), "episode_id": r.get("episode"),
+                    "key": r.get("key"), "outcome": r.get("outcome")}
+            tail = {"replays": r.get("replays"), "calls": r.get("calls")}
+            seats = r.get("responsible") or [None]
+            for x in seats:
+                x = x or {}
+                rate = x.get("rescue_rate") or {}
+                rows.append({**base, "seat": x.get("seat"), "step": x.get("step"),
+                             "reference": x.get("reference"), "blame": x.get("blame"),
+                             "rescue_rate": rate.get("mean"), "rescue_lo": rate.get("lo"),
+                             "rescue_hi": rate.get("hi"), **tail})
+        frame = pd.DataFrame(rows, columns=list(ATTRIBUTION_COLUMNS))
+        for col in ("step", "replays", "calls"):  # whole numbers, missing where no seat
+            frame[col] = frame[col].astype("Int64")
+        for col in ("outcome", "blame", "rescue_rate", "rescue_lo", "rescue_hi"):
+            frame[col] = frame[col].astype(float)
+        for col in ("seat", "reference"):  # None (not NaN) where no single seat rescues
+            frame[col] = frame[col].astype(object).where(frame[col].notna(), None)
+        return frame
+
+    def attributed(self) -> bool:
+        """Return whether `coordbench attribute` stored any result for the run."""
+        from coordbench.report.compose import attributions
+
+        return bool(attributions(self.run))
+
 
 def _columnar(frame: pd.DataFrame) -> pd.DataFrame:
     """Return `frame` with every column Parquet can type: a column mixing kinds of value (a
@@ -247,11 +293,11 @@ TABLES = ("episodes", "profile", "steps", "calls", "messages", "prompts", "condi
 
 
 def export(data: RunData, fmt: str, out: Path) -> list[Path]:
-    """Write every table of `data` into the folder `out` as <table>.csv or <table>.parquet;
-    return the paths written."""
+    """Write every table of `data` into the folder `out` as <table>.csv or <table>.parquet
+    (attribution only for a run that has been attributed); return the paths written."""
     out.mkdir(parents=True, exist_ok=True)
     paths = []
-    for name in TABLES:
+    for name in TABLES + (("attribution",) if data.attributed() else ()):
         frame = getattr(data, name)()
         path = out / f"{name}.{fmt}"
         tmp = path.with_name(path.name + ".tmp")

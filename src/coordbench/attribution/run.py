@@ -42,9 +42,9 @@ class Target:
     cost: float
 
 
-def result_path(run: Path, condition: str, key: str) -> Path:
+def result_path(run: Path, condition: str, key: str, folder: str = FOLDER) -> Path:
     """Return where an episode's attribution is stored."""
-    return Path(run) / FOLDER / condition / f"{key}.json"
+    return Path(run) / folder / condition / f"{key}.json"
 
 
 def targets(run: RunDir, q: Question, episodes: list[str] | None = None) -> list[Target]:
@@ -134,14 +134,16 @@ def _asked(path: Path) -> dict[str, Any] | None:
 
 
 def attribute_run(run: RunDir, ts: list[Target], q: Question, *, harness: Any = None,
-                  executor: str = "local", workers: int = 1) -> tuple[list[dict], list[str]]:
+                  executor: str = "local", workers: int = 1, folder: str = FOLDER
+                  ) -> tuple[list[dict], list[str]]:
     """Attribute `ts` (skipping those already attributed with the same question); return
-    (the targets' attributions, the one-line refusals of those whose replay differs)."""
-    root = Path(run.path) / FOLDER
+    (the targets' attributions, the one-line refusals of those whose replay differs). A
+    study that asks several questions of one run keeps each in its own `folder`."""
+    root = Path(run.path) / folder
     asked = {**asdict(q)}
     jobs = []
     for t in ts:
-        path = result_path(run.path, t.condition, t.key)
+        path = result_path(run.path, t.condition, t.key, folder)
         old = _asked(path)
         same = old is not None and all(old.get(k) == asked[k] for k in _ASKED)
         jobs.append(Job(key=f"{t.condition}/{t.key}", done=f"{t.condition}/{t.key}.json",
@@ -149,17 +151,17 @@ def attribute_run(run: RunDir, ts: list[Target], q: Question, *, harness: Any = 
                         arg=EpisodeJob(str(run.path), t.condition, t.key, q, harness)))
     run_jobs(root, jobs, executor=executor, workers=workers)
     wanted = {(t.condition, t.key) for t in ts}
-    results = [r for r in read_results(run.path) if (r.get("condition"), r.get("key")) in wanted]
+    results = [r for r in read_results(run.path, folder)
+               if (r.get("condition"), r.get("key")) in wanted]
     return ([r for r in results if "refused" not in r],
             [str(r["refused"]) for r in results if "refused" in r])
 
 
-def read_results(run: Path | str) -> list[dict[str, Any]]:
+def read_results(run: Path | str, folder: str = FOLDER) -> list[dict[str, Any]]:
     """Return every stored attribution (and refusal: a `refused` key) of the run at `run`,
     in condition and key order (a file that cannot be read is left out)."""
-    folder = Path(run) / FOLDER
     out = []
-    for path in sorted(folder.glob("*/*.json")):
+    for path in sorted((Path(run) / folder).glob("*/*.json")):
         try:
             out.append(json.loads(path.read_text()))
         except (OSError, ValueError):

@@ -24,6 +24,7 @@ from .common import (
     reference_option,
     steps_option,
     workers_option,
+    write_report,
     yes_option,
 )
 
@@ -53,7 +54,8 @@ def attribute(
     """For each failed episode (or each below --threshold on --metric): the seats whose
     takeover by a reference rescues it, the decisive step of each (the last step from
     which the takeover still rescues), a blame share per seat, and a table per condition.
-    Results are written beside the run's episodes, in RUN/attribution/ (resumable)."""
+    Results are written beside the run's episodes, in RUN/attribution/ (resumable), and the
+    run's report gains a "who and when" section."""
     from coordbench.attribution.episode import Question
     from coordbench.attribution.run import attribute_run, check_question, estimate, targets
     from coordbench.attribution.table import by_condition
@@ -84,6 +86,7 @@ def attribute(
                                      workers=workers)
     for line in refused:
         err.print(line, highlight=False, soft_wrap=True)
+    write_report(run)  # report.md and report.html gain their "who and when" section
     if as_json:
         emit_json(results)
     else:

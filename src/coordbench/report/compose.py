@@ -1,10 +1,12 @@
 """The one run report: every condition's section, chosen by the suite its manifest records.
 
 `compose(run)` groups the run's conditions by suite, asks each family's section for its
-markdown, console tables and results, and returns them in one `Report`; `write(run, report)`
-writes `results.json` and `report.md`. A training directory (`coordbench stat train --out`)
-is reported the same way: its manifest records suite `stat_train`, and an older training
-directory without a manifest is recognised by its result files.
+markdown, console tables and results, adds the "who and when" section of a run that
+`coordbench attribute` has attributed (`RUN/attribution/`), and returns them in one `Report`;
+`write(run, report)` writes `results.json` and `report.md`. A training directory
+(`coordbench stat train --out`) is reported the same way: its manifest records suite
+`stat_train`, and an older training directory without a manifest is recognised by its
+result files.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from coordbench.attribution.table import by_condition
+from coordbench.attribution.table import markdown as attribution_markdown
 from coordbench.core.rundir import RunDir
 from coordbench.errors import RunDirError
 from coordbench.runner.family import families, family_of
@@ -40,11 +44,18 @@ class Report:
     # (suite, its conditions, its section) in report order: what the HTML report draws
     parts: list[tuple[str, list[str], Section]] = field(default_factory=list)
     intro: str = ""  # the markdown above the families' sections
+    # the "who and when" section after the families' (empty: the run was never attributed)
+    # and its per-condition table (attribution.table.by_condition; None: never attributed)
+    who_when: str = ""
+    attribution: dict[str, Any] | None = None
 
     def results_json(self) -> str:
-        """Return results.json's text."""
-        return json.dumps({"generated": datetime.now(UTC).isoformat(),
-                           "conditions": self.results}, indent=2) + "\n"
+        """Return results.json's text (an "attribution" key only for an attributed run)."""
+        body: dict[str, Any] = {"generated": datetime.now(UTC).isoformat(),
+                                "conditions": self.results}
+        if self.attribution is not None:
+            body["attribution"] = self.attribution
+        return json.dumps(body, indent=2) + "\n"
 
 
 def compose(run: RunDir) -> Report:
@@ -78,10 +89,26 @@ def compose(run: RunDir) -> Report:
     lines.append("")
     intro = "\n".join(lines) + "\n"
     text = intro + "\n".join(p.markdown for p in parts if p.markdown)
-    report = Report(text, [t for p in parts for t in p.tables], parts=drawn, intro=intro)
+    attributed = attributions(run)
+    who_when = attribution_markdown(attributed)
+    if who_when:
+        text = text.rstrip("\n") + "\n\n" + who_when.rstrip("\n") + "\n"
+    report = Report(text, [t for p in parts for t in p.tables], parts=drawn, intro=intro,
+                    who_when=who_when,
+                    attribution=by_condition(attributed) if attributed else None)
     for p in parts:
         report.results.update(p.results)
     return report
+
+
+def attributions(run: RunDir) -> list[dict[str, Any]]:
+    """Return the run's stored attributions and refusals (`coordbench attribute`) of the
+    conditions its manifest holds ([] for a run never attributed)."""
+    if not (run.path / "attribution").is_dir():  # attribution.run.FOLDER, not imported for
+        return []                                 # nothing: it loads the replay machinery
+    from coordbench.attribution.run import read_results
+
+    return [r for r in read_results(run.path) if r.get("condition") in run.conditions]
 
 
 def write(run: RunDir, report: Report, html: bool = True) -> None:

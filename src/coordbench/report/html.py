@@ -1,8 +1,9 @@
 """report.html: the run report as one self-contained page (no network when it is opened).
 
 Every table of report.md, rendered from the same markdown, and after each family's tables its
-figures (`figures.py`) as inline SVG, with a contents list on the side. Nothing is loaded from
-elsewhere: styles are inline, plots are SVG text, so the file can be mailed or archived.
+figures (`figures.py`) as inline SVG, then the "who and when" section of an attributed run,
+with a contents list on the side. Nothing is loaded from elsewhere: styles are inline, plots
+are SVG text, so the file can be mailed or archived.
 """
 
 from __future__ import annotations
@@ -126,5 +127,8 @@ def render(run: RunDir, report: Any) -> str:
             body = f'<h2 id="{slug}">{html.escape(section.title)}</h2>'
         chunks.append(f'<section class="family" data-suite="{html.escape(suite)}">{body}'
                       f"{_figures(figs)}</section>")
+    if getattr(report, "who_when", ""):  # an attributed run: who and when, after the families
+        chunks.append(f'<section class="attribution">'
+                      f"{_headed(md.render(report.who_when), toc, used)}</section>")
     title = re.sub(r"^# ", "", report.intro.splitlines()[0]) if report.intro else "report"
     return _shell(title, run.path.name, toc, "".join(chunks))

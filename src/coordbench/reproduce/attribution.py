@@ -186,9 +186,11 @@ def caused(run: RunDir, options: Options) -> list[Caused]:
 
 
 # -- the methods -----------------------------------------------------------------------------
-def _counterfactual(run: RunDir, cases: list[Caused]) -> dict[tuple[str, str], dict]:
-    """Return each caused failure's stored counterfactual attribution (computed where
-    missing: `RUN/attribution/`, resumable)."""
+def _counterfactual(run: RunDir, cases: list[Caused], reference: str | None = None
+                    ) -> dict[tuple[str, str], dict]:
+    """Return each caused failure's stored counterfactual attribution with `reference`
+    taking seats over (None: each seat's default, `clean` for the injected rule seats),
+    computed where missing (`RUN/attribution/`, or `RUN/attribution-REF/`; resumable)."""
     from coordbench.attribution.episode import Question
     from coordbench.attribution.run import Target, attribute_run
 
@@ -197,10 +199,11 @@ def _counterfactual(run: RunDir, cases: list[Caused]) -> dict[tuple[str, str], d
         metric = "throughput" if c.family == "stat" else None
         # a STAT team underperforms where it is slower than its clean twin
         threshold = c.clean_value - 1e-9 if c.family == "stat" else 1.0
-        q = Question(metric=metric, threshold=threshold)
+        q = Question(metric=metric, threshold=threshold, reference=reference)
         t = Target(c.condition, c.key, 0.0, int(c.traj.end.t if c.traj.end else 0),
                    len(c.traj.header.team), 0, 0.0)
-        results, refused = attribute_run(run, [t], q)
+        folder = "attribution" if reference is None else f"attribution-{reference}"
+        results, _ = attribute_run(run, [t], q, folder=folder)
         if results:
             out[(c.condition, c.key)] = results[0]
     return out
@@ -241,6 +244,11 @@ def guesses(run: RunDir, cases: list[Caused], options: Options
 
     cf = _counterfactual(run, cases)
     out = {"counterfactual": [_named(cf.get((c.condition, c.key))) for c in cases]}
+    # a reference that never saw the injected failure: a rule mind shadows the seat and
+    # takes it over, so a failure a fresh mind could still undo moves the step later
+    ruled = _counterfactual(run, cases, "rule")
+    out["counterfactual (rule takes over)"] = [_named(ruled.get((c.condition, c.key)))
+                                              for c in cases]
     rnd = [random_guess(c.traj, seed=k) for k, c in enumerate(cases)]
     out["random"] = [(g.seat, g.step) for g in rnd]
     last = [last_agent(c.traj) for c in cases]

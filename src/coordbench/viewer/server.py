@@ -6,7 +6,8 @@ and a small JSON API:
     GET /api/episodes?run=R&cond=C         the condition's listing (file names, first and
                                            last lines) with the family's headline metrics
     GET /api/metrics?run=R&cond=C          per-episode metrics, computed in the background
-    GET /api/episode?run=R&cond=C&key=K    one episode: header, timeline, picture, metrics
+    GET /api/episode?run=R&cond=C&key=K    one episode: header, timeline, picture, metrics,
+                                           its attribution (RUN/attribution/, or null)
     GET /api/image?run=R&sha=H             one stored agent view (RUN/images/H.png)
 
 The standard library is enough for a local, read-only viewer; a web framework would add a
@@ -31,7 +32,7 @@ from coordbench.core.strict_json import dumps_strict
 from coordbench.errors import ConfigError, CoordbenchError, RunDirError
 
 from . import index
-from .episode import payload
+from .episode import attribution_path, payload
 from .metrics import MetricsCache, headline
 
 _STATIC = {"/": ("index.html", "text/html; charset=utf-8"),
@@ -100,6 +101,12 @@ def _episode_stamp(rd: RunDir, cond: str, key: str) -> tuple:
     except (OSError, RunDirError):
         return ()
     return st.st_mtime_ns, st.st_size, st.st_ino
+
+
+def _attribution_stamp(rd: RunDir, cond: str, key: str) -> tuple[int, int]:
+    """Return (mtime, size) of the episode's stored attribution ((-1, 0) if none)."""
+    path = attribution_path(rd, cond, key)
+    return (-1, 0) if path is None else _file_stamp(path)
 
 
 def _file_stamp(path: Path) -> tuple[int, int]:
@@ -264,7 +271,8 @@ class Viewer:
         if cond not in rd.conditions:
             raise ConfigError(f"no condition {cond!r} in run {run!r}")
         stamp = _episode_stamp(rd, cond, key)  # a cached payload stands while it is unchanged
-        ident = (run, cond, key, stamp)
+        # ... and while its attribution is: `coordbench attribute` may run while the page is open
+        ident = (run, cond, key, stamp, _attribution_stamp(rd, cond, key) if stamp else ())
 
         def cached() -> bytes | None:
             with self._lock:

@@ -325,7 +325,8 @@ function showEpisodeError(key, message) {
   $("ep-title").textContent = `${state.cond}/${key}`;
   $("ep-end").innerHTML = badge("cannot show", "bad");
   $("ep-replay").innerHTML = `<div class="error-box">${esc(message)}</div>`;
-  for (const id of ["ep-summary", "picture", "picture-notes", "details", "timeline", "legend"]) {
+  for (const id of ["ep-attribution", "ep-summary", "picture", "picture-notes", "details",
+                    "timeline", "legend"]) {
     $(id).innerHTML = "";
   }
   $("stepper").hidden = true;
@@ -343,6 +344,7 @@ function showEpisode(ep, step) {
     ` <span class="muted">${end.success ? "success" : "no success"} after ${end.t} steps` +
     `${end.detail ? " — " + esc(end.detail) : ""}</span>` : badge("incomplete", "bad");
   renderReplayNote(ep.picture.replay, ep.suite);
+  renderAttribution(ep);
   renderSummary(ep);
   const slider = $("slider");
   const poses = physPoses(ep);
@@ -371,6 +373,48 @@ function renderReplayNote(rp, suite) {
       `${esc(rp.mismatch)}. The picture after that step may not match what happened.</div>`;
   }
   $("ep-replay").innerHTML = html;
+}
+
+// ------------------------------------------------------------------------------ attribution
+// `coordbench attribute RUN` replays a failed episode with one seat taken over by a reference
+// from a step on; the payload's `attribution` names the responsible seats and each one's
+// decisive step (the last step from which the takeover still rescues the episode). The
+// timeline marks that step on the seat's lane; an episode never attributed has null.
+const DECISIVE = "#d50000";
+const DECISIVE_LABEL = "decisive step (counterfactual)";
+
+function decisiveSteps(ep) {
+  const a = ep.attribution;
+  if (!a || !a.responsible) return [];
+  return a.responsible.filter((r) => typeof r.agent === "number" && typeof r.step === "number");
+}
+
+function decisiveText(r) {
+  const rr = r.rescue_rate;
+  return `${DECISIVE_LABEL}: ${r.seat} taken over by ${r.reference || "the reference"} from ` +
+    `step ${r.step} on still rescues the episode; from any later step it does not` +
+    (typeof r.blame === "number" ? ` (blame ${r.blame.toFixed(2)}` +
+      (rr && typeof rr.mean === "number" ? `, rescue rate ${fmt(rr.mean)} n=${rr.n}` : "") + ")" : "");
+}
+
+function renderAttribution(ep) {
+  const a = ep.attribution, box = $("ep-attribution");
+  if (!box) return;
+  if (!a) { box.innerHTML = ""; return; }
+  let html;
+  if (a.refused) {
+    html = `<div class="note warn">Not attributed: its replay differs from the recording ` +
+      `(${esc(a.refused)})</div>`;
+  } else if (!a.responsible.length) {
+    html = `<div class="note warn">Counterfactual attribution: no single seat taken over ` +
+      `rescues this episode (${a.replays} replays)</div>`;
+  } else {
+    html = `<div class="note bad decisive-note">Counterfactual attribution (${a.replays} replays): ` +
+      a.responsible.map((r) => `<b>${esc(r.seat)}</b> from step <b>${esc(r.step)}</b>` +
+        (typeof r.blame === "number" ? ` (blame ${r.blame.toFixed(2)})` : "")).join("; ") +
+      `; the ${DECISIVE_LABEL} is outlined on the seat's lane</div>`;
+  }
+  box.innerHTML = html;
 }
 
 function renderSummary(ep) {
@@ -546,6 +590,9 @@ function renderDetails(ep, s) {
     return;
   }
   let html = `<h4>step ${t}: actions</h4>`;
+  for (const r of decisiveSteps(ep).filter((x) => x.step === t)) {
+    html += `<div class="note bad decisive-note">${esc(decisiveText(r))}</div>`;
+  }
   const cells = tl.cells.filter((c) => c.t === t).sort((a, b) => a.agent - b.agent);
   for (const c of cells) {
     const who = tl.agents[c.agent] ? tl.agents[c.agent].id : `agent ${c.agent}`;
@@ -610,6 +657,7 @@ function renderLegend(ep) {
   if (ep.timeline.messages.length) html += `<span><span class="sw" style="background:#1f5fa8;border-radius:6px"></span>message</span>`;
   if (ep.timeline.calls.length) html += `<span><span class="sw" style="background:#6a1b9a;transform:rotate(45deg)"></span>model call (red: parse failed)</span>`;
   if (ep.timeline.handovers.length) html += `<span>⟶ handover</span>`;
+  if (decisiveSteps(ep).length) html += `<span class="decisive-legend"><span class="sw" style="border:3px solid ${DECISIVE}"></span>⚑ ${DECISIVE_LABEL}</span>`;
   $("legend").innerHTML = html;
 }
 
@@ -733,6 +781,19 @@ function renderTimeline(ep) {
     title(d, `model call ${c.model} (${c.phase}): parse ${c.parse_status}, ` +
              `${c.prompt_tokens}+${c.completion_tokens} tokens, ${fmt(c.latency_s)} s`);
   }
+  // the decisive step of each responsible seat: a thick red outline, a flag and a tick
+  for (const r of decisiveSteps(ep)) {
+    if (r.agent >= n) continue;
+    const x = TL.left + r.step * cw, y = laneY(r.agent);
+    const g = el("g", { class: "decisive-step", "data-t": r.step, "data-agent": r.agent }, svg);
+    el("rect", { x: x + 1, y: y + 1, width: cw - 2, height: TL.lane - 2, rx: 3, fill: "none",
+                 stroke: DECISIVE, "stroke-width": 3 }, g);
+    el("line", { x1: x + 1, x2: x + 1, y1: y - 3, y2: y + TL.lane + 3, stroke: DECISIVE,
+                 "stroke-width": 2 }, g);
+    el("text", { x: x + 4, y: y + 10, "font-size": 10, fill: DECISIVE, text: "⚑" }, g);
+    title(g, decisiveText(r));
+    g.addEventListener("click", () => setStep(r.step + 1));
+  }
   // team row: completion (household) or team reward (STAT) per step
   const yTeam = TL.top + n * (TL.lane + TL.gap) + 4;
   el("text", { x: 6, y: yTeam + 14, "font-size": 10.5, fill: "#69737f",
@@ -818,6 +879,16 @@ function renderPhysicalTimeline(ep) {
       labelEnd = x + label.length * 6 + 6;
       el("text", { x: x, y: y + TL.lane / 2 + 4, "font-size": 10, text: label }, svg);
     }
+  }
+  // the decisive control step of each responsible robot: a red tick with a flag
+  for (const r of decisiveSteps(ep)) {
+    if (r.agent >= robots) continue;
+    const x = TL.left + r.step * scale, y = TL.top + (r.agent + 1) * (TL.lane + TL.gap);
+    const g = el("g", { class: "decisive-step", "data-t": r.step, "data-agent": r.agent }, svg);
+    el("line", { x1: x, x2: x, y1: y - 3, y2: y + TL.lane + 3, stroke: DECISIVE, "stroke-width": 3 }, g);
+    el("text", { x: x + 3, y: y + 10, "font-size": 10, fill: DECISIVE, text: "⚑ decisive" }, g);
+    title(g, decisiveText(r));
+    g.addEventListener("click", () => setStep(sliderAt(ep, r.step)));
   }
   el("line", { id: "cursor", x1: TL.left, x2: TL.left, y1: TL.top - 4, y2: H - 4, stroke: "#1d2a3a",
                "stroke-width": 2, "pointer-events": "none" }, svg);
