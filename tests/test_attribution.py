@@ -179,6 +179,15 @@ def test_constructs_and_stat_are_attributed(tmp_path):
         assert res.exit_code == 0, res.output
         assert all(x["reference"] == reference for r in json.loads(res.stdout)
                    for x in r["responsible"])
+    # an allocator team: the per-step Hungarian seat takes a seat over
+    out = tmp_path / "alloc"
+    assert _cli("stat", "eval", "--config", "5A-25T-50x30", "--policy", "random",
+                "--episodes", "2", "--episode-limit", "120", "--out", out).exit_code == 0
+    results = json.loads(_cli("attribute", out, "--json").stdout)
+    assert len(results) == 2 and all(r["responsible"] for r in results)
+    assert {x["reference"] for r in results for x in r["responsible"]} == {"hungarian"}
+    assert "STAT allocator team seat's references are clean, hungarian" in error_line(
+        ["attribute", str(out), "--reference", "rule"], tmp_path)
 
 
 def test_model_seats_estimate_count_and_cache_their_calls(tmp_path):

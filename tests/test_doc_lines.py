@@ -57,6 +57,9 @@ PLAYED_ELSEWHERE = {
     ("README.md", "coordbench reproduce cohub --quick"): "test_reproduce_cohub.py",
     ("README.md", "coordbench reproduce metrics --quick"): "test_reproduce_metrics.py",
     ("physical.md", "coordbench reproduce cohub --quick --json"): "test_reproduce_cohub.py",
+    ("README.md", "coordbench reproduce attribution --quick"): "test_reproduce_attribution.py",
+    ("attribution.md", "coordbench reproduce attribution --quick"):
+        "test_reproduce_attribution.py",
 }
 
 # options rewritten on every line (pattern, replacement): the same command, less of it

@@ -1,6 +1,7 @@
 """STAT's part in failure attribution (docs/attribution.md): a condition's spec from its
-manifest fields, the references (`rule`: a STAT rule mind; `hungarian`: the per-step
-Hungarian assignment's pick for the seat), and success (every task completed)."""
+manifest fields, the references (`hungarian`: the per-step Hungarian assignment's pick for
+the seat, in teams of minds and of allocators; `rule`: a STAT rule mind, in teams of
+minds), and success (every task completed)."""
 
 from __future__ import annotations
 
@@ -17,5 +18,5 @@ def spec_of(fields: dict[str, Any]) -> StatEvalSpec:
     return StatEvalSpec(**{k: v for k, v in fields.items() if k not in _OUTSIDE})
 
 
-COUNTERFACTUAL = Counterfactual(spec=spec_of, references=("rule", "hungarian"),
+COUNTERFACTUAL = Counterfactual(spec=spec_of, references=("hungarian", "rule"),
                                 outcome="success")

@@ -22,7 +22,7 @@ from coordbench.agents.stat.rule import STAT_RULE_DIALS, StatRuleMind
 from coordbench.agents.stat.scripted import get_policy, is_checkpoint
 from coordbench.agents.stat.seats import SeatPolicies, SeatPolicyMind
 from coordbench.agents.team.claims import checked_variant, rule_variant
-from coordbench.agents.team.counterfactual import switch_minds
+from coordbench.agents.team.counterfactual import swap_for, switch_minds
 from coordbench.agents.team.dials import (
     Dials,
     Faults,
@@ -304,6 +304,7 @@ class StatSuite:
         else:
             policy = get_policy(spec.policy)
             team = [AgentSpec(id=f"agent_{i}", driver=spec.policy) for i in range(cfg.agents)]
+        policy = taken_over(policy, cfg.agents)
         for start in range(0, len(cases), self.batch):
             chunk = cases[start:start + self.batch]
             ks = [c.data for c in chunk]
@@ -338,6 +339,26 @@ class StatSuite:
         if trajectory.header.models:
             out.update(model_metrics(trajectory))
         return out
+
+
+def taken_over(policy: Any, agents: int) -> Any:
+    """Return `policy` with a counterfactual replay's seat (`coordbench attribute`) played
+    by the per-step Hungarian assignment from its step on (the policy itself outside a
+    replay); an allocator's seat has no mind for another reference to take over."""
+    swap = swap_for(agents, {"hungarian": None}, "STAT allocator team")
+    if swap is None:
+        return policy
+    reference = get_policy("hungarian")
+
+    def joint(env: Any, rng: Any) -> np.ndarray:
+        out = np.array(policy(env, rng), copy=True)
+        rows = np.asarray(env.state.t) >= swap.step
+        if rows.any():
+            out[rows, swap.seat] = np.asarray(reference(env, rng))[rows, swap.seat]
+        return out
+
+    joint.reads_obs = bool(getattr(policy, "reads_obs", False))  # type: ignore[attr-defined]
+    return joint
 
 
 def model_metrics(trajectory: Trajectory) -> dict[str, float]:
