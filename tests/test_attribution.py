@@ -226,3 +226,15 @@ def test_model_seats_estimate_count_and_cache_their_calls(tmp_path):
         (second,) = json.loads(res.stdout)
         assert second["calls"] == 0 and len(server.requests) == before + first["calls"]
         assert second["responsible"] == first["responsible"]
+
+
+def test_results_do_not_depend_on_the_executor(household_run, tmp_path):
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(household_run, copy, ignore=shutil.ignore_patterns("attribution"))
+    local = json.loads(_cli("attribute", household_run, "--json").stdout)
+    res = _cli("attribute", copy, "--executor", "process", "--workers", "2", "--json")
+    assert res.exit_code == 0, res.output
+    assert [r["responsible"] for r in json.loads(res.stdout)] == \
+        [r["responsible"] for r in local]

@@ -33,6 +33,7 @@ and a dial at 0 draws nothing: with every dial at 0 a mind plays exactly as with
 from __future__ import annotations
 
 import hashlib
+from numbers import Integral
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, TypeVar
@@ -201,7 +202,8 @@ class Faults:
         family draws for): never for a dial at 0, always at the one-shot step for the
         failures it strikes with, never from the step a counterfactual replay turns this
         seat's failures off."""
-        t = key[0] if key and isinstance(key[0], int) else None
+        t = int(key[0]) if key and isinstance(key[0], Integral) \
+            and not isinstance(key[0], bool) else None
         if t is not None and faults_off(self.agent, t):
             return False
         if name in ONE_SHOT and self.dials.fail_at is not None and t == self.dials.fail_at:
