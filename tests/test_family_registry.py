@@ -31,7 +31,7 @@ def test_the_built_in_families_are_records_with_every_piece_loadable():
     names = [f.name for f in families()]
     assert names[:5] == ["stat", "mecobench", "constructs", "physical", "stat_train"]
     pieces = ("suite", "plan", "condition", "report", "figures", "replay", "warm", "profile",
-              "commands")
+              "commands", "counterfactual")
     for f in families():
         for piece in pieces:
             if getattr(f, piece) is not None:

@@ -223,7 +223,7 @@ register(Family(
     commands=f"{_C}.physical:app",
     options=f"{_S}.physical.options:PLAYED", seats=f"{_S}.physical.options:FAMILY_SEATS",
     summary=f"{_R}.physical_report:run_summary",
-    command="physical",
+    counterfactual=f"{_S}.physical.counterfactual:COUNTERFACTUAL", command="physical",
     prefixes=("physical_",)))
 register(Family(
     "stat_train", "STAT training", report=f"{_R}.stat_train_report:section",

@@ -33,9 +33,9 @@ and a dial at 0 draws nothing: with every dial at 0 a mind plays exactly as with
 from __future__ import annotations
 
 import hashlib
-from numbers import Integral
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from numbers import Integral
 from typing import Any, TypeVar
 
 from coordbench.agents.team.counterfactual import faults_off

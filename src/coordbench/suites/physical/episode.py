@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from coordbench.agents.physical.expert import Shadow, TakeOver
 from coordbench.agents.physical.skills import (
     FALLBACK_WAIT_S,
     WAIT,
@@ -25,6 +26,7 @@ from coordbench.agents.physical.skills import (
     RobotView,
     SkillRobot,
 )
+from coordbench.agents.team.counterfactual import swap_for
 from coordbench.agents.team.seats import Seat
 from coordbench.core.trajectory import (
     AgentSpec,
@@ -57,6 +59,9 @@ class Policy(Protocol):
         """Return one (n, 9) action array per environment."""
 
 
+# what can take a robot over in a counterfactual replay besides `clean` (which the injected
+# failures themselves obey): the clean scripted expert (`agents.physical.expert.Shadow`)
+REFERENCES = {"expert": Shadow}
 # the most environments of an embodiment stepped in lockstep: a G1 scene's model copy holds
 # its meshes and their bounding-volume trees, about 160 MB an environment (16 made 2.5 GB)
 LOCKSTEP = {"g1": 4}
@@ -185,6 +190,10 @@ def run(task_name: str, policy: Policy, seeds: list[int], *, record: bool = Fals
     episodes inside `condition` (default: seed<seed>). `poses` records the robots' and
     objects' poses every POSE_EVERY control steps from the start and at the last step, as a
     physical_poses event (replay without re-simulating). `embodiment`: cobot or g1 robots.
+
+    In a counterfactual replay that hands a robot to the `expert` reference
+    (`agents.team.counterfactual`), that robot is played by the clean scripted expert from
+    the swap's step on (`TakeOver`); steps are control steps, the `t` of the episode's events.
     """
     most = LOCKSTEP.get(embodiment)
     if most is not None and len(seeds) > most:  # a few at a time: see LOCKSTEP
@@ -200,6 +209,9 @@ def run(task_name: str, policy: Policy, seeds: list[int], *, record: bool = Fals
             records += r
         return trajectories, records
     task = get_task(task_name, embodiment)
+    swap = swap_for(task.n_robots, REFERENCES, "physical")
+    if swap is not None:
+        policy = TakeOver(policy, swap.seat, swap.step)
     # one task object per environment: tasks keep per-episode state (MoveHouse's door
     # timer), which rollouts sharing one object in lockstep would overwrite for each other
     envs = [make_env(task_name, embodiment) for _ in seeds]
@@ -299,6 +311,9 @@ async def arun_skill_episode(task_name: str, seed: int, episode_id: str,
     seconds), the controller's suggestion, how the previous skill ended, and for a fallback
     the reason. Model calls, phases, coupling events and poses are recorded as for any policy;
     a provider failure raises ProviderFailed with the errored trajectory on it.
+
+    In a counterfactual replay that hands a robot to the `expert` reference, a shadowing
+    clean expert (`Shadow`) plays it from the swap's step on: its model is not asked again.
     """
     env = make_env(task_name, embodiment)
     task = env.task
@@ -318,22 +333,32 @@ async def arun_skill_episode(task_name: str, seed: int, episode_id: str,
     track = PoseTrack(pose.pose_layout(env)) if poses else None
     limit_s = task.limit * CONTROL_DT
     reason = None
+    swap = swap_for(env.n, REFERENCES, "physical")
+    shadow = None if swap is None else Shadow(env, swap.seat, swap.step)
+    executed: np.ndarray | None = None  # what the shadowed robot did at the last step
     with rec:
         if track:
             track.add(env)
         while not env.done:
             rec.t = env.steps
-            need = [i for i, r in enumerate(robots) if r.running is None]
+            taken = shadow.seat if shadow is not None and shadow.plays(env) else None
+            need = [i for i, r in enumerate(robots) if r.running is None and i != taken]
             if need:
                 reason = rec.stop_reason()
                 if reason:
                     break
-                await _decide(rec, env, robots, need, controller, limit_s)
+                await _decide(rec, env, robots, need, controller, limit_s, taken)
                 reason = rec.stop_reason()
                 if reason:
                     break
             before = env.phase
-            env.step(np.stack([r.act(env.sense(i)) for i, r in enumerate(robots)]))
+            acts = [None if i == taken else r.act(env.sense(i)) for i, r in enumerate(robots)]
+            if shadow is not None:
+                own = shadow.act(env, executed)  # before the step: dropped
+                if taken is not None:
+                    acts[shadow.seat] = own
+                executed = acts[shadow.seat]
+            env.step(np.stack(acts))
             seen = len(monitor.events)
             monitor.update(env)
             rec.emit(*(PhysicalPhaseEvent(t=env.steps, phase=p + 1, name=task.phases[p].name,
@@ -349,13 +374,17 @@ async def arun_skill_episode(task_name: str, seed: int, episode_id: str,
 
 
 async def _decide(rec: Recorder, env: PhysicalEnv, robots: list[SkillRobot], need: list[int],
-                  controller: SkillController, limit_s: float) -> None:
+                  controller: SkillController, limit_s: float, taken: int | None = None
+                  ) -> None:
     """Ask `controller` for the robots in `need` and start what it chose (see
-    `arun_skill_episode`); record the calls, then one skill event per robot that changed."""
+    `arun_skill_episode`); record the calls, then one skill event per robot that changed
+    (none for robot `taken`, which a counterfactual replay's expert plays now)."""
     views = [RobotView(i, env.sense(i), r) for i, r in enumerate(robots)]
     decided = await controller.decide(views, need, limit_s)
     rec.flush_calls()
     for i in sorted(decided):
+        if i == taken:
+            continue
         r, d = robots[i], decided[i]
         choice = d.choice or Choice(WAIT, FALLBACK_WAIT_S)
         if i not in need and choice == r.running:

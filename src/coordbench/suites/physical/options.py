@@ -64,7 +64,10 @@ OPTIONS = (
            "default) | team (one call for the whole team).", commands=("run",)),
     Option("team", str, None, "Policy llm: each robot's seat, e.g. agent_0=llm:A,"
            "agent_1=scripted:expert (scripted:expert runs the skill controller's own "
-           "suggestion, no model); a plain integer must be the task's robot count.",
+           "suggestion, no model); otherwise experts and checkpoints robot by robot, e.g. "
+           "agent_0=scripted:expert+fail_at=150,agent_1=expert (robot 0 lets go of what it "
+           "holds at control step 150, once); a plain integer must be the task's robot "
+           "count.",
            metavar="SEAT=KIND[:ARG],...", commands=("run", "play"),
            helps={"play": "Who drives the other robots: agent_0=human,agent_1=llm:A "
                           "(default: the skill controller's own suggestion, "

@@ -39,19 +39,47 @@ LLM = "llm"  # the policy name of a model-driven team
 SEATS = "seats"  # the policy name of a team of policies, robot by robot (--team)
 
 
+EXPERTS = ("expert", "expert_noisy")
+EXPERT_DIALS = ("fail_at",)  # the failures a physical expert can be given (`expert+fail_at=T`)
+
+
+def expert_variant(spec: str) -> tuple[str, int | None] | None:
+    """Return (expert or expert_noisy, its injected failure's control step or None) of an
+    expert policy name, e.g. `expert+fail_at=120` (the one-shot let-go of
+    `ExpertPolicy.fail_at`); None for another policy (a checkpoint); ConfigError (one line)
+    for a part that is not fail_at=STEP."""
+    from coordbench.agents.team.dials import check_applicable, parse_dials
+
+    base, plus, rest = spec.partition("+")
+    if base not in EXPERTS:
+        return None
+    if not plus:
+        return base, None
+    try:
+        dials = parse_dials([p.strip() for p in rest.split("+")])
+        check_applicable(dials, EXPERT_DIALS, "a physical expert")
+    except ConfigError as e:
+        raise ConfigError(f"{spec}: {str(e).removeprefix('--dial ')}") from None
+    return base, None if dials is None else dials.fail_at
+
+
 def make_policy(spec: str, task: str, embodiment: str = "cobot") -> Policy:
     """Return the policy named `spec` for `task` played by `embodiment`: expert,
-    expert_noisy, or a trained checkpoint path (which must have been trained on `task` and
-    that embodiment). A model-driven team (`llm`) is no lockstep policy:
-    `PhysicalSuite.play` plays it."""
+    expert_noisy (either with a one-shot failure, `expert+fail_at=T`, CoBot only), or a
+    trained checkpoint path (which must have been trained on `task` and that embodiment). A
+    model-driven team (`llm`) is no lockstep policy: `PhysicalSuite.play` plays it."""
     if spec == LLM:
         raise ConfigError("--policy llm is a model-driven team, played by PhysicalSuite.play")
     if spec == SEATS:
         raise ConfigError(f"--policy {SEATS} is a team spec: give --team")
-    if spec == "expert":
-        return ExpertPolicy(0.0)
-    if spec == "expert_noisy":
-        return ExpertPolicy(1.0)
+    expert = expert_variant(spec)
+    if expert is not None:
+        base, fail_at = expert
+        if fail_at is not None and embodiment != "cobot":
+            # a G1's hands close by finger synergies, not one grip command to drop
+            raise ConfigError(f"{spec}: fail_at is a CoBot expert's failure, not a "
+                              f"{embodiment}'s")
+        return ExpertPolicy(0.0 if base == "expert" else 1.0, fail_at=fail_at)
     from coordbench.learn.imitation import load_policy
 
     policy = load_policy(Path(spec))
@@ -70,8 +98,10 @@ def make_policy(spec: str, task: str, embodiment: str = "cobot") -> Policy:
 def policy_label(spec: str) -> str:
     """Return a name usable in a condition id (a checkpoint's includes its content digest, so
     retraining into the same path starts a new condition instead of resuming stale ones)."""
-    if spec in ("expert", "expert_noisy") or not Path(spec).is_file():
-        return spec if spec in ("expert", "expert_noisy") else f"ckpt-{Path(spec).stem}"
+    if expert_variant(spec) is not None:
+        return spec
+    if not Path(spec).is_file():
+        return f"ckpt-{Path(spec).stem}"
     return f"ckpt-{Path(spec).stem}-{file_digest(spec)}"
 
 
@@ -150,12 +180,13 @@ class PhysicalSpec:
     def _check_policy_seats(self, seats: tuple[Seat, ...]) -> None:
         """Check the seats of a team of policies (experts and checkpoints, robot by robot)."""
         for i, x in enumerate(seats):
-            if x.kind == "scripted" and x.arg in ("expert", "expert_noisy"):
+            if x.kind == "scripted" and expert_variant(str(x.arg)) is not None:
+                make_policy(str(x.arg), self.task, self.embodiment)  # a bad failure: one line
                 continue
             if x.kind != "learned":
                 raise ConfigError(f"robot{i}: a team of policies seats scripted:expert, "
-                                  f"scripted:expert_noisy or learned:CHECKPOINT, not "
-                                  f"{x.driver}")
+                                  f"scripted:expert_noisy (+fail_at=STEP) or "
+                                  f"learned:CHECKPOINT, not {x.driver}")
             make_policy(str(x.arg), self.task, self.embodiment)  # missing or foreign: one line
 
     def seat_policy(self, i: int) -> str:
