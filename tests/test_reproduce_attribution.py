@@ -44,15 +44,17 @@ def test_the_counterfactual_method_finds_the_injected_seat_and_step(study):
         assert cf[fam]["agent"]["mean"] >= 0.9, fam
     assert rnd["all"]["agent"]["mean"] < 0.6 and last["all"]["agent"]["mean"] < 0.7
     assert cf["all"]["agent"]["n"] == sum(data["caused"].values())
-    # the fresh rule mind names the seat; its step lies no earlier than the clean one's
-    ruled = acc["counterfactual (rule takes over)"]["all"]
+    # a fresh reference names the seat; its step lies no earlier than the clean one's
+    ruled = acc[A.TAKEOVER_METHOD]["all"]
     assert ruled["agent"]["mean"] >= 0.9
     assert ruled["step"]["mean"] <= cf["all"]["step"]["mean"]
     # results live beside the episodes, one folder per question; a rerun replays nothing
     run = RunDir.open(out)
     stored = list((out / "attribution").rglob("*.json"))
     assert len(stored) == cf["all"]["agent"]["n"]
-    assert len(list((out / "attribution-rule").rglob("*.json"))) == len(stored)
+    taken = [*(out / "attribution-rule").rglob("*.json"),
+             *(out / "attribution-expert").rglob("*.json")]
+    assert len(taken) == len(stored)
     assert run.conditions and "Who&When" in (out / "reproduce.md").read_text()
 
 

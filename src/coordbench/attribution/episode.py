@@ -39,12 +39,14 @@ class Question:
 
 
 def default_reference(traj: Trajectory, seat: int, offered: tuple[str, ...]) -> str:
-    """Return the reference that takes `seat` over by default: `clean` (the seat's own mind
-    without its injected failures) where the seat plays with dials, else the family's
-    first reference."""
-    driver = traj.header.team[seat].driver if seat < len(traj.header.team) else ""
-    dialled = "=" in (driver or "") or bool((traj.header.params or {}).get("dials"))
-    return "clean" if dialled or not offered else offered[0]
+    """Return the reference that takes `seat` over by default: `clean` (the seat's own mind,
+    without its injected failures) for a seat that is its own reference (a rule mind, the
+    clean scripted expert) or plays with dials; else the family's first reference (a
+    model's, a learned policy's, an allocator's or a noisy expert's seat)."""
+    driver = (traj.header.team[seat].driver if seat < len(traj.header.team) else "") or ""
+    dialled = "=" in driver or bool((traj.header.params or {}).get("dials"))
+    own = driver.startswith("rule") or driver in ("expert", "scripted:expert")
+    return "clean" if dialled or own or not offered else offered[0]
 
 
 def played_steps(traj: Trajectory) -> int:

@@ -19,6 +19,7 @@ from coordbench.core.trajectory import Trajectory
 from coordbench.errors import ConfigError
 from coordbench.runner.conditions import _iterate
 from coordbench.runner.family import family, family_of
+from coordbench.runner.episode import Limits
 from coordbench.runner.suite import Case, PlayContext
 
 # what differs between two plays of one episode without changing it: wall-clock times,
@@ -89,6 +90,8 @@ class Replayer:
         self.suite = fam.get("suite")
         self.spec = piece.spec(dict(fields))
         self.resources = piece.resources(dict(fields), self.harness)
+        # the team's token budget the episode was played under (a run setting)
+        self.max_tokens = fields.get("max_tokens_per_episode")
         cases = {c.key: c for c in self.suite.cases(self.spec)}
         if self.key not in cases:
             raise ConfigError(f"{self.condition}/{self.key}: not a case of its condition")
@@ -96,7 +99,8 @@ class Replayer:
 
     def play(self, swap: Swap | None = None) -> Trajectory:
         """Return the episode played again from its seed, with `swap` in force."""
-        ctx = PlayContext(run_path=self.scratch, resources=self.resources)
+        ctx = PlayContext(run_path=self.scratch, resources=self.resources,
+                          limits=Limits(max_tokens_per_episode=self.max_tokens))
         self.replays += 1
         with swapped(swap):
             for _case, traj in _iterate(self.suite.play(self.spec, [self.case], ctx)):

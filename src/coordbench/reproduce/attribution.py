@@ -1,8 +1,8 @@
 """`coordbench reproduce attribution`: who made a team fail, and when, measured against
 injected ground truth (docs/attribution.md).
 
-Rule teams of each family are played clean and with one failure injected into one seat at
-one step (the one-shot dial `fail_at`: at that step the seat misperceives and believes the
+Rule teams of each family (the physical family: scripted experts) are played clean and
+with one failure injected into one seat at one step (the one-shot dial `fail_at`: at that step the seat misperceives and believes the
 task done, each where its family's minds can; the physical expert lets go of what it
 holds). An injected episode is a *failure the injection caused* where it fails (STAT: takes
 longer than the clean team on the same layout) while the clean team succeeds on the same
@@ -37,7 +37,9 @@ TITLE = "Failure attribution: who and when, against injected ground truth"
 WHO_AND_WHEN = {"agent": 0.535, "step": 0.142}  # the paper's best method (all systems)
 WITHIN = 2
 STAT_CONFIG = "3A-6T-5x3"
-METHODS = ("counterfactual", "random", "last_agent")
+# the reference that takes the injected seat over in the second counterfactual row
+TAKEOVER = {"household": "rule", "constructs": "rule", "stat": "rule", "physical": "expert"}
+TAKEOVER_METHOD = "counterfactual (a reference takes over)"
 
 
 @dataclass(frozen=True)
@@ -61,12 +63,19 @@ def arms(options: Options) -> list[Arm]:
             "CoCoBench instances of 2 agents, decentralized rule agents, broadcast"),
         Arm("stat", 3, (0, 4, 6) if q else (0, 2, 4, 6, 8), 20 if q else 40,
             f"STAT {STAT_CONFIG}, 3 rule agents, broadcast"),
+        # control steps inside the carry (both CoBots hold the table from ~110 to ~250)
+        Arm("physical", 2, (130, 200) if q else (110, 150, 190, 230), 2 if q else 6,
+            "CoHuB CoCarry, 2 scripted CoBot experts (the injected one lets go once)"),
     ]
 
 
 def _seats(arm: Arm, injected: tuple[int, int] | None) -> tuple[Any, ...]:
     from coordbench.agents.team.seats import Seat
 
+    if arm.family == "physical":
+        return tuple(Seat("scripted", f"expert+fail_at={injected[1]}"
+                          if injected and injected[0] == i else "expert")
+                     for i in range(arm.seats))
     return tuple(Seat("rule", f"fail_at={injected[1]}" if injected and injected[0] == i
                       else None) for i in range(arm.seats))
 
@@ -87,6 +96,10 @@ def _condition(arm: Arm, injected: tuple[int, int] | None) -> tuple[Any, Any, in
 
         spec = ConstructSpec("decentralized", "rule", protocol="broadcast", seats=seats)
         return SUITE, ConstructCondition(spec, "all", None, arm.seats, arm.cases), None
+    if arm.family == "physical":
+        from coordbench.suites.physical.suite import SUITE, PhysicalSpec
+
+        return SUITE, PhysicalSpec("CoCarry", "seats", seats=seats), arm.cases
     from coordbench.suites.stat.suite import SUITE, StatEvalSpec
 
     return SUITE, StatEvalSpec(STAT_CONFIG, "rule", protocol="broadcast", seats=seats), \
@@ -244,11 +257,13 @@ def guesses(run: RunDir, cases: list[Caused], options: Options
 
     cf = _counterfactual(run, cases)
     out = {"counterfactual": [_named(cf.get((c.condition, c.key))) for c in cases]}
-    # a reference that never saw the injected failure: a rule mind shadows the seat and
-    # takes it over, so a failure a fresh mind could still undo moves the step later
-    ruled = _counterfactual(run, cases, "rule")
-    out["counterfactual (rule takes over)"] = [_named(ruled.get((c.condition, c.key)))
-                                              for c in cases]
+    # a reference that never made the mistake: a rule mind (physical: the clean expert)
+    # shadows the seat and takes it over, so a failure it could still undo moves the step
+    ruled = {}
+    for ref in dict.fromkeys(TAKEOVER.values()):
+        ruled.update(_counterfactual(run, [c for c in cases if TAKEOVER[c.family] == ref],
+                                     ref))
+    out[TAKEOVER_METHOD] = [_named(ruled.get((c.condition, c.key))) for c in cases]
     rnd = [random_guess(c.traj, seed=k) for k, c in enumerate(cases)]
     out["random"] = [(g.seat, g.step) for g in rnd]
     last = [last_agent(c.traj) for c in cases]

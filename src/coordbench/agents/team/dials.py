@@ -21,7 +21,8 @@ injects one failure at a set rate, independently per agent and per opportunity:
 - fail_at (a step): one failure at one known step, the ground truth of failure attribution
   (docs/attribution.md): at step t = fail_at the seat misperceives and believes the task done,
   each where its family's minds can (household: a false `done` and its DONE note; constructs:
-  the planner stops; STAT: it misreads the task it goes for), and at no other step.
+  the planner stops; STAT: it misreads the task it goes for), and at no other step (the
+  physical CoBot expert has its own: `scripted:expert+fail_at=T` lets go of what it holds).
 
 A counterfactual replay (`agents.team.counterfactual`, the `clean` reference) turns one
 seat's injected failures off from a given step on: every draw below asks it first.
