@@ -18,8 +18,8 @@ from coordbench.core.rundir import RunDir
 from coordbench.core.trajectory import Trajectory
 from coordbench.errors import ConfigError
 from coordbench.runner.conditions import _iterate
-from coordbench.runner.family import family, family_of
 from coordbench.runner.episode import Limits
+from coordbench.runner.family import family, family_of
 from coordbench.runner.suite import Case, PlayContext
 
 # what differs between two plays of one episode without changing it: wall-clock times,
