@@ -4,9 +4,9 @@ injected ground truth (docs/attribution.md).
 Rule teams of each family (the physical family: scripted experts) are played clean and
 with one failure injected into one seat at one step (the one-shot dial `fail_at`: at that
 step the seat misperceives and believes the task done, each where its family's minds can;
-the physical expert lets go of what it holds). An injected episode is a *failure the injection caused* where it fails (STAT: takes
-longer than the clean team on the same layout) while the clean team succeeds on the same
-case. Each such failure is attributed by
+the physical expert lets go of what it holds). An injected episode is a *failure the
+injection caused* where it fails (STAT: takes longer than the clean team on the same
+layout) while the clean team succeeds on the same case. Each such failure is attributed by
 
 - the counterfactual method (`coordbench attribute`: replays with one seat taken over);
 - the Who&When log-reading judge, all-at-once and step-by-step, with `--judge MODEL`;
