@@ -102,7 +102,7 @@ def test_attribute_names_the_injected_seat_and_step_and_writes_beside_the_run(ho
         assert who["seat"] == "agent_1" and who["step"] == 2 and who["blame"] == 1.0
         assert set(who["rescue_rate"]) == {"mean", "ci95", "n", "lo", "hi"}
         assert who["rescue_rate"]["mean"] == 1.0 and who["rescue_rate"]["n"] == 1
-        assert r["replays"] <= 1 + 3 * (1 + math.ceil(math.log2(r["steps"])) + 1)
+        assert r["replays"] <= 1 + 3 * (math.ceil(math.log2(r["steps"] + 1)) + 1)
         assert r["calls"] == 0 and r["outcome"] == 0.0
     # replays never write into the run's episodes; results live in RUN/attribution/
     assert _digest(household_run / "episodes") == episodes
@@ -113,7 +113,10 @@ def test_attribute_names_the_injected_seat_and_step_and_writes_beside_the_run(ho
     assert [r["responsible"] for r in json.loads(res.stdout)] == \
         [r["responsible"] for r in results]
     again = _cli("attribute", household_run, "--steps", "all", "--json")
-    assert json.loads(again.stdout) == json.loads(res.stdout)
+    first, second = json.loads(res.stdout), json.loads(again.stdout)
+    assert not any(r["reused"] for r in first) and all(r["reused"] for r in second)
+    assert [{**r, "reused": None} for r in second] == [{**r, "reused": None} for r in first]
+    assert "stored" in _cli("attribute", household_run, "--steps", "all").output
 
 
 def test_the_rule_reference_takes_the_seat_over(household_run):
@@ -141,11 +144,48 @@ def test_a_replay_that_differs_is_refused_naming_the_step(household_run, tmp_pat
     step = json.loads(lines[k])
     step["actions"][0]["outcome"] = "too_far"
     lines[k] = json.dumps(step)
+    original = path.read_text()
     path.write_text("\n".join(lines) + "\n")
     res = _cli("attribute", run_dir, "--episode", f"{cond}/{key}")
     assert res.exit_code == 2
     (line,) = [x for x in res.output.splitlines() if "differs" in x]
     assert f"{key}: its replay differs from the recording at step 4" in line
+    # the recording restored, it is attributed: a stored answer holds for one file only
+    path.write_text(original)
+    res = _cli("attribute", run_dir, "--episode", f"{cond}/{key}", "--json")
+    assert res.exit_code == 0 and json.loads(res.stdout)[0]["reused"] is False
+    # a header that is not the replay's (another seed) is refused at step 0
+    head, *rest = original.splitlines()
+    header = json.loads(head)
+    header["seed"] += 1
+    path.write_text("\n".join([json.dumps(header), *rest]) + "\n")
+    res = _cli("attribute", run_dir, "--episode", f"{cond}/{key}")
+    assert res.exit_code == 2 and "differs from the recording at step 0 (header (seed))" \
+        in res.output
+    path.write_text(original)
+    ok = next(k for k in run.episode_keys(cond) if run.load_episode(cond, k).end.success)
+    assert f"episode {cond}/{ok} did not fail" in error_line(
+        ["attribute", str(run_dir), "--episode", ok], tmp_path)
+    assert "--metric bogus: a mecobench episode has no such metric; choose from" in \
+        error_line(["attribute", str(run_dir), "--metric", "bogus"], tmp_path)
+
+
+def test_a_failure_at_the_step_the_episode_ended_is_found(tmp_path):
+    # every planner stops at step 0 (it believes the work done): the episode ends there,
+    # and taking a seat over at that very step rescues it
+    out = tmp_path / "c0"
+    assert _cli("constructs", "run", "--planner", "decentralized", "--protocol", "broadcast",
+                "--dial", "fail_at=0", "--limit", "4", "--out", out).exit_code == 0
+    results = json.loads(_cli("attribute", out, "--json").stdout)
+    assert results and all(r["steps"] == 0 for r in results)
+    named = [r for r in results if r["responsible"]]
+    assert named and all(x["step"] == 0 for r in named for x in r["responsible"])
+
+
+def test_dials_without_the_one_shot_step_record_as_before():
+    assert "fail_at" not in Dials(perception=0.1).as_dict()
+    assert Dials(fail_at=0).as_dict()["fail_at"] == 0
+    assert Dials(**Dials(memory=8).as_dict()) == Dials(memory=8)
 
 
 def test_a_run_without_failures_says_so(tmp_path):
@@ -212,10 +252,10 @@ def test_model_seats_estimate_count_and_cache_their_calls(tmp_path):
         res = _cli("attribute", out, "--models", models, "--cache-path", cache, "--json")
         assert res.exit_code == 0, res.output
         (first,) = json.loads(res.stdout)
-        # estimated before: at most (1 + seats x (1 + ceil(log2 T) + 1)) replays, each
+        # estimated before: at most 1 + seats x (ceil(log2(T + 1)) + 1) replays, each
         # calling what the recording called
         steps = first["steps"]
-        most = 1 + 2 * (math.ceil(math.log2(steps)) + 1)
+        most = 1 + 2 * (math.ceil(math.log2(steps + 1)) + 1)
         assert f"at most {most} replays, {most * recorded} model calls" in res.output
         # counted after: the plain replay calls again (nothing was cached); replays that
         # repeat a prompt are served by the cache
@@ -226,6 +266,10 @@ def test_model_seats_estimate_count_and_cache_their_calls(tmp_path):
         (second,) = json.loads(res.stdout)
         assert second["calls"] == 0 and len(server.requests) == before + first["calls"]
         assert second["responsible"] == first["responsible"]
+        # a stored answer is reused: nothing to estimate, nothing replayed
+        res = _cli("attribute", out, "--models", models, "--cache-path", cache)
+        assert "model calls" not in res.output and "stored" in res.output
+        assert len(server.requests) == before + first["calls"]
 
 
 def test_results_do_not_depend_on_the_executor(household_run, tmp_path):

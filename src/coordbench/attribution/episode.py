@@ -102,7 +102,7 @@ def attribute(replayer: Replayer, recorded: Trajectory, q: Question) -> dict[str
                 seen[s] = value is not None and value >= q.threshold
             return seen[s]
 
-        step = decisive_step(rescues, steps, q.steps)
+        step = decisive_step(rescues, steps + 1, q.steps)  # steps 0..T, T the end's
         rescued_at_start[seat] = float(seen.get(0, False))
         if step is None:
             continue

@@ -9,6 +9,7 @@ where they part. Replays are played in memory: nothing is written into the run's
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,9 +44,18 @@ def comparable(traj: Trajectory) -> list[dict[str, Any]]:
             if getattr(e, "type", "") not in _SKIP]
 
 
+# header fields a faithful replay reproduces (not when or by which build it was written)
+_HEADER_VOLATILE = {"created", "git_sha", "coordbench_version", "schema_version"}
+
+
 def first_difference(recorded: Trajectory, replayed: Trajectory) -> tuple[int, str] | None:
-    """Return (step, what differs) where `replayed` first departs from `recorded` (None:
-    they agree event for event)."""
+    """Return (step, what differs) where `replayed` first departs from `recorded`: the
+    header (step 0) or an event (None: they agree event for event)."""
+    ha, hb = (_plain(t.header.model_dump(mode="json", exclude=_HEADER_VOLATILE))
+              for t in (recorded, replayed))
+    if ha != hb:
+        keys = sorted(k for k in ha.keys() | hb.keys() if ha.get(k) != hb.get(k))
+        return 0, f"header ({', '.join(keys)})"
     a, b = comparable(recorded), comparable(replayed)
     for x, y in zip(a, b, strict=False):
         if x != y:
@@ -96,6 +106,10 @@ class Replayer:
         if self.key not in cases:
             raise ConfigError(f"{self.condition}/{self.key}: not a case of its condition")
         self.case: Case = cases[self.key]
+
+    def close(self) -> None:
+        """Remove the replays' scratch folder (views a replay rendered, nothing else)."""
+        shutil.rmtree(self.scratch, ignore_errors=True)
 
     def play(self, swap: Swap | None = None) -> Trajectory:
         """Return the episode played again from its seed, with `swap` in force."""

@@ -6,6 +6,7 @@ stopped, on any executor). Replays never write into `RUN/episodes/`.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from dataclasses import asdict, dataclass
@@ -31,7 +32,8 @@ _ASKED = ("metric", "threshold", "steps", "reference")  # a stored result answer
 
 @dataclass(frozen=True)
 class Target:
-    """One episode to attribute: its condition, case key and recorded outcome."""
+    """One episode to attribute: its condition, case key and recorded outcome, its size,
+    its recorded model calls and their cost, and the digest of its file."""
 
     condition: str
     key: str
@@ -40,6 +42,13 @@ class Target:
     seats: int
     calls: int
     cost: float
+    digest: str = ""
+
+
+def recording_digest(run: RunDir, condition: str, key: str) -> str:
+    """Return the sha256 of an episode's file (a stored attribution answers for it only
+    while the file is the same)."""
+    return hashlib.sha256(run.episode_path(condition, key).read_bytes()).hexdigest()
 
 
 def result_path(run: Path, condition: str, key: str, folder: str = FOLDER) -> Path:
@@ -67,23 +76,33 @@ def targets(run: RunDir, q: Question, episodes: list[str] | None = None) -> list
             raise ConfigError(f"--reference {q.reference}: a {name} seat's references are "
                               f"{', '.join(['clean', *piece.references])}")
         suite = fam.get("suite")
+        metric = q.metric or piece.outcome
         for key in run.episode_keys(cond):
             if wanted is not None and (cond, key) not in wanted:
                 continue
             traj = run.load_episode(cond, key)
-            value = outcome_of(suite, q.metric or piece.outcome, traj)
-            if wanted is None and not failed(value, q):
-                continue
+            known = suite.metrics(traj)
+            if metric not in known:
+                raise ConfigError(f"--metric {metric}: a {name} episode has no such metric; "
+                                  f"choose from {', '.join(sorted(known))}")
+            value = outcome_of(suite, metric, traj)
+            if not failed(value, q):
+                if wanted is None:
+                    continue
+                raise ConfigError(f"episode {cond}/{key} did not fail ({metric} {value} is not "
+                                  f"below {q.threshold:g}): nothing to attribute")
             calls = [e for e in traj.events if isinstance(e, ModelCallEvent)]
             out.append(Target(cond, key, value, played_steps(traj), len(traj.header.team),
-                              len(calls), float(sum(e.cost for e in calls))))
+                              len(calls), float(sum(e.cost for e in calls)),
+                              recording_digest(run, cond, key)))
     return out
 
 
 def replays_at_most(t: Target, q: Question) -> int:
     """Return the most replays attributing `t` takes: the plain replay, then per seat the
-    replay from the first step and the search (log2 steps, or every step)."""
-    search = t.steps if q.steps == "all" else math.ceil(math.log2(max(t.steps, 1))) + 1
+    replay from the first step and the search over steps 0..T (log2, or every step)."""
+    asked = t.steps + 1  # steps 0..T, T the step the episode ended at
+    search = asked if q.steps == "all" else math.ceil(math.log2(asked)) + 1
     return 1 + t.seats * search
 
 
@@ -107,6 +126,7 @@ class EpisodeJob:
     key: str
     question: Question
     harness: Any = None
+    digest: str = ""
 
 
 def attribute_job(arg: EpisodeJob, ctx: JobContext) -> JobOutput:
@@ -114,45 +134,59 @@ def attribute_job(arg: EpisodeJob, ctx: JobContext) -> JobOutput:
     does not reproduce the recording: `refused` names the first differing step)."""
     run = RunDir.open(arg.run)
     recorded = run.load_episode(arg.condition, arg.key)
+    replayer = Replayer(run, arg.condition, arg.key, arg.harness)
     try:
-        result = attribute(Replayer(run, arg.condition, arg.key, arg.harness), recorded,
-                           arg.question)
+        result = attribute(replayer, recorded, arg.question)
     except ReplayMismatch as e:
         result = {"episode": recorded.header.episode_id, "refused": str(e),
                   "question": asdict(arg.question)}
-    result.update(condition=arg.condition, key=arg.key)
+    finally:
+        replayer.close()
+    result.update(condition=arg.condition, key=arg.key, recording_sha256=arg.digest)
     name = f"{arg.condition}/{arg.key}.json"
     return JobOutput(files={name: (json.dumps(result, indent=1) + "\n").encode()},
                      value=result)
 
 
-def _asked(path: Path) -> dict[str, Any] | None:
+def _answers(path: Path, q: Question, digest: str) -> bool:
+    """Return whether the result stored at `path` answers `q` about the recording whose
+    file has `digest` (a changed file, or another question, is attributed again)."""
     try:
-        return json.loads(path.read_text())["question"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
+        old = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return False
+    asked = asdict(q)
+    return (isinstance(old, dict) and old.get("recording_sha256") == digest
+            and isinstance(old.get("question"), dict)
+            and all(old["question"].get(k) == asked[k] for k in _ASKED))
+
+
+def pending(run: RunDir, ts: list[Target], q: Question, folder: str = FOLDER) -> list[Target]:
+    """Return the targets whose stored result does not answer `q` (what a run of
+    `attribute_run` will replay)."""
+    return [t for t in ts
+            if not _answers(result_path(run.path, t.condition, t.key, folder), q, t.digest)]
 
 
 def attribute_run(run: RunDir, ts: list[Target], q: Question, *, harness: Any = None,
                   executor: str = "local", workers: int = 1, folder: str = FOLDER
                   ) -> tuple[list[dict], list[str]]:
-    """Attribute `ts` (skipping those already attributed with the same question); return
-    (the targets' attributions, the one-line refusals of those whose replay differs). A
-    study that asks several questions of one run keeps each in its own `folder`."""
+    """Attribute `ts` (skipping those whose stored result answers the same question about
+    the same recording); return (the targets' attributions, each with `reused` where it was
+    stored before, and the one-line refusals of those whose replay differs). A study that
+    asks several questions of one run keeps each in its own `folder`."""
     root = Path(run.path) / folder
-    asked = {**asdict(q)}
-    jobs = []
-    for t in ts:
-        path = result_path(run.path, t.condition, t.key, folder)
-        old = _asked(path)
-        same = old is not None and all(old.get(k) == asked[k] for k in _ASKED)
-        jobs.append(Job(key=f"{t.condition}/{t.key}", done=f"{t.condition}/{t.key}.json",
-                        work=attribute_job, redo=not same,
-                        arg=EpisodeJob(str(run.path), t.condition, t.key, q, harness)))
+    todo = {(t.condition, t.key) for t in pending(run, ts, q, folder)}
+    jobs = [Job(key=f"{t.condition}/{t.key}", done=f"{t.condition}/{t.key}.json",
+                work=attribute_job, redo=(t.condition, t.key) in todo,
+                arg=EpisodeJob(str(run.path), t.condition, t.key, q, harness, t.digest))
+            for t in ts]
     run_jobs(root, jobs, executor=executor, workers=workers)
     wanted = {(t.condition, t.key) for t in ts}
     results = [r for r in read_results(run.path, folder)
                if (r.get("condition"), r.get("key")) in wanted]
+    for r in results:
+        r["reused"] = (r.get("condition"), r.get("key")) not in todo
     return ([r for r in results if "refused" not in r],
             [str(r["refused"]) for r in results if "refused" in r])
 

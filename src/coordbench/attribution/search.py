@@ -2,8 +2,9 @@
 rescues the episode.
 
 `rescues(s)` replays the episode with the seat taken over from step s. Taking it over from
-the first step (s = 0) decides whether the seat is responsible at all; taking it over at the
-episode's end changes nothing, so the episode stays failed there. `all` asks every step;
+the first step (s = 0) decides whether the seat is responsible at all. The step at which the
+episode ended is asked too (a team that stopped because it believed the work done decided
+to stop there); after it nothing is left to change. `all` asks every step;
 `binary` assumes that a seat taken over earlier rescues at least as often as later (what a
 failure that cannot be undone implies) and finds the boundary in log2(T) replays.
 """
@@ -18,7 +19,8 @@ STEPS = ("all", "binary")
 def decisive_step(rescues: Callable[[int], bool], steps: int, how: str = "binary"
                   ) -> int | None:
     """Return the last step in [0, `steps`) from which `rescues` holds (None: taking the
-    seat over from the first step does not rescue, so the seat is not responsible)."""
+    seat over from the first step does not rescue, so the seat is not responsible). An
+    episode that ended at step T has T + 1 steps to ask: 0..T."""
     if how not in STEPS:
         raise ValueError(f"how must be one of {STEPS}, not {how!r}")
     if steps <= 0 or not rescues(0):

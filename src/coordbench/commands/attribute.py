@@ -57,7 +57,13 @@ def attribute(
     Results are written beside the run's episodes, in RUN/attribution/ (resumable), and the
     run's report gains a "who and when" section."""
     from coordbench.attribution.episode import Question
-    from coordbench.attribution.run import attribute_run, check_question, estimate, targets
+    from coordbench.attribution.run import (
+        attribute_run,
+        check_question,
+        estimate,
+        pending,
+        targets,
+    )
     from coordbench.attribution.table import by_condition
     from coordbench.core.files import check_in_dir, check_range
     from coordbench.core.limits import MAX_WORKERS
@@ -78,8 +84,9 @@ def attribute(
         if as_json:
             emit_json([])
         return
-    est = estimate(todo, q)
-    harness = _harness(models, cache, cache_path) if est["calls"] else None
+    # what is asked again: episodes whose stored result answers this question are reused
+    est = estimate(pending(run, todo, q), q)
+    harness = _harness(models, cache, cache_path) if any(t.calls for t in todo) else None
     if est["calls"]:
         _ask(est, cost_limit, yes)
     results, refused = attribute_run(run, todo, q, harness=harness, executor=executor,
@@ -126,8 +133,9 @@ def _print(results: list[dict], table: dict) -> None:
     for r in results:
         who = ", ".join(f"{x['seat']} from step {x['step']} (blame {x['blame']:.2f})"
                         for x in r["responsible"]) or "no single seat rescues it"
-        out.print(f"{r['episode']}: {who}; {r['replays']} replays, {r['calls']} new calls",
-                  highlight=False, soft_wrap=True)
+        how = ("stored" if r.get("reused")
+               else f"{r['replays']} replays, {r['calls']} new calls")
+        out.print(f"{r['episode']}: {who}; {how}", highlight=False, soft_wrap=True)
     for cond, row in table.items():
         seats = "; ".join(
             f"{seat} {s['responsible']['mean']:.0%} (median step {s['step_median']:g})"

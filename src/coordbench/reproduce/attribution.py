@@ -205,7 +205,7 @@ def _counterfactual(run: RunDir, cases: list[Caused], reference: str | None = No
     taking seats over (None: each seat's default, `clean` for the injected rule seats),
     computed where missing (`RUN/attribution/`, or `RUN/attribution-REF/`; resumable)."""
     from coordbench.attribution.episode import Question
-    from coordbench.attribution.run import Target, attribute_run
+    from coordbench.attribution.run import Target, attribute_run, recording_digest
 
     out: dict[tuple[str, str], dict] = {}
     for c in cases:
@@ -214,7 +214,8 @@ def _counterfactual(run: RunDir, cases: list[Caused], reference: str | None = No
         threshold = c.clean_value - 1e-9 if c.family == "stat" else 1.0
         q = Question(metric=metric, threshold=threshold, reference=reference)
         t = Target(c.condition, c.key, 0.0, int(c.traj.end.t if c.traj.end else 0),
-                   len(c.traj.header.team), 0, 0.0)
+                   len(c.traj.header.team), 0, 0.0,
+                   recording_digest(run, c.condition, c.key))
         folder = "attribution" if reference is None else f"attribution-{reference}"
         results, _ = attribute_run(run, [t], q, folder=folder)
         if results:

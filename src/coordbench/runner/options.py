@@ -133,7 +133,8 @@ DIAL = Option("dial", str, None, flag="--dial", many=True, metavar="NAME=VALUE",
               commands=("run",),
               help="Make the rule minds fail (repeatable): perception, hallucination, "
                    "message_loss, protocol_violation (rates in [0, 1]), memory (steps "
-                   "remembered; 0: all), message_cost (tokens per message). Recorded in each "
+                   "remembered; 0: all), message_cost (tokens per message), fail_at (one "
+                   "failure at this step; per seat: rule:fail_at=T). Recorded in each "
                    "header's params.")
 TEAM_HELP = ("Who sits in the other seats, as --team elsewhere (the person's seat is human; "
              "default: rule minds), e.g. agent_0=human,agent_1=llm:A.")

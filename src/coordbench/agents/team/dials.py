@@ -87,8 +87,12 @@ class Dials:
         return bool(self.used())
 
     def as_dict(self) -> dict[str, Any]:
-        """Return every dial by name (the header's `params["dials"]`)."""
-        return asdict(self)
+        """Return every dial by name (the header's `params["dials"]`); the one-shot step
+        only where it is set, so a record made before it existed compares equal."""
+        out = asdict(self)
+        if out["fail_at"] is None:
+            del out["fail_at"]
+        return out
 
     def label(self) -> str:
         """Return the set dials as a short name part (e.g. `perception0.1-memory8`), '' if
@@ -132,7 +136,7 @@ def restricted(dials: Dials | None, allowed: Sequence[str]) -> Dials | None:
     if dials is None:
         return None
     return Dials(**{k: (v if k in allowed else None if k in STEPS else type(v)(0))
-                    for k, v in dials.as_dict().items()})
+                    for k, v in dials.as_dict().items()})  # an unset step is left out
 
 
 def parse_dials(items: Sequence[str] | None) -> Dials | None:
