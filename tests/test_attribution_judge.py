@@ -14,9 +14,9 @@ from coordbench.attribution.baselines import (
     family_of,
     last_agent,
     log_entries,
-    played_steps,
     random_guess,
     seats_of,
+    step_numbers,
     steps_of,
     timeline,
 )
@@ -120,7 +120,7 @@ def physical(skills: bool = True) -> Trajectory:
 def test_household_baselines_and_log():
     tr = household()
     assert family_of(tr) == "household"
-    assert (steps_of(tr), seats_of(tr), played_steps(tr)) == (5, 3, [0, 1, 2, 3, 4])
+    assert (steps_of(tr), seats_of(tr), step_numbers(tr)) == (5, 3, [0, 1, 2, 3, 4])
     # step 4 is all waiting and done; at step 3 agent_1's reply failed, agent_2 opened
     assert last_agent(tr) == Guess(2, 3)
     lines = timeline(tr)
@@ -192,10 +192,10 @@ def test_baselines_on_a_real_household_episode():
     assert len(lines) == sum(len(e.actions) for e in steps) + n_messages + 1
     assert all(re.match(r"step \d+, agent_[01]( ->|:) ", line) for line in lines[:-1])
     seat, step = last_agent(tr).seat, last_agent(tr).step
-    assert step in played_steps(tr) and seat in (0, 1)
+    assert step in step_numbers(tr) and seat in (0, 1)
     acted = [a for a in steps[step].actions if a.agent == seat]
     assert acted and acted[0].action not in ("wait", "done", "receive", "none")
-    assert random_guess(tr, 0).step in played_steps(tr)
+    assert random_guess(tr, 0).step in step_numbers(tr)
 
 
 # -- the parsers ------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ from coordbench.core.trajectory import (
     StatStepEvent,
     Trajectory,
 )
+from coordbench.envs.stat.config import EXECUTE, IDLE, MOVE, SELECT0
 
 # household-engine actions that change nothing by themselves: waiting, declaring the task
 # done, a reply that named no action ("none", recorded as a protocol failure), and receive,
@@ -79,7 +80,7 @@ def _name(traj: Trajectory, seat: int) -> str:
     return team[seat].id if 0 <= seat < len(team) else f"agent_{seat}"
 
 
-def played_steps(traj: Trajectory) -> list[int]:
+def step_numbers(traj: Trajectory) -> list[int]:
     """Return the steps the team played, in order: the `t` of every household or STAT step
     event; for a physical episode every control step from 0 to the last one recorded."""
     fam = family_of(traj)
@@ -95,7 +96,7 @@ def played_steps(traj: Trajectory) -> list[int]:
 
 def steps_of(traj: Trajectory) -> int:
     """Return the number of team steps played (control steps for a physical episode)."""
-    return len(played_steps(traj))
+    return len(step_numbers(traj))
 
 
 def random_guess(traj: Trajectory, seed: int) -> Guess:
@@ -104,7 +105,7 @@ def random_guess(traj: Trajectory, seed: int) -> Guess:
     # the episode id enters the seed so one seed gives independent draws across episodes
     digest = hashlib.sha256(f"{seed}/{traj.header.episode_id}".encode()).digest()
     rng = np.random.default_rng(int.from_bytes(digest[:8], "big"))
-    n, steps = seats_of(traj), played_steps(traj)
+    n, steps = seats_of(traj), step_numbers(traj)
     seat = int(rng.integers(n)) if n else None
     step = steps[int(rng.integers(len(steps)))] if steps else None
     return Guess(seat, step)
@@ -147,7 +148,7 @@ def last_agent(traj: Trajectory) -> Guess:
     coupling = [e for e in traj.steps(PhysicalCouplingEvent) if e.robots]
     if coupling:
         return Guess(max(coupling[-1].robots), coupling[-1].t)
-    steps = played_steps(traj)
+    steps = step_numbers(traj)
     if steps and seats_of(traj):
         return Guess(seats_of(traj) - 1, steps[-1])
     return Guess(None, None)
@@ -175,7 +176,8 @@ def _household_line(traj: Trajectory, t: int, a: ActionRecord) -> str:
 
 def stat_label(action: int) -> str:
     """Return a STAT action's text: idle, move, execute or select(task=j)."""
-    return {0: "idle", 1: "move", 2: "execute"}.get(action, f"select(task={action - 3})")
+    return {IDLE: "idle", MOVE: "move", EXECUTE: "execute"}.get(
+        action, f"select(task={action - SELECT0})")
 
 
 def _stat_lines(traj: Trajectory, e: StatStepEvent) -> list[str]:

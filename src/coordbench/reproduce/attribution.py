@@ -207,19 +207,22 @@ def _counterfactual(run: RunDir, cases: list[Caused], reference: str | None = No
     from coordbench.attribution.episode import Question
     from coordbench.attribution.run import Target, attribute_run, recording_digest
 
-    out: dict[tuple[str, str], dict] = {}
+    folder = "attribution" if reference is None else f"attribution-{reference}"
+    # one job run per question (STAT's threshold is each episode's clean twin's), not per
+    # episode: each run reads the stored results back once
+    asked: dict[Question, list[Target]] = {}
     for c in cases:
         metric = "throughput" if c.family == "stat" else None
         # a STAT team underperforms where it is slower than its clean twin
         threshold = c.clean_value - 1e-9 if c.family == "stat" else 1.0
         q = Question(metric=metric, threshold=threshold, reference=reference)
-        t = Target(c.condition, c.key, 0.0, int(c.traj.end.t if c.traj.end else 0),
-                   len(c.traj.header.team), 0, 0.0,
-                   recording_digest(run, c.condition, c.key))
-        folder = "attribution" if reference is None else f"attribution-{reference}"
-        results, _ = attribute_run(run, [t], q, folder=folder)
-        if results:
-            out[(c.condition, c.key)] = results[0]
+        asked.setdefault(q, []).append(Target(
+            c.condition, c.key, 0.0, int(c.traj.end.t if c.traj.end else 0),
+            len(c.traj.header.team), 0, 0.0, recording_digest(run, c.condition, c.key)))
+    out: dict[tuple[str, str], dict] = {}
+    for q, ts in asked.items():
+        results, _ = attribute_run(run, ts, q, folder=folder)
+        out.update({(r["condition"], r["key"]): r for r in results})
     return out
 
 
