@@ -21,13 +21,13 @@ too long for the model's context, say) is an unanswered call.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
 from coordbench.core.trajectory import Trajectory
 from coordbench.errors import ConfigError
 from coordbench.llm.client import ModelHarness
+from coordbench.llm.parse import extract_json
 
 from .baselines import Guess, LogLine, family_of, goal_of, log_entries, seat_names
 
@@ -102,16 +102,13 @@ def _clean(reply: str) -> str:
 
 
 def _json_object(text: str) -> dict[str, Any] | None:
-    """Return the first JSON object in `text` with its keys reduced to lower-case letters
-    ("Agent Name" -> "agentname"), or None."""
-    for match in re.finditer(r"\{[^{}]*\}", text):
-        try:
-            obj = json.loads(match.group(0))
-        except ValueError:
-            continue
-        if isinstance(obj, dict):
-            return {re.sub(r"[^a-z]", "", str(k).lower()): v for k, v in obj.items()}
-    return None
+    """Return the first JSON object in `text` (found as every model reply is read,
+    `llm.parse.extract_json`) with its keys reduced to lower-case letters ("Agent Name" ->
+    "agentname"), or None."""
+    obj, _ = extract_json(text)
+    if not isinstance(obj, dict):
+        return None
+    return {re.sub(r"[^a-z]", "", str(k).lower()): v for k, v in obj.items()}
 
 
 def seat_of(value: Any, names: list[str]) -> int | None:
