@@ -218,6 +218,43 @@ def test_g1_carry_teams_lift_carry_and_place_by_the_bar_handles(task, monkeypatc
     assert trajs[0].header.params["n_robots"] == (3 if task == "BigTable" else 2)
 
 
+def test_g1_move_house_opens_the_door_by_its_bar_and_carries_the_table_through(monkeypatch):
+    from coordbench.agents.physical.expert import ExpertPolicy
+    from coordbench.core.trajectory import PhysicalPhaseEvent
+    from coordbench.envs.physical.embodiment import make_env
+    from coordbench.envs.physical.tasks.move_house import OPEN, door_angle
+    from coordbench.suites.physical.episode import run
+
+    monkeypatch.setenv(g1.ENV_VAR, str(UNITREE))
+    (t,), _ = run("MoveHouse", ExpertPolicy(0.0), [2], embodiment="g1", poses=False)
+    assert t.end.success and t.header.params["n_robots"] == 3
+    assert [e.phase for e in t.steps(PhysicalPhaseEvent)] == [1, 2, 3]
+    env = make_env("MoveHouse", "g1", UNITREE)
+    env.reset(2)
+    assert door_angle(env.sense(0).extras[0]) < 0.01 < OPEN  # closed at the start
+    bodies = [env.model.body(env.model.geom_bodyid[g]).name for g in range(env.model.ngeom)]
+    # the opener holds with its right hand alone (fingers, then palm or thumb); a carrier
+    # with both hands
+    opener = env._touch_groups(bodies, "robot0/", 0)
+    assert all("right" in bodies[g] for grp in opener for g in grp)
+    carrier = env._touch_groups(bodies, "robot1/", 1)
+    assert {("left" in bodies[g]) for g in carrier[0]} == {True}
+    assert {("right" in bodies[g]) for g in carrier[1]} == {True}
+
+
+def test_g1_cart_service_pushes_the_trolley_by_its_bar_then_serves_the_basket(monkeypatch):
+    from coordbench.agents.physical.expert import ExpertPolicy
+    from coordbench.core.trajectory import PhysicalPhaseEvent
+    from coordbench.suites.physical.episode import run
+
+    monkeypatch.setenv(g1.ENV_VAR, str(UNITREE))
+    (t,), _ = run("CartService", ExpertPolicy(0.0), [3], embodiment="g1", poses=False)
+    assert t.end.success
+    # parked, then lifted off the deck, then set down on the table
+    steps = [(e.phase, e.t) for e in t.steps(PhysicalPhaseEvent)]
+    assert [p for p, _ in steps] == [1, 2, 3] and steps[0][1] < steps[1][1] < steps[2][1]
+
+
 def test_g1_handover_passes_the_basket_hand_to_hand_by_its_bar(monkeypatch):
     from coordbench.agents.physical.expert import ExpertPolicy
     from coordbench.suites.physical.episode import run

@@ -64,6 +64,10 @@ STAGES: dict[str, tuple[str, ...]] = {
     "Sweeper": ("reach", "wait", "sweep", "retreat"),
     "Pusher": ("reach", "grasp", "push", "release", "retreat"),
     "DoorOpener": ("reach", "grasp", "open"),
+    "G1DoorOpener": ("reach", "over", "place", "grasp", "regrasp", "open"),
+    "G1Pusher": ("reach", "over", "place", "grasp", "regrasp", "push", "release", "retreat"),
+    "G1Server": ("await", "reach", "over", "place", "grasp", "regrasp", "lift", "carry",
+                 "lower", "release", "retreat"),
 }
 
 # what a skill does, for the prompt (by skill name; `_OWN` where an expert's stage differs)
@@ -100,6 +104,17 @@ _OWN = {
                                 "to reach)",
     ("G1CarryExpert", "lift"): "raise both hands to lift what you hold",
     ("G1CarryExpert", "release"): "open the fingers and raise the hands off the handle",
+    ("G1DoorOpener", "grasp"): _PINCH,
+    ("G1DoorOpener", "open"): "walk the door's bar along its arc, turning with the door, "
+                              "until it is open, and hold it there",
+    ("G1Pusher", "grasp"): _PINCH,
+    ("G1Pusher", "release"): _UNPINCH,
+    ("G1Server", "await"): "wait, hand at rest, until the trolley is parked",
+    ("G1Server", "grasp"): _PINCH,
+    ("G1Server", "lift"): "raise the hand to lift the basket off the trolley",
+    ("G1Server", "carry"): "step until the basket hangs over the table's goal",
+    ("G1Server", "lower"): "lower the hand until the basket stands on the table",
+    ("G1Server", "release"): _UNPINCH,
     ("G1Giver", "grasp"): _PINCH,
     ("G1Giver", "lift"): "raise the hand to lift the basket off its stand",
     ("G1Giver", "offer"): "step forward until the basket hangs over the middle; let go once "

@@ -60,17 +60,18 @@ class G1Env(PhysicalEnv):
         bodies = [m.body(m.geom_bodyid[g]).name for g in range(m.ngeom)]
         self.robot_geoms = [np.array([g for g in range(m.ngeom) if bodies[g].startswith(p)])
                             for p in pre]
-        self._index([self._touch_groups(bodies, p) for p in pre])
+        self._index([self._touch_groups(bodies, p, i) for i, p in enumerate(pre)])
         self.action_low, self.action_high = action_bounds(m, pre[0])
 
-    def _touch_groups(self, bodies: list[str], prefix: str) -> list[list[int]]:
-        """Return the robot's two touch groups: its two hands (a G1 holds what both its
-        hands touch), or for a task held in one hand (`g1_hands`), that hand's fingers and
-        the rest of that hand (palm, thumb)."""
+    def _touch_groups(self, bodies: list[str], prefix: str, i: int = 0) -> list[list[int]]:
+        """Return robot i's two touch groups: its two hands (a G1 holds what both its
+        hands touch), or for a robot that holds in one hand (the task's `g1_hands`, or
+        `g1_hands_of(i)`), that hand's fingers and the rest of that hand (palm, thumb)."""
         def hand(side: str) -> list[int]:
             return [g for g, body in enumerate(bodies) if body.startswith(prefix + side)
                     and self.model.geom_contype[g] and g1.is_hand(body[len(prefix):])]
-        sides = getattr(self.task, "g1_hands", ("left", "right"))
+        of = getattr(self.task, "g1_hands_of", None)
+        sides = of(i) if of else getattr(self.task, "g1_hands", ("left", "right"))
         if len(sides) == 2:
             return [hand(side) for side in sides]
         geoms = hand(sides[0])

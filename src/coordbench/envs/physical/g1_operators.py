@@ -33,6 +33,10 @@ PALMS_FORWARD = np.eye(3)  # wrist frames along the robot's: fingers forward, pa
 PALMS_DOWN = {"left": np.array([[1.0, 0, 0], [0, 0, -1], [0, 1, 0]]),
               "right": np.array([[1.0, 0, 0], [0, 0, 1], [0, -1, 0]])}
 REST = {"left": (0.20, 0.22, 0.88), "right": (0.20, -0.22, 0.88)}  # palms out of the way
+# a one-hand pinch's palm over a bar that cannot rise (a door's, a trolley's): a light
+# basket's bar rises into the curled fingers as the thumb closes, these cannot, so the palm
+# sits lower (on the door's bar the grasp held with the palm 0.4 to 1.6 cm over it)
+FIXED_BAR_ABOVE = 0.01
 _IK: dict[tuple[str, str], ArmIK] = {}
 
 
@@ -106,6 +110,7 @@ class G1CarryExpert(G1Operator):
     above = 0.022  # the palm's surface just clear of the bar (m)
     lift_by = 0.12  # how far the palms rise to lift (m)
     bar_height = 0.10  # the bar above the object's body origin (the task's)
+    arrive = 0.03  # the object this near the goal ends the carry (m)
 
     def __init__(self, rng: np.random.Generator, noise: float, model_path: Path,
                  carry_speed: float = 0.3) -> None:
@@ -176,7 +181,7 @@ class G1CarryExpert(G1Operator):
         elif self.stage == "carry":
             vx, vy, wz, turned = self._carry(s, dt, ey)
             self._hands(self.bar)
-            if np.linalg.norm(s.goal[:2] - s.obj_pos[:2]) < 0.03 and turned and \
+            if np.linalg.norm(s.goal[:2] - s.obj_pos[:2]) < self.arrive and turned and \
                     self._ready(0.5):
                 self._go("lower")
         elif self.stage == "lower":
@@ -247,7 +252,7 @@ class G1HookOperator(G1Operator):
     thumb_last = True
     side = -0.07  # the grasp point's place across the robot: in front of the right shoulder
     behind = 0.045
-    above = 0.03
+    above = 0.012
     clear = 0.12  # the palm this far higher while it moves over the bar
 
     def __init__(self, rng: np.random.Generator, noise: float, model_path: Path) -> None:
@@ -315,6 +320,26 @@ class G1HookOperator(G1Operator):
             if self.t_stage > 0.8:
                 self._go("reach")
         return vx, vy, wz
+
+    def _set_down(self, s: Sensing, dt: float) -> tuple[float, float, float]:
+        """Run carry (the base steps until the held load hangs over the goal) and lower
+        (the hand sinks until the load stands, then release); return the base velocity."""
+        vx = vy = wz = 0.0
+        self._palm(self.bar)
+        if self.stage == "carry":
+            err = s.to_robot(s.goal)[:2] - s.to_robot(s.obj_pos)[:2]
+            vx, vy = self._toward(np.clip(1.0 * err, -0.15, 0.15), dt)
+            wz = self._heading(s)
+            if np.abs(err).max() < 0.01 and np.abs(self.v).max() < 0.02 and \
+                    self._ready(0.5):
+                self.v[:] = 0.0
+                self._go("lower")
+        elif self.stage == "lower":
+            if s.obj_lift > 0.003:
+                self.rise -= 0.08 * self.speed * dt
+            if s.obj_lift <= 0.003 and self._ready(0.3):
+                self._go("release")
+        return float(vx), float(vy), wz
 
     def _let_go(self, dt: float) -> float:
         """Run release (the fingers open, the palm rises) and retreat; return vx."""
@@ -413,20 +438,165 @@ class G1Taker(G1HookOperator):
             free = np.linalg.norm(s.partner_hands[0] - s.handle) > 0.15
             if free and self._ready(0.3):
                 self._go("carry")
-        elif self.stage == "carry":  # the basket over the pad: the base steps back
+        elif self.stage in ("carry", "lower"):  # the basket over the pad, then down
+            vx, vy, wz = self._set_down(s, dt)
+        vx += self._let_go(dt)
+        return self.out(vx, vy, wz)
+
+
+class G1DoorOpener(G1HookOperator):
+    """MoveHouse's door opener: reach -> over -> place -> grasp (the door's bar handle, as
+    a one-hand hook) -> open: the base walks the bar along its arc about the hinge and turns
+    with the leaf, so the hand keeps the grip it closed, until the door is open; then holds
+    it there."""
+
+    rate = 0.35  # rad/s the door is opened at
+    above = FIXED_BAR_ABOVE
+
+    def __init__(self, rng: np.random.Generator, noise: float, model_path: Path,
+                 hinge: np.ndarray, open_at: float, open_to: float) -> None:
+        super().__init__(rng, noise, model_path)
+        self.hinge, self.open_at, self.open_to = np.asarray(hinge, dtype=float), open_at, \
+            open_to
+        self.theta_t = 0.0
+        self.rel: tuple[np.ndarray, float] | None = None  # the base in the leaf's frame
+
+    def _go(self, stage: str) -> None:
+        if stage == "regrasp":  # a missed grasp: the operator corrects its height offset
+            self.dz *= 0.3
+        super()._go(stage)
+
+    def resume(self, s: Sensing) -> None:
+        self.bar = s.to_robot(s.handle)
+        self.grip["right"] = 1.0 if s.holding else 0.0
+        self.stage = "open" if s.holding else "reach"
+        self.rel = None
+        self.t_stage = 0.0
+
+    def act(self, s: Sensing, dt: float) -> np.ndarray:
+        """Return this robot's 34-D action."""
+        from .tasks.move_house import door_angle, rot
+
+        self.t_stage += dt
+        h = s.to_robot(s.handle)
+        vx, vy, wz = self._grasp_stages(s, h, "open")
+        if self.stage == "open":
             self._palm(self.bar)
-            err = s.to_robot(s.goal)[:2] - s.to_robot(s.obj_pos)[:2]
-            vx, vy = self._toward(np.clip(1.0 * err, -0.15, 0.15), dt)
+            theta = door_angle(s.extras[0])
+            if self.rel is None:  # the base's pose in the leaf's frame, as grasped
+                self.theta_t = theta
+                self.rel = rot(-theta, s.base_xy - self.hinge), s.yaw + theta
+            # the planned angle leads the door's by at most 0.15 rad: a door that lags
+            # (its closer, a slipping grip) is waited for, not dragged
+            self.theta_t = min(self.open_to, self.theta_t + self.rate * self.speed * dt,
+                               theta + 0.15)
+            p, yaw = self.rel
+            want = self.hinge + rot(self.theta_t, p)
+            v = np.clip(3.0 * (want - s.base_xy), -0.4, 0.4)
+            c, sn = math.cos(s.yaw), math.sin(s.yaw)
+            vx, vy = c * v[0] + sn * v[1], -sn * v[0] + c * v[1]
+            wz = float(np.clip(3.0 * wrap(yaw - self.theta_t - s.yaw), -0.8, 0.8))
+        return self.out(vx, vy, wz)
+
+
+class G1DoorwayCarrier(G1CarryExpert):
+    """The G1 carry expert, but it waits with the table lifted until it sees the door
+    open (`open_at` rad about `hinge`)."""
+
+    open_at = 1.45
+    # the table's feet go onto 10 cm marks: a noisy partner's late lowering drags the
+    # table a few centimetres
+    arrive = 0.015
+
+    def act(self, s: Sensing, dt: float) -> np.ndarray:
+        """Return this robot's 34-D action."""
+        from .tasks.move_house import door_angle
+
+        if self.stage == "carry" and door_angle(s.extras[0]) < self.open_at:
+            self.t_stage = 0.0
+            self.v[:] = 0.0
+            self._hands(self.bar)
+            return self.out(0.0, 0.0, 0.0)
+        return super().act(s, dt)
+
+
+class G1Pusher(G1HookOperator):
+    """CartService's pusher: reach -> over -> place -> grasp (the trolley's push bar, a
+    one-hand pinch) -> push (the base walks the trolley to the parking mark) -> release ->
+    retreat."""
+
+    above = FIXED_BAR_ABOVE
+    thumb_last = False
+    push_speed = 0.25  # m/s
+
+    def resume(self, s: Sensing) -> None:
+        self.bar = s.to_robot(s.handle)
+        parked = np.linalg.norm(s.goal[:2] - s.extras[0][:2]) < 0.05
+        self.grip["right"] = 1.0 if s.holding else 0.0
+        self.stage = ("release" if parked else "push") if s.holding else (
+            "retreat" if parked else "reach")
+        self.t_stage = 0.0
+
+    def act(self, s: Sensing, dt: float) -> np.ndarray:
+        """Return this robot's 34-D action."""
+        self.t_stage += dt
+        h = s.to_robot(s.handle)
+        vx, vy, wz = self._grasp_stages(s, h, "push")
+        if self.stage == "push":
+            self._palm(self.bar)
+            err = s.goal[:2] - s.extras[0][:2]  # the trolley to its mark (world)
+            cap = self.push_speed * self.speed
+            w = np.clip(1.0 * err, -cap, cap)
+            c, sn = math.cos(s.yaw), math.sin(s.yaw)
+            vx, vy = self._toward(np.array([c * w[0] + sn * w[1], -sn * w[0] + c * w[1]]), dt)
             wz = self._heading(s)
-            if np.abs(err).max() < 0.01 and np.abs(self.v).max() < 0.02 and \
-                    self._ready(0.5):
+            if np.linalg.norm(err) < 0.02 and self._ready(0.5):
                 self.v[:] = 0.0
-                self._go("lower")
-        elif self.stage == "lower":
-            self._palm(self.bar)
-            if s.obj_lift > 0.003:
-                self.rise -= 0.08 * self.speed * dt
-            if s.obj_lift <= 0.003 and self._ready(0.3):
                 self._go("release")
+        vx += self._let_go(dt)
+        return self.out(vx, vy, wz)
+
+
+class G1Server(G1HookOperator):
+    """CartService's server: await (the trolley parked) -> reach -> over -> place -> grasp
+    (the basket's bar, a one-hand pinch) -> lift -> carry (the base steps until the basket
+    hangs over the table's goal) -> lower -> release -> retreat."""
+
+    lift_by = 0.14
+    parked_at = np.zeros(2)  # the trolley's parking mark (the task's)
+
+    def __init__(self, rng: np.random.Generator, noise: float, model_path: Path) -> None:
+        super().__init__(rng, noise, model_path)
+        self.stage = "await"
+
+    def resume(self, s: Sensing) -> None:
+        self.bar = s.to_robot(s.handle)
+        if s.holding:
+            self.grip["right"] = 1.0
+            self.rise = max(0.0, s.obj_lift)
+            self.bar[2] -= self.rise
+            self.stage = "carry" if s.obj_lift > 0.10 else "lift"
+        else:
+            self.stage = "await"
+        self.t_stage = 0.0
+
+    def act(self, s: Sensing, dt: float) -> np.ndarray:
+        """Return this robot's 34-D action."""
+        self.t_stage += dt
+        h = s.to_robot(s.handle)
+        vx = vy = wz = 0.0
+        if self.stage == "await":
+            parked = np.linalg.norm(s.extras[0][:2] - self.parked_at) < 0.03
+            if parked and self._ready(0.3):
+                self._go("reach")
+        else:
+            vx, vy, wz = self._grasp_stages(s, h, "lift")
+        if self.stage == "lift":
+            self.rise = min(self.lift_by, self.rise + 0.15 * self.speed * dt)
+            self._palm(self.bar)
+            if self.rise >= self.lift_by and s.obj_lift > 0.10 and self._ready(0.3):
+                self._go("carry")
+        elif self.stage in ("carry", "lower"):
+            vx, vy, wz = self._set_down(s, dt)
         vx += self._let_go(dt)
         return self.out(vx, vy, wz)

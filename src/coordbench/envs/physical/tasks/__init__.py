@@ -6,11 +6,11 @@ from coordbench.errors import ConfigError
 
 from .base import Phase, Task
 from .carry import BigTable, BigTableG1, CoCarry, CoCarryG1, TableAlign, TableAlignG1
-from .cart_service import CartService
+from .cart_service import CartService, CartServiceG1
 from .co_pouring import CoPouring
 from .frame_hang import FrameHang
 from .handover import Handover, HandoverG1
-from .move_house import MoveHouse
+from .move_house import MoveHouse, MoveHouseG1
 from .pouring import Pouring
 from .trash_collection import TrashCollection
 
@@ -21,7 +21,8 @@ TASKS = {cls().name: cls for cls in (Handover, Pouring, FrameHang, CoPouring, Tr
 
 
 # the tasks the G1 humanoids play so far (the same names, phases and criteria)
-G1_TASKS = {cls().name: cls for cls in (HandoverG1, CoCarryG1, TableAlignG1, BigTableG1)}
+G1_TASKS = {cls().name: cls for cls in (HandoverG1, CartServiceG1, CoCarryG1, TableAlignG1,
+                                        MoveHouseG1, BigTableG1)}
 EMBODIMENTS = ("cobot", "g1")
 
 

@@ -186,3 +186,86 @@ class DoorwayCarrier(CarryExpert):
             self.t_stage = 0.0
             return np.array([0.0, 0.0, 0.0, self.lift, self.arm[0], self.arm[1], 0.0, 0.0, 1.0])
         return super().act(s, dt)
+
+
+# -- the G1 version ------------------------------------------------------------------------------
+G1_LEAF = 0.49  # the G1 door's leaf spans the whole doorway: half its 0.98 m width
+G1_BAR = np.array([-0.22, -0.80])  # the door's bar handle's middle, in the leaf's frame
+G1_BAR_Z = 0.90  # the bar's height: a G1's palm height
+G1_TABLE_X0 = -2.8  # the table starts here: the opener's arc misses the front carrier
+
+
+def g1_door_xml() -> str:
+    """Return the G1 door: a hinged leaf closing the whole doorway, its closer as the
+    CoBot's, and a horizontal bar handle across it near its free edge, 22 cm off the leaf on
+    posts (a hand hooks its fingers over and in front of the bar and pulls)."""
+    bx, by = G1_BAR
+    bar = f"{bx} {by - 0.10} {G1_BAR_Z} {bx} {by + 0.10} {G1_BAR_Z}"
+    half = -bx / 2 - 0.02  # the posts reach from the leaf's face to the bar
+    posts = "".join(f'<geom type="box" size="{half:.3f} 0.01 0.01" pos="{bx / 2 - 0.02:.3f} '
+                    f'{by + e * 0.09:.3f} {G1_BAR_Z}" mass="0.05" rgba=".8 .8 .8 1"/>'
+                    for e in (-1, 1))
+    return (f'<body name="door" pos="{HINGE[0]} {HINGE[1]} 0">'
+            '<joint name="door" type="hinge" axis="0 0 -1" range="0 1.8" limited="true" '
+            'stiffness="2" springref="-0.6" damping="3" frictionloss="6"/>'
+            f'<geom name="leaf" type="box" size="0.02 {G1_LEAF} 0.93" pos="-0.02 {-G1_LEAF} '
+            '0.95" mass="8" rgba=".55 .35 .2 1"/>'
+            f'<geom name="door_bar" type="capsule" size="0.015" fromto="{bar}" mass="0.1" '
+            'rgba=".8 .8 .8 1" friction="1.5 0.02 0.002" condim="4"/>' + posts
+            + f'<site name="door_grip" pos="{bx} {by} {G1_BAR_Z}" size="0.01"/>'
+            f'<body name="door_edge" pos="0 {-2 * G1_LEAF} 0.95"/></body>')
+
+
+class MoveHouseG1(MoveHouse):
+    """MoveHouse on G1s: robot 0 hooks its right hand over the door's bar handle and walks
+    the door open along its arc, turning with the leaf; robots 1 and 2 carry a
+    counter-height table by its end bars (both hands each) through the doorway onto its
+    marks. The same phases and criteria as the CoBot's."""
+
+    g1_standoff = 0.36  # a carrier's pelvis to its bar (m)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embodiment = "g1"
+        self.limit = 2000  # a humanoid carries at 0.3 m/s (the CoBot at 0.45)
+        self.demo_perturb = 0.25
+        self.adaptation = (
+            "A 0.98 m hinged door with a closer spring and a horizontal bar handle near its "
+            "free edge (no latch); the opener hooks its right hand's fingers over the bar, "
+            "thumb behind, and walks the door open along its arc, turning its base with the "
+            "leaf. The 1.0 x 0.4 m, 3.6 kg table (top at 0.84 m) is carried 4.6 m end first "
+            "through the doorway by a bar handle over each end, each carrier with both "
+            "hands.")
+        from .carry import bar_handles, table_geoms
+
+        self.body_geoms = table_geoms(0.84) + bar_handles(self.handle_dirs, 0.58, 0.03, 0.08)
+        self.r_handle, self.handle_z, self.obj_z = 0.58, 0.03, 0.84
+        self.obj_xy = (G1_TABLE_X0, 0.0)
+
+    def g1_hands_of(self, i: int) -> tuple[str, ...]:
+        """Return the hands robot i holds with: the opener its right, a carrier both."""
+        return ("right",) if i == 0 else ("left", "right")
+
+    def xml(self) -> str:
+        from ..scene import world_xml
+
+        x0 = G1_TABLE_X0
+        obj = (f'<body name="object" pos="{x0} 0 {self.obj_z}"><freejoint name="object"/>'
+               f'{self.body_geoms}</body>')
+        statics = ('<geom name="goal" type="cylinder" size="0.15 0.001" pos="0 0 0.001" '
+                   'rgba="0 1 0 .4" contype="0" conaffinity="0"/>' + self.scene_statics)
+        bar = HINGE + G1_BAR
+        r = self.r_handle + self.g1_standoff + 0.2  # a step back: the hands start clear
+        robots = [(bar[0] - 0.40 - 0.25, bar[1] + 0.07, 0.0),
+                  (x0 + r, 0.0, math.pi), (x0 - r, 0.0, 0.0)]
+        return world_xml(self.name, robots, obj + g1_door_xml(), statics=statics,
+                         embodiment="g1")
+
+    def expert(self, env, i: int, rng: np.random.Generator, noise: float):
+        from ..g1_operators import G1DoorOpener, G1DoorwayCarrier
+
+        if i == 0:
+            return G1DoorOpener(rng, noise, env.model_path, HINGE, OPEN, OPEN_TO)
+        ex = G1DoorwayCarrier(rng, noise, env.model_path)
+        ex.standoff, ex.bar_height, ex.open_at = self.g1_standoff, self.handle_z, OPEN
+        return ex
