@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .door import door_angle, rot
 from .env import Sensing
 from .g1 import HAND, UPPER_JOINTS
 from .g1_ik import ArmIK
@@ -475,8 +476,6 @@ class G1DoorOpener(G1HookOperator):
 
     def act(self, s: Sensing, dt: float) -> np.ndarray:
         """Return this robot's 34-D action."""
-        from .tasks.move_house import door_angle, rot
-
         self.t_stage += dt
         h = s.to_robot(s.handle)
         vx, vy, wz = self._grasp_stages(s, h, "open")
@@ -510,8 +509,6 @@ class G1DoorwayCarrier(G1CarryExpert):
 
     def act(self, s: Sensing, dt: float) -> np.ndarray:
         """Return this robot's 34-D action."""
-        from .tasks.move_house import door_angle
-
         if self.stage == "carry" and door_angle(s.extras[0]) < self.open_at:
             self.t_stage = 0.0
             self.v[:] = 0.0

@@ -10,32 +10,17 @@ import math
 
 import numpy as np
 
+from ..door import HINGE, OPEN, OPEN_TO, door_angle, rot
 from ..env import Sensing
 from ..operators import ArmOperator, CarryExpert
 from ..scene import CONTROL_DT
 from .base import Phase
 from .carry import TABLE_GEOMS, CarryTask
 
-HINGE = np.array([0.0, 0.5])  # the door's hinge; the wall is the plane x = 0
 LEAF = 0.49  # door leaf width (it closes the doorway y in [-0.5, 0.5])
 BAR = np.array([-0.10, -0.85])  # door handle bar, in the leaf's frame (from the hinge)
-OPEN = 1.45  # rad, how far the door must be open
-OPEN_TO = 1.55  # the leaf meets the wall at about 1.57
 FEET = ((0.46, 0.16), (0.46, -0.16), (-0.46, 0.16), (-0.46, -0.16))
 TABLE_X0 = -2.95  # the table starts here, far enough that the door's sweep misses the carriers
-
-
-def rot(theta: float, p: np.ndarray) -> np.ndarray:
-    """Return 2-D vector p turned by the door's opening angle theta (clockwise seen from
-    above: the door opens toward -x)."""
-    c, s = math.cos(theta), math.sin(theta)
-    return np.array([c * p[0] + s * p[1], -s * p[0] + c * p[1]])
-
-
-def door_angle(edge: np.ndarray) -> float:
-    """Return the door's opening angle from where its free edge is (world)."""
-    d = edge[:2] - HINGE
-    return math.atan2(-d[0], -d[1])
 
 
 class MoveHouse(CarryTask):
