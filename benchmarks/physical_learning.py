@@ -18,7 +18,10 @@ Methods (every one on state observations, local scope, one network per robot unl
          ACT's temporal ensemble (weight exp(-0.1 i) from the oldest prediction).
 - joint: the multi-agent baseline: one centralized network over both/all robots'
          observations predicting every robot's chunk, temporally ensembled as chunk.
-- act:   the ACT-style CVAE transformer (chunk 20, 10 executed): slow on a CPU.
+- act:   the ACT-style CVAE transformer at its defaults but --steps (chunk 20, queried every
+         step and temporally ensembled): slow on a CPU.
+- dp:    the Diffusion-Policy-style denoiser at its defaults but --steps (chunk 16, predicting
+         the clean chunk, temporally ensembled).
 - dagger: chunk, plus 3 DAgger rounds (16 learner rollouts each) labelled by the scripted
          expert; dagger8: 8 rounds; joint_dagger: joint plus 4 rounds.
 """
@@ -42,6 +45,7 @@ METHODS = {
     "chunk": ("bc", {"chunk": 20, "execute": 1, "ensemble": 0.1}),
     "joint": ("joint", {"execute": 1, "ensemble": 0.1}),
     "act": ("act", {}),
+    "dp": ("dp", {}),
     "dagger": ("bc", {"chunk": 20, "execute": 1, "ensemble": 0.1, "dagger": 3,
                       "dagger_episodes": 16}),
     "dagger8": ("bc", {"chunk": 20, "execute": 1, "ensemble": 0.1, "dagger": 8,

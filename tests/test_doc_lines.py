@@ -71,7 +71,7 @@ SHRINK = [
     (r"--n \d+ ", "--n 3 "),
     (r"--cases 12 --physical 2", "--cases 2 --physical 1"),
     (r"physical demos --task all", "physical demos --task CoCarry"),  # the one the lines use
-    (r"--task Handover,CoCarry,TableAlign,BigTable", "--task CoCarry"),  # the one rendered
+    (r"--task Handover,CartService,CoCarry,TableAlign,MoveHouse,BigTable", "--task CoCarry"),
     (r"--n-demos \d+", "--n-demos 3"),
     (r"--batch 4096 --seconds 5", "--batch 64 --seconds 0.2"),
     (r"--model smollm2", "--model scripted --models models.yaml"),

@@ -156,6 +156,31 @@ def test_checkpoints_without_an_order_keep_robot_order(tmp_path, demos):
     assert load_nets(tmp_path / "old.pt")[0].global_order == "fixed"
 
 
+@pytest.mark.parametrize("algo", ["act", "dp"])
+def test_act_and_dp_defaults_are_the_ensembled_recipe_and_old_files_keep_theirs(
+        tmp_path, demos, algo):
+    import torch
+
+    cfg = default_config("CoCarry", algo, 2)
+    # queried every step, ACT's temporal ensemble; the steps the recipe was measured at
+    assert (cfg.execute, cfg.ensemble) == (1, 0.1) and cfg.steps in (3000, 5000)
+    assert (cfg.pre_norm, cfg.dp_target) == (True, "sample")
+    # chunks asked for open loop are executed open loop
+    assert default_config("CoCarry", algo, 2, execute=8).ensemble == 0.0
+    # a file written before these fields: post-LN transformers, a noise-predicting denoiser
+    old_kind = default_config("CoCarry", algo, 2, steps=2, batch=8, hidden=16,
+                              pre_norm=False, dp_target="epsilon")
+    train_policy(old_kind, demos, tmp_path / "p.pt")
+    blob = torch.load(tmp_path / "p.pt", weights_only=True)
+    del blob["config"]["pre_norm"], blob["config"]["dp_target"]
+    torch.save(blob, tmp_path / "old.pt")
+    old, nets = load_nets(tmp_path / "old.pt")
+    assert (old.pre_norm, old.dp_target) == (False, "epsilon")
+    assert nets[0].cfg.dp_target == "epsilon"
+    if algo == "act":
+        assert not nets[0].decoder.layers[0].norm_first and nets[0].decoder.norm is None
+
+
 def test_the_dagger_labeller_resyncs_when_the_learner_already_holds():
     env = PhysicalEnv(get_task("CoCarry"))
     env.reset(3)

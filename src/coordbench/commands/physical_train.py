@@ -46,16 +46,17 @@ OPTIONS = (
     Option("sharing", str, None, "separate (one network per robot, the default) | shared | "
            "shared_id (shared, with a one-hot robot id)", choices=SHARING),
     Option("agent_id", bool, False, "Same as --sharing shared_id.", flag="--agent-id"),
-    Option("steps", int, 2000, "Gradient steps per network (first fit).", low=1,
+    Option("steps", int, None, "Gradient steps per network (first fit; default: the "
+           "algorithm's: bc 2000, act 3000, dp 5000, joint 2000).", low=1,
            high=MAX_GRAD_STEPS),
     Option("batch", int, 64, "Batch size.", low=1, high=MAX_BATCH),
     Option("chunk", int, None, "Actions predicted per query (default: the algorithm's: bc 1, "
            "act 20, dp 16, joint 20).", low=1, high=MAX_CHUNK),
-    Option("execute", int, None, "Actions executed per query (default: the algorithm's).",
+    Option("execute", int, None, "Actions executed per query (default: the algorithm's: 1).",
            low=1, high=MAX_CHUNK),
     Option("ensemble", float, None, "Query every step and execute ACT's temporal ensemble of "
-           "the live chunks with weight exp(-m i) (0: execute open loop; default: joint 0.1, "
-           "others 0).", low=0, high=MAX_ENSEMBLE),
+           "the live chunks with weight exp(-m i) (0: execute open loop; default: act, dp "
+           "and joint 0.1, bc 0).", low=0, high=MAX_ENSEMBLE),
     Option("history", int, 0, "Past observations (every 10 control steps) stacked onto the "
            "current one (state only).", low=0, high=MAX_HISTORY),
     Option("dagger", int, 0, "DAgger rounds after the first fit: the policy drives, the "
@@ -99,14 +100,14 @@ def _configs(v: dict[str, Any], names: list[str]) -> tuple[list[Any], str]:
                           "takes --scope global and no --sharing")
     share = v["sharing"] or "separate"
     agent_id = v["agent_id"] or share == "shared_id"
-    kw: dict[str, Any] = {k: v[k] for k in ("obs", "steps", "batch", "seed", "history",
-                                             "dagger", "dagger_episodes")}
+    kw: dict[str, Any] = {k: v[k] for k in ("obs", "batch", "seed", "history", "dagger",
+                                             "dagger_episodes")}
     kw["agent_id"] = agent_id
     kw["embodiment"] = v["embodiment"]
     if v["algo"] != "joint":
         kw.update(scope=v["scope"] or "local",
                   sharing="shared" if share == "shared_id" else share)
-    kw.update({k: v[k] for k in ("chunk", "execute", "ensemble") if v[k] is not None})
+    kw.update({k: v[k] for k in ("chunk", "execute", "ensemble", "steps") if v[k] is not None})
     cfgs = [default_config(name, v["algo"], get_task(name, v["embodiment"]).n_robots, **kw)
             for name in names]
     c = cfgs[0]

@@ -24,7 +24,6 @@ network for all robots (with or without a one-hot agent id).
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
@@ -39,6 +38,7 @@ from coordbench.core.checkpoint import checkpoint_bytes, read_checkpoint
 from coordbench.envs.physical.embodiment import KINDS, action_bounds
 from coordbench.errors import ConfigError, CoordbenchError
 
+from .imitation_nets import build
 from .snapshot import Snapshots
 
 ALGOS = ("bc", "act", "dp", "joint")
@@ -87,6 +87,12 @@ class PolicyConfig:
     # "fixed" (robot order for every robot: checkpoints written before this field)
     global_order: str = "own_first"
     embodiment: str = "cobot"  # the robots trained on: cobot | g1
+    # act: layer norm before each transformer sublayer (pre-LN, trains stably at lr 1e-3)
+    # or after it (post-LN: checkpoints written before this field)
+    pre_norm: bool = True
+    # dp: the denoiser predicts the clean chunk ("sample") or the noise ("epsilon":
+    # checkpoints written before this field)
+    dp_target: str = "sample"
 
     @property
     def action_dim(self) -> int:
@@ -114,7 +120,8 @@ class PolicyConfig:
                                      ("--obs", self.obs, ("state", "image")),
                                      ("--scope", self.scope, ("local", "global")),
                                      ("--sharing", self.sharing,
-                                      ("separate", "shared", "joint"))):
+                                      ("separate", "shared", "joint")),
+                                     ("dp_target", self.dp_target, ("sample", "epsilon"))):
             if value not in allowed:
                 raise ConfigError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
         if self.joint and (self.scope != "global" or self.sharing != "joint"):
@@ -145,16 +152,29 @@ class PolicyConfig:
             raise ConfigError(f"unknown global observation order {self.global_order!r}")
 
 
+# each algorithm's defaults: (chunk, execute, ensemble, lr, hidden, steps). Every chunked one
+# is queried every step and executes ACT's temporal ensemble: executed open loop, ACT's and
+# DP's chunks did not learn CoCarry (0%, docs/physical.md); ACT's transformer is the costly
+# one on a CPU
+ALGO_DEFAULTS: dict[str, tuple[int, int, float, float, int, int]] = {
+    "bc": (1, 1, 0.0, 1e-3, 256, 2000),
+    "act": (20, 1, 0.1, 1e-3, 128, 3000),
+    "dp": (16, 1, 0.1, 1e-3, 256, 5000),
+    "joint": (20, 1, 0.1, 1e-3, 512, 2000),
+}
+
+
 def default_config(task: str, algo: str, n_robots: int, **kw: Any) -> PolicyConfig:
-    """Return a PolicyConfig with each algorithm's chunking defaults."""
-    # (chunk, execute, lr, hidden): ACT's transformer is the costly one on a CPU
-    chunks = {"bc": (1, 1, 1e-3, 256), "act": (20, 10, 3e-4, 128), "dp": (16, 8, 1e-3, 256),
-              "joint": (20, 1, 1e-3, 512)}
-    chunk, execute, lr, hidden = chunks.get(algo, (1, 1, 1e-3, 256))
+    """Return a PolicyConfig with each algorithm's defaults (`ALGO_DEFAULTS`), `kw` over
+    them."""
+    chunk, execute, ensemble, lr, hidden, steps = ALGO_DEFAULTS.get(algo, ALGO_DEFAULTS["bc"])
     base = {"task": task, "algo": algo, "n_robots": n_robots, "chunk": chunk,
-            "execute": execute, "lr": lr, "hidden": hidden}
+            "execute": execute, "ensemble": ensemble, "lr": lr, "hidden": hidden,
+            "steps": steps}
     if algo == "joint":  # measured best ensembled (benchmarks/results/physical_learning.md)
-        base.update(scope="global", sharing="joint", execute=1, ensemble=0.1)
+        base.update(scope="global", sharing="joint")
+    if kw.get("execute", 1) > 1 and "ensemble" not in kw:  # chunks asked open loop
+        base["ensemble"] = 0.0
     cfg = PolicyConfig(**{**base, **kw})
     cfg.check()
     return cfg
@@ -202,151 +222,6 @@ def image_features(cfg: PolicyConfig, frames: np.ndarray, state_obs: np.ndarray,
     if cfg.agent_id:
         pro = np.concatenate([pro, np.tile(np.eye(cfg.n_robots)[robot], (len(pro), 1))], 1)
     return np.moveaxis(img, -1, 1), pro.astype(np.float32)
-
-
-# -- networks -----------------------------------------------------------------------------------
-class Encoder(nn.Module):
-    """Observation -> feature (state: normalised MLP input; image: small conv net + proprio)."""
-
-    def __init__(self, cfg: PolicyConfig, state_dim: int, channels: int = 0) -> None:
-        super().__init__()
-        self.image = cfg.obs == "image"
-        h = cfg.hidden
-        self.register_buffer("mean", torch.zeros(state_dim))
-        self.register_buffer("std", torch.ones(state_dim))
-        if self.image:
-            self.conv = nn.Sequential(
-                nn.Conv2d(channels, 16, 5, stride=2, padding=2), nn.ReLU(),
-                nn.Conv2d(16, 32, 3, stride=2, padding=1), nn.ReLU(),
-                nn.Conv2d(32, 32, 3, stride=2, padding=1), nn.ReLU(),
-                nn.AdaptiveAvgPool2d(4), nn.Flatten())
-            self.proj = nn.Linear(32 * 16 + state_dim, h)
-        else:
-            self.proj = nn.Linear(state_dim, h)
-        self.out = nn.Sequential(nn.ReLU(), nn.Linear(h, h), nn.ReLU())
-
-    def forward(self, state: torch.Tensor, img: torch.Tensor | None = None) -> torch.Tensor:
-        """Return (B, hidden)."""
-        x = ((state - self.mean) / self.std).clamp(-10, 10)
-        if self.image:
-            x = torch.cat([self.conv(img.float() / 255.0), x], dim=1)
-        return self.out(self.proj(x))
-
-
-class BCNet(nn.Module):
-    """MLP head: feature -> chunk x 8."""
-
-    def __init__(self, cfg: PolicyConfig, enc: Encoder) -> None:
-        super().__init__()
-        self.cfg, self.enc = cfg, enc
-        self.head = nn.Linear(cfg.hidden, cfg.chunk * cfg.action_width)
-
-    def predict(self, state, img=None) -> torch.Tensor:
-        """Return normalised actions (B, chunk, action width)."""
-        return self.head(self.enc(state, img)).view(-1, self.cfg.chunk, self.cfg.action_width)
-
-    def loss(self, state, img, target) -> torch.Tensor:
-        """Return the mean squared error to the normalised target chunk."""
-        return nn.functional.mse_loss(self.predict(state, img), target)
-
-
-class ACTNet(nn.Module):
-    """ACT-style CVAE with a transformer decoder over learned per-step queries."""
-
-    latent = 32
-
-    def __init__(self, cfg: PolicyConfig, enc: Encoder) -> None:
-        super().__init__()
-        self.cfg, self.enc = cfg, enc
-        d = cfg.hidden
-        self.queries = nn.Parameter(torch.randn(cfg.chunk, d) * 0.02)
-        self.z_proj = nn.Linear(self.latent, d)
-        self.decoder = nn.TransformerDecoder(
-            nn.TransformerDecoderLayer(d, 4, 2 * d, dropout=0.0, batch_first=True), 2)
-        self.head = nn.Linear(d, cfg.action_dim)
-        self.act_proj = nn.Linear(cfg.action_dim, d)
-        self.posterior = nn.TransformerEncoder(
-            nn.TransformerEncoderLayer(d, 4, 2 * d, dropout=0.0, batch_first=True), 1)
-        self.cls = nn.Parameter(torch.zeros(1, 1, d))
-        self.to_latent = nn.Linear(d, 2 * self.latent)
-
-    def _decode(self, feat: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
-        memory = torch.stack([feat, self.z_proj(z)], dim=1)
-        q = self.queries.unsqueeze(0).expand(len(feat), -1, -1)
-        return self.head(self.decoder(q, memory))
-
-    def predict(self, state, img=None) -> torch.Tensor:
-        """Return normalised actions (B, chunk, 8) with the latent at its prior mean."""
-        feat = self.enc(state, img)
-        return self._decode(feat, torch.zeros(len(feat), self.latent))
-
-    def loss(self, state, img, target) -> torch.Tensor:
-        """Return L1 reconstruction + kl_weight x KL(q(z | obs, chunk) || N(0, I)) (the KL
-        summed over the latent, averaged over the batch)."""
-        feat = self.enc(state, img)
-        tokens = torch.cat([self.cls.expand(len(feat), -1, -1), feat.unsqueeze(1),
-                            self.act_proj(target)], dim=1)
-        stats = self.to_latent(self.posterior(tokens)[:, 0])
-        mu, logvar = stats.chunk(2, dim=1)
-        z = mu + torch.randn_like(mu) * torch.exp(0.5 * logvar)
-        recon = nn.functional.l1_loss(self._decode(feat, z), target)
-        kl = -0.5 * torch.mean(torch.sum(1 + logvar - mu.pow(2) - logvar.exp(), dim=1))
-        return recon + self.cfg.kl_weight * kl
-
-
-class DPNet(nn.Module):
-    """Diffusion-Policy-style denoiser over action chunks (MLP with timestep embedding)."""
-
-    train_steps = 50
-    sample_steps = 10
-
-    def __init__(self, cfg: PolicyConfig, enc: Encoder) -> None:
-        super().__init__()
-        self.cfg, self.enc = cfg, enc
-        d, flat = cfg.hidden, cfg.chunk * cfg.action_dim
-        self.net = nn.Sequential(nn.Linear(flat + d + 32, 2 * d), nn.Mish(),
-                                 nn.Linear(2 * d, 2 * d), nn.Mish(), nn.Linear(2 * d, flat))
-        s = torch.arange(self.train_steps + 1, dtype=torch.float64) / self.train_steps
-        f = torch.cos((s + 0.008) / 1.008 * math.pi / 2) ** 2
-        self.register_buffer("abar", (f[1:] / f[0]).clamp(1e-4, 0.9999).float())
-
-    def _embed(self, t: torch.Tensor) -> torch.Tensor:
-        freqs = torch.exp(torch.arange(16) * (-math.log(1000.0) / 16))
-        ang = t.float().unsqueeze(1) * freqs.unsqueeze(0)
-        return torch.cat([ang.sin(), ang.cos()], dim=1)
-
-    def _eps(self, x: torch.Tensor, t: torch.Tensor, feat: torch.Tensor) -> torch.Tensor:
-        return self.net(torch.cat([x.flatten(1), feat, self._embed(t)], dim=1)).view_as(x)
-
-    def loss(self, state, img, target) -> torch.Tensor:
-        """Return the noise-prediction error at a random diffusion step."""
-        feat = self.enc(state, img)
-        t = torch.randint(0, self.train_steps, (len(target),))
-        ab = self.abar[t].view(-1, 1, 1)
-        noise = torch.randn_like(target)
-        x = ab.sqrt() * target + (1 - ab).sqrt() * noise
-        return nn.functional.mse_loss(self._eps(x, t, feat), noise)
-
-    def predict(self, state, img=None) -> torch.Tensor:
-        """Return normalised actions (B, chunk, 8) by DDIM sampling (eta 0)."""
-        feat = self.enc(state, img)
-        x = torch.randn(len(feat), self.cfg.chunk, self.cfg.action_dim)
-        ts = torch.linspace(self.train_steps - 1, 0, self.sample_steps).long()
-        for k, t in enumerate(ts):
-            ab = self.abar[t]
-            eps = self._eps(x, t.repeat(len(x)), feat)
-            x0 = ((x - (1 - ab).sqrt() * eps) / ab.sqrt()).clamp(-1.5, 1.5)
-            ab_next = self.abar[ts[k + 1]] if k + 1 < len(ts) else torch.tensor(1.0)
-            x = ab_next.sqrt() * x0 + (1 - ab_next).sqrt() * eps
-        return x
-
-
-NETS = {"bc": BCNet, "act": ACTNet, "dp": DPNet, "joint": BCNet}
-
-
-def build(cfg: PolicyConfig, state_dim: int, channels: int) -> nn.Module:
-    """Return an untrained network for `cfg`."""
-    return NETS[cfg.algo](cfg, Encoder(cfg, state_dim, channels))
 
 
 # -- data ---------------------------------------------------------------------------------------
@@ -670,7 +545,9 @@ def load_nets(path: Path) -> tuple[PolicyConfig, list[nn.Module]]:
     blob = read_checkpoint(path, FORMAT, "coordbench physical policy", PolicyCheckpointError)
     try:
         known = {f.name for f in fields(PolicyConfig)}
-        saved = {"global_order": "fixed", **blob["config"]}  # older files: robot order
+        # older files: robot order, post-LN transformers
+        saved = {"global_order": "fixed", "pre_norm": False, "dp_target": "epsilon",
+                 **blob["config"]}
         cfg = PolicyConfig(**{k: v for k, v in saved.items() if k in known})
         nets = []
         for sd, dim, ch in zip(blob["nets"], blob["dims"], blob["channels"], strict=True):
