@@ -17,7 +17,9 @@ from coordbench.reproduce.study import Options
 from tests.cli_errors import error_line
 
 
-@pytest.fixture(scope="module")
+# the quick study is the expensive part: played once, on one worker (a session-scoped
+# fixture of grouped tests; a module-scoped one was played again on the second worker)
+@pytest.fixture(scope="session")
 def study(tmp_path_factory) -> tuple[Path, dict]:
     out = tmp_path_factory.mktemp("attr") / "study"
     res = CliRunner().invoke(app, ["reproduce", "attribution", "--quick", "--out", str(out),
@@ -26,6 +28,7 @@ def study(tmp_path_factory) -> tuple[Path, dict]:
     return out, json.loads(res.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.xdist_group("reproduce-attribution")
 def test_the_counterfactual_method_finds_the_injected_seat_and_step(study):
     out, payload = study
     assert payload["paper"] == "attribution"
@@ -65,6 +68,7 @@ def test_its_options_are_checked(tmp_path):
         ["reproduce", "mecobench", "--quick", "--judge", "x"], tmp_path)
 
 
+@pytest.mark.xdist_group("reproduce-attribution")
 def test_the_judge_plays_both_prompts_on_caused_failures(study, tmp_path):
     out, _ = study
     cases = A.caused(RunDir.open(out), Options(quick=True))[:3]

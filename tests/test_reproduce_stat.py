@@ -19,7 +19,8 @@ SMALL = ["--quick", "--regime", "baseline", "--steps", "2000", "--seeds", "0-1",
          "--methods", "vdn,iql"]
 
 
-@pytest.fixture(scope="module")
+# session-scoped: the grouped tests that read it share one play of it on their worker
+@pytest.fixture(scope="session")
 def small_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("stat") / "run"
     res = runner.invoke(app, ["reproduce", "stat", *SMALL, "--out", str(out), "--json"])
